@@ -1,0 +1,256 @@
+#include "config/cluster_config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "config/yaml_reader.h"
+
+namespace cellar {
+namespace {
+
+bool IsLowerOrDigitOrUnderscore(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// "0-31" or "7" -> [first, last].
+bool ParseShardRange(const std::string& s, uint32_t* first, uint32_t* last) {
+  auto dash = s.find('-');
+  try {
+    size_t used = 0;
+    if (dash == std::string::npos) {
+      unsigned long v = std::stoul(s, &used);
+      if (used != s.size()) return false;
+      *first = *last = static_cast<uint32_t>(v);
+      return true;
+    }
+    std::string a = s.substr(0, dash), b = s.substr(dash + 1);
+    unsigned long va = std::stoul(a, &used);
+    if (used != a.size() || a.empty() || a[0] == '-' || a[0] == '+') return false;
+    unsigned long vb = std::stoul(b, &used);
+    if (used != b.size() || b.empty() || b[0] == '-' || b[0] == '+') return false;
+    if (va > vb) return false;
+    *first = static_cast<uint32_t>(va);
+    *last = static_cast<uint32_t>(vb);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void ReadIntInto(YamlReader& r, const YAML::Node& n, std::string_view key, std::string_view path,
+                 int64_t min, int64_t max, int* out) {
+  int64_t v = *out;
+  if (r.ReadInt(n, key, path, min, max, &v)) *out = static_cast<int>(v);
+}
+
+void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig* m) {
+  const std::string p = "mysql";
+  if (!r.CheckKeys(n, p,
+                   {"user", "password_env", "database_prefix", "connect_timeout_ms",
+                    "io_timeout_ms", "pool_size_per_host", "hosts"}))
+    if (!n.IsMap()) return;
+  r.ReadString(n, "user", p, &m->user);
+  r.ReadString(n, "password_env", p, &m->password_env);
+  if (r.ReadString(n, "database_prefix", p, &m->database_prefix) &&
+      !IsValidDatastoreName(m->database_prefix))
+    r.Error(n["database_prefix"], "mysql.database_prefix",
+            "must match [a-z][a-z0-9_]{0,47}, got '" + m->database_prefix + "'");
+  ReadIntInto(r, n, "connect_timeout_ms", p, 1, 600000, &m->connect_timeout_ms);
+  ReadIntInto(r, n, "io_timeout_ms", p, 1, 3600000, &m->io_timeout_ms);
+  ReadIntInto(r, n, "pool_size_per_host", p, 1, 1024, &m->pool_size_per_host);
+  if (!r.Require(n, "hosts", p)) return;
+  const YAML::Node hosts = n["hosts"];
+  if (!r.ExpectSequence(hosts, "mysql.hosts")) return;
+  std::vector<int> owner(shards, -1);
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const YAML::Node h = hosts[i];
+    const std::string hp = "mysql.hosts[" + std::to_string(i) + "]";
+    if (!r.CheckKeys(h, hp, {"name", "address", "port", "shards"}) && !h.IsMap()) continue;
+    MysqlHostConfig host;
+    host.name = "db" + std::to_string(i + 1);
+    r.ReadString(h, "name", hp, &host.name);
+    r.ReadString(h, "address", hp, &host.address);
+    ReadIntInto(r, h, "port", hp, 1, 65535, &host.port);
+    std::string range;
+    if (r.Require(h, "shards", hp) && r.ReadString(h, "shards", hp, &range)) {
+      if (!ParseShardRange(range, &host.first_shard, &host.last_shard)) {
+        r.Error(h["shards"], hp + ".shards", "expected a shard range like 0-31, got '" + range + "'");
+      } else if (host.last_shard >= shards) {
+        r.Error(h["shards"], hp + ".shards",
+                "shard " + std::to_string(host.last_shard) + " is out of range: the cluster has " +
+                    std::to_string(shards) + " shards (0-" + std::to_string(shards - 1) + ")");
+      } else {
+        for (uint32_t s = host.first_shard; s <= host.last_shard; ++s) {
+          if (owner[s] >= 0) {
+            r.Error(h["shards"], hp + ".shards",
+                    "shard " + std::to_string(s) + " is already owned by mysql.hosts[" +
+                        std::to_string(owner[s]) + "]");
+            break;
+          }
+          owner[s] = static_cast<int>(i);
+        }
+      }
+    }
+    m->hosts.push_back(host);
+  }
+  // Report unowned shards as ranges, once.
+  std::string missing;
+  for (uint32_t s = 0; s < shards;) {
+    if (owner[s] >= 0) {
+      ++s;
+      continue;
+    }
+    uint32_t e = s;
+    while (e + 1 < shards && owner[e + 1] < 0) ++e;
+    if (!missing.empty()) missing += ", ";
+    missing += e == s ? std::to_string(s) : std::to_string(s) + "-" + std::to_string(e);
+    s = e + 1;
+  }
+  if (!missing.empty()) r.Error(hosts, "mysql.hosts", "shards " + missing + " are owned by no host");
+}
+
+void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreConfig>* out) {
+  if (!r.ExpectSequence(n, "datastores")) return;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node d = n[i];
+    const std::string dp = "datastores[" + std::to_string(i) + "]";
+    if (!r.CheckKeys(d, dp, {"name", "columns"}) && !d.IsMap()) continue;
+    DatastoreConfig ds;
+    if (r.Require(d, "name", dp) && r.ReadString(d, "name", dp, &ds.name)) {
+      if (!IsValidDatastoreName(ds.name))
+        r.Error(d["name"], dp + ".name", "must match [a-z][a-z0-9_]{0,47}, got '" + ds.name + "'");
+      for (const auto& other : *out)
+        if (other.name == ds.name) r.Error(d["name"], dp + ".name", "duplicate datastore '" + ds.name + "'");
+    }
+    if (r.Require(d, "columns", dp)) {
+      const YAML::Node cols = d["columns"];
+      if (r.ExpectMap(cols, dp + ".columns")) {
+        for (const auto& kv : cols) {
+          ColumnConfig c;
+          c.name = kv.first.IsScalar() ? kv.first.Scalar() : "";
+          const std::string cp = dp + ".columns." + c.name;
+          if (!IsValidColumnName(c.name))
+            r.Error(kv.first, cp, "column name must match [A-Za-z][A-Za-z0-9_]{0,63}");
+          const YAML::Node opts = kv.second;
+          if (!opts.IsNull()) {
+            if (r.CheckKeys(opts, cp, {"ttl"}) || opts.IsMap())
+              r.ReadDurationMillis(opts, "ttl", cp, &c.ttl_ms);
+          }
+          ds.columns.push_back(c);
+        }
+        if (ds.columns.empty()) r.Error(cols, dp + ".columns", "a datastore needs at least one column");
+      }
+    }
+    out->push_back(std::move(ds));
+  }
+}
+
+}  // namespace
+
+bool IsValidDatastoreName(std::string_view name) {
+  if (name.empty() || name.size() > 48 || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  for (char c : name)
+    if (!IsLowerOrDigitOrUnderscore(c)) return false;
+  return true;
+}
+
+bool IsValidColumnName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (!alpha(name[0])) return false;
+  for (char c : name)
+    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '_') return false;
+  return true;
+}
+
+const ColumnConfig* DatastoreConfig::FindColumn(std::string_view column) const {
+  for (const auto& c : columns)
+    if (c.name == column) return &c;
+  return nullptr;
+}
+
+const DatastoreConfig* ClusterConfig::FindDatastore(std::string_view name) const {
+  for (const auto& d : datastores)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+const MysqlHostConfig& ClusterConfig::HostForShard(uint32_t shard) const {
+  for (const auto& h : mysql.hosts)
+    if (shard >= h.first_shard && shard <= h.last_shard) return h;
+  return mysql.hosts.front();
+}
+
+std::string ClusterConfig::ShardDatabase(uint32_t shard) const {
+  return mysql.database_prefix + "_s" + std::to_string(shard);
+}
+
+std::string ClusterConfig::MysqlPassword() const {
+  if (mysql.password_env.empty()) return "";
+  const char* v = std::getenv(mysql.password_env.c_str());
+  return v ? v : "";
+}
+
+Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
+                                         const std::string& source_name) {
+  YamlReader r(source_name);
+  ClusterConfig cfg;
+  cfg.source = source_name;
+  YAML::Node root = r.Parse(yaml_text);
+  if (!r.errors().empty()) return r.ToStatus();
+  r.CheckKeys(root, "",
+              {"shards", "mysql", "limits", "group_commit", "kafka", "relay", "datastores"});
+  if (!root.IsMap()) return r.ToStatus();
+  int64_t shards = cfg.shards;
+  r.ReadInt(root, "shards", "", 1, 65536, &shards);
+  cfg.shards = static_cast<uint32_t>(shards);
+
+  if (r.Require(root, "mysql", "")) LoadMysql(r, root["mysql"], cfg.shards, &cfg.mysql);
+
+  if (YAML::Node n = root["limits"]) {
+    r.CheckKeys(n, "limits", {"max_body_bytes", "max_batch_cells", "max_log_limit"});
+    r.ReadInt(n, "max_body_bytes", "limits", 2, int64_t{1} << 30, &cfg.limits.max_body_bytes);
+    ReadIntInto(r, n, "max_batch_cells", "limits", 1, 100000, &cfg.limits.max_batch_cells);
+    ReadIntInto(r, n, "max_log_limit", "limits", 1, 1000000, &cfg.limits.max_log_limit);
+  }
+  if (YAML::Node n = root["group_commit"]) {
+    r.CheckKeys(n, "group_commit", {"max_batch_cells", "writer_threads_per_host"});
+    ReadIntInto(r, n, "max_batch_cells", "group_commit", 1, 10000, &cfg.group_commit.max_batch_cells);
+    ReadIntInto(r, n, "writer_threads_per_host", "group_commit", 1, 256,
+                &cfg.group_commit.writer_threads_per_host);
+  }
+  if (YAML::Node n = root["kafka"]) {
+    r.CheckKeys(n, "kafka", {"brokers", "topic_prefix", "partitions", "max_event_body_bytes"});
+    r.ReadString(n, "brokers", "kafka", &cfg.kafka.brokers);
+    if (r.ReadString(n, "topic_prefix", "kafka", &cfg.kafka.topic_prefix)) {
+      bool ok = !cfg.kafka.topic_prefix.empty() && cfg.kafka.topic_prefix.size() <= 100;
+      for (char c : cfg.kafka.topic_prefix)
+        ok &= IsLowerOrDigitOrUnderscore(c) || c == '-' || c == '.' || (c >= 'A' && c <= 'Z');
+      if (!ok) r.Error(n["topic_prefix"], "kafka.topic_prefix", "must be 1-100 of [A-Za-z0-9._-]");
+    }
+    ReadIntInto(r, n, "partitions", "kafka", 1, 10000, &cfg.kafka.partitions);
+    r.ReadInt(n, "max_event_body_bytes", "kafka", 0, int64_t{1} << 30,
+              &cfg.kafka.max_event_body_bytes);
+  }
+  if (YAML::Node n = root["relay"]) {
+    r.CheckKeys(n, "relay", {"batch_cells", "poll_min_ms", "poll_max_ms", "lock_retry_ms"});
+    ReadIntInto(r, n, "batch_cells", "relay", 1, 100000, &cfg.relay.batch_cells);
+    ReadIntInto(r, n, "poll_min_ms", "relay", 1, 60000, &cfg.relay.poll_min_ms);
+    ReadIntInto(r, n, "poll_max_ms", "relay", 1, 60000, &cfg.relay.poll_max_ms);
+    ReadIntInto(r, n, "lock_retry_ms", "relay", 10, 600000, &cfg.relay.lock_retry_ms);
+  }
+  if (r.Require(root, "datastores", "")) LoadDatastores(r, root["datastores"], &cfg.datastores);
+  if (!r.errors().empty()) return r.ToStatus();
+  return cfg;
+}
+
+Result<ClusterConfig> LoadClusterConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument(path + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseClusterConfig(ss.str(), path);
+}
+
+}  // namespace cellar

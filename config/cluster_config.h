@@ -1,0 +1,116 @@
+// ClusterConfig: the whole description of a Cellar cluster, loaded from YAML.
+//
+// Example (see config/examples/cellar.yaml for every key):
+//   shards: 64
+//   mysql:
+//     user: root
+//     password_env: CELLAR_MYSQL_PASSWORD
+//     hosts:
+//       - { name: db1, address: 127.0.0.1, port: 3306, shards: 0-31 }
+//       - { name: db2, address: 127.0.0.1, port: 3307, shards: 32-63 }
+//   kafka: { brokers: 127.0.0.1:9092, topic_prefix: cellar, partitions: 8 }
+//   datastores:
+//     - name: trips
+//       columns:
+//         BASE: {}
+//         STATUS: { ttl: 30d }
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace cellar {
+
+struct ColumnConfig {
+  std::string name;
+  int64_t ttl_ms = 0;  // milliseconds a version stays visible after created_at; 0 = forever
+};
+
+struct DatastoreConfig {
+  std::string name;  // [a-z][a-z0-9_]{0,47}: part of table and topic names
+  std::vector<ColumnConfig> columns;
+
+  // nullptr when the datastore has no such column.
+  const ColumnConfig* FindColumn(std::string_view column) const;
+};
+
+struct MysqlHostConfig {
+  std::string name;                  // label used in logs and metrics
+  std::string address = "127.0.0.1";
+  int port = 3306;
+  uint32_t first_shard = 0;          // inclusive
+  uint32_t last_shard = 0;           // inclusive
+};
+
+struct MysqlConfig {
+  std::string user = "root";
+  std::string password_env;          // name of the environment variable holding the password
+  std::string database_prefix = "cellar";  // shard s lives in database <prefix>_s<s>
+  int connect_timeout_ms = 2000;     // per connection attempt
+  int io_timeout_ms = 10000;         // read/write timeout of one statement round trip
+  int pool_size_per_host = 8;        // idle reader connections kept per host
+  std::vector<MysqlHostConfig> hosts;
+};
+
+struct LimitsConfig {
+  int64_t max_body_bytes = 1 << 20;  // serialized JSON body, bytes
+  int max_batch_cells = 1000;        // cells in one put_batch call
+  int max_log_limit = 10000;         // cells in one shard_log read
+};
+
+struct GroupCommitConfig {
+  int max_batch_cells = 256;         // cells per multi-row INSERT transaction
+  int writer_threads_per_host = 4;   // concurrent committing shards per MySQL host
+};
+
+struct KafkaConfig {
+  std::string brokers;               // bootstrap list host:port[,host:port]; empty = no Kafka
+  std::string topic_prefix = "cellar";  // topic <prefix>.<datastore>.cells
+  int partitions = 8;                // partition = shard % partitions
+  int64_t max_event_body_bytes = 256 * 1024;  // larger bodies are sent as address only
+};
+
+struct RelayConfig {
+  int batch_cells = 1000;            // cells read from a shard log per round
+  int poll_min_ms = 1;               // idle poll interval starts here...
+  int poll_max_ms = 50;              // ...and doubles up to this while nothing is new
+  int lock_retry_ms = 1000;          // how often an idle relay tries to take unowned shards
+};
+
+struct ClusterConfig {
+  std::string source;                // file the config came from ("<string>" in tests)
+  uint32_t shards = 64;              // logical shards; fixed when the cluster is created
+  MysqlConfig mysql;
+  LimitsConfig limits;
+  GroupCommitConfig group_commit;
+  KafkaConfig kafka;
+  RelayConfig relay;
+  std::vector<DatastoreConfig> datastores;
+
+  const DatastoreConfig* FindDatastore(std::string_view name) const;
+  // The host owning `shard`. REQUIRES: shard < shards (validated configs cover every shard).
+  const MysqlHostConfig& HostForShard(uint32_t shard) const;
+  // "<prefix>_s<shard>" e.g. cellar_s7.
+  std::string ShardDatabase(uint32_t shard) const;
+  // The MySQL password from the environment variable named by mysql.password_env ("" if unset).
+  std::string MysqlPassword() const;
+};
+
+// Loads and validates a cluster config. On any problem returns InvalidArgument
+// whose message lists every error found, one per line, each as
+//   <file>:<line>: <key path>: <what was expected>
+// Unknown keys are errors. Never throws.
+Result<ClusterConfig> LoadClusterConfig(const std::string& path);
+// Same, from text; `source_name` is used in messages in place of a file name.
+Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
+                                         const std::string& source_name);
+
+// True for names safe to splice into SQL identifiers and topic names.
+bool IsValidDatastoreName(std::string_view name);  // [a-z][a-z0-9_]{0,47}
+bool IsValidColumnName(std::string_view name);     // [A-Za-z][A-Za-z0-9_]{0,63}
+
+}  // namespace cellar
