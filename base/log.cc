@@ -42,10 +42,14 @@ void AppendValue(std::string& out, std::string_view v) {
 
 const char* LevelName(LogLevel l) {
   switch (l) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
   }
   return "info";
 }
@@ -57,8 +61,8 @@ void SetLogLevel(LogLevel level) { g_level = level; }
 void Log(LogLevel level, std::string_view component, std::string_view msg,
          std::initializer_list<LogField> fields) {
   if (level < g_level.load()) return;
-  std::string line = "ts=" + FormatRfc3339(NowMicros()) + " level=" + LevelName(level) +
-                     " component=";
+  std::string line =
+      "ts=" + FormatRfc3339(NowMicros()) + " level=" + LevelName(level) + " component=";
   AppendValue(line, component);
   line.append(" msg=");
   AppendValue(line, msg);

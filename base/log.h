@@ -20,10 +20,12 @@ void SetLogLevel(LogLevel level);
 void Log(LogLevel level, std::string_view component, std::string_view msg,
          std::initializer_list<LogField> fields = {});
 
-inline void LogInfo(std::string_view c, std::string_view m, std::initializer_list<LogField> f = {}) {
+inline void LogInfo(std::string_view c, std::string_view m,
+                    std::initializer_list<LogField> f = {}) {
   Log(LogLevel::kInfo, c, m, f);
 }
-inline void LogWarn(std::string_view c, std::string_view m, std::initializer_list<LogField> f = {}) {
+inline void LogWarn(std::string_view c, std::string_view m,
+                    std::initializer_list<LogField> f = {}) {
   Log(LogLevel::kWarn, c, m, f);
 }
 inline void LogError(std::string_view c, std::string_view m,

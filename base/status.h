@@ -19,16 +19,16 @@ namespace cellar {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller sent something malformed; retrying will not help
-  kNotFound,          // no such cell / datastore / column / index
-  kConflict,          // address exists with a different body
-  kAlreadyExists,     // reserved for create-only operations
-  kUnavailable,       // a shard, broker or host cannot be reached; retry later
-  kAborted,           // the operation was rolled back because of another failure
-  kDeadlineExceeded,  // timed out waiting
-  kResourceExhausted, // a size or rate limit was exceeded
+  kInvalidArgument,    // the caller sent something malformed; retrying will not help
+  kNotFound,           // no such cell / datastore / column / index
+  kConflict,           // address exists with a different body
+  kAlreadyExists,      // reserved for create-only operations
+  kUnavailable,        // a shard, broker or host cannot be reached; retry later
+  kAborted,            // the operation was rolled back because of another failure
+  kDeadlineExceeded,   // timed out waiting
+  kResourceExhausted,  // a size or rate limit was exceeded
   kFailedPrecondition,
-  kInternal,          // a bug or an unexpected reply from a dependency
+  kInternal,  // a bug or an unexpected reply from a dependency
 };
 
 // "InvalidArgument", "NotFound", ... (stable; used in JSON error bodies).
@@ -55,7 +55,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Conflict(std::string m) { return {StatusCode::kConflict, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
@@ -76,7 +78,7 @@ inline Status FailedPrecondition(std::string m) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok());
   }
@@ -101,10 +103,10 @@ class [[nodiscard]] Result {
 }  // namespace cellar
 
 // Returns early from the enclosing function when `expr` is not OK.
-#define CELLAR_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::cellar::Status _cellar_st = (expr);       \
-    if (!_cellar_st.ok()) return _cellar_st;    \
+#define CELLAR_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    ::cellar::Status _cellar_st = (expr);    \
+    if (!_cellar_st.ok()) return _cellar_st; \
   } while (0)
 
 #define CELLAR_CONCAT_INNER(a, b) a##b

@@ -75,7 +75,8 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig*
     std::string range;
     if (r.Require(h, "shards", hp) && r.ReadString(h, "shards", hp, &range)) {
       if (!ParseShardRange(range, &host.first_shard, &host.last_shard)) {
-        r.Error(h["shards"], hp + ".shards", "expected a shard range like 0-31, got '" + range + "'");
+        r.Error(h["shards"], hp + ".shards",
+                "expected a shard range like 0-31, got '" + range + "'");
       } else if (host.last_shard >= shards) {
         r.Error(h["shards"], hp + ".shards",
                 "shard " + std::to_string(host.last_shard) + " is out of range: the cluster has " +
@@ -107,7 +108,8 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig*
     missing += e == s ? std::to_string(s) : std::to_string(s) + "-" + std::to_string(e);
     s = e + 1;
   }
-  if (!missing.empty()) r.Error(hosts, "mysql.hosts", "shards " + missing + " are owned by no host");
+  if (!missing.empty())
+    r.Error(hosts, "mysql.hosts", "shards " + missing + " are owned by no host");
 }
 
 void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreConfig>* out) {
@@ -121,7 +123,8 @@ void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreCon
       if (!IsValidDatastoreName(ds.name))
         r.Error(d["name"], dp + ".name", "must match [a-z][a-z0-9_]{0,47}, got '" + ds.name + "'");
       for (const auto& other : *out)
-        if (other.name == ds.name) r.Error(d["name"], dp + ".name", "duplicate datastore '" + ds.name + "'");
+        if (other.name == ds.name)
+          r.Error(d["name"], dp + ".name", "duplicate datastore '" + ds.name + "'");
     }
     if (r.Require(d, "columns", dp)) {
       const YAML::Node cols = d["columns"];
@@ -139,7 +142,8 @@ void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreCon
           }
           ds.columns.push_back(c);
         }
-        if (ds.columns.empty()) r.Error(cols, dp + ".columns", "a datastore needs at least one column");
+        if (ds.columns.empty())
+          r.Error(cols, dp + ".columns", "a datastore needs at least one column");
       }
     }
     out->push_back(std::move(ds));
@@ -216,7 +220,8 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
   }
   if (YAML::Node n = root["group_commit"]) {
     r.CheckKeys(n, "group_commit", {"max_batch_cells", "writer_threads_per_host"});
-    ReadIntInto(r, n, "max_batch_cells", "group_commit", 1, 10000, &cfg.group_commit.max_batch_cells);
+    ReadIntInto(r, n, "max_batch_cells", "group_commit", 1, 10000,
+                &cfg.group_commit.max_batch_cells);
     ReadIntInto(r, n, "writer_threads_per_host", "group_commit", 1, 256,
                 &cfg.group_commit.writer_threads_per_host);
   }

@@ -39,20 +39,20 @@ struct DatastoreConfig {
 };
 
 struct MysqlHostConfig {
-  std::string name;                  // label used in logs and metrics
+  std::string name;  // label used in logs and metrics
   std::string address = "127.0.0.1";
   int port = 3306;
-  uint32_t first_shard = 0;          // inclusive
-  uint32_t last_shard = 0;           // inclusive
+  uint32_t first_shard = 0;  // inclusive
+  uint32_t last_shard = 0;   // inclusive
 };
 
 struct MysqlConfig {
   std::string user = "root";
-  std::string password_env;          // name of the environment variable holding the password
+  std::string password_env;                // name of the environment variable holding the password
   std::string database_prefix = "cellar";  // shard s lives in database <prefix>_s<s>
-  int connect_timeout_ms = 2000;     // per connection attempt
-  int io_timeout_ms = 10000;         // read/write timeout of one statement round trip
-  int pool_size_per_host = 8;        // idle reader connections kept per host
+  int connect_timeout_ms = 2000;           // per connection attempt
+  int io_timeout_ms = 10000;               // read/write timeout of one statement round trip
+  int pool_size_per_host = 8;              // idle reader connections kept per host
   std::vector<MysqlHostConfig> hosts;
 };
 
@@ -63,27 +63,27 @@ struct LimitsConfig {
 };
 
 struct GroupCommitConfig {
-  int max_batch_cells = 256;         // cells per multi-row INSERT transaction
-  int writer_threads_per_host = 4;   // concurrent committing shards per MySQL host
+  int max_batch_cells = 256;        // cells per multi-row INSERT transaction
+  int writer_threads_per_host = 4;  // concurrent committing shards per MySQL host
 };
 
 struct KafkaConfig {
-  std::string brokers;               // bootstrap list host:port[,host:port]; empty = no Kafka
+  std::string brokers;                  // bootstrap list host:port[,host:port]; empty = no Kafka
   std::string topic_prefix = "cellar";  // topic <prefix>.<datastore>.cells
-  int partitions = 8;                // partition = shard % partitions
+  int partitions = 8;                   // partition = shard % partitions
   int64_t max_event_body_bytes = 256 * 1024;  // larger bodies are sent as address only
 };
 
 struct RelayConfig {
-  int batch_cells = 1000;            // cells read from a shard log per round
-  int poll_min_ms = 1;               // idle poll interval starts here...
-  int poll_max_ms = 50;              // ...and doubles up to this while nothing is new
-  int lock_retry_ms = 1000;          // how often an idle relay tries to take unowned shards
+  int batch_cells = 1000;    // cells read from a shard log per round
+  int poll_min_ms = 1;       // idle poll interval starts here...
+  int poll_max_ms = 50;      // ...and doubles up to this while nothing is new
+  int lock_retry_ms = 1000;  // how often an idle relay tries to take unowned shards
 };
 
 struct ClusterConfig {
-  std::string source;                // file the config came from ("<string>" in tests)
-  uint32_t shards = 64;              // logical shards; fixed when the cluster is created
+  std::string source;    // file the config came from ("<string>" in tests)
+  uint32_t shards = 64;  // logical shards; fixed when the cluster is created
   MysqlConfig mysql;
   LimitsConfig limits;
   GroupCommitConfig group_commit;

@@ -1,0 +1,25 @@
+#include "cells/cell.h"
+
+namespace cellar {
+
+std::string CellAddress(const std::string& datastore, const Uuid& row, const std::string& column,
+                        int64_t ref_key) {
+  return datastore + "/" + row.ToString() + "/" + column + "/" + std::to_string(ref_key);
+}
+
+std::string Cell::Address(const std::string& datastore) const {
+  return CellAddress(datastore, row_key, column, ref_key);
+}
+
+nlohmann::json CellToJson(const Cell& c) {
+  return nlohmann::json{{"row_key", c.row_key.ToString()},
+                        {"column", c.column},
+                        {"ref_key", c.ref_key},
+                        {"body", c.body},
+                        {"tombstone", c.tombstone},
+                        {"created_at", FormatRfc3339(c.created_at)},
+                        {"shard", c.shard},
+                        {"added_id", c.added_id}};
+}
+
+}  // namespace cellar

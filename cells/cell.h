@@ -1,0 +1,54 @@
+// The cell model: immutable, versioned JSON objects addressed by
+// (row_key, column, ref_key) within a datastore.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "base/time.h"
+#include "base/uuid.h"
+
+namespace cellar {
+
+// What a caller writes. The store assigns added_id and created_at.
+struct CellWrite {
+  Uuid row_key;
+  std::string column;
+  int64_t ref_key = 0;  // >= 0; a newer version has a higher ref_key
+  nlohmann::json body;  // must be a JSON object
+};
+
+// A stored cell version, as read back.
+struct Cell {
+  Uuid row_key;
+  std::string column;
+  int64_t ref_key = 0;
+  nlohmann::json body;              // null for tombstones
+  bool tombstone = false;           // written by erase(); hides older versions from latest()
+  MicrosSinceEpoch created_at = 0;  // when the store committed it (UTC microseconds)
+  uint32_t shard = 0;
+  uint64_t added_id = 0;  // shard-local, increasing in commit order
+
+  // "trips/<row>/BASE/3" — used in error messages.
+  std::string Address(const std::string& datastore) const;
+};
+
+// The outcome of one successful put.
+struct PutResult {
+  uint32_t shard = 0;
+  uint64_t added_id = 0;
+  int64_t ref_key = 0;  // the erase tombstone's ref_key for erase()
+  MicrosSinceEpoch created_at = 0;
+  bool created = false;  // false: the identical cell already existed (a retry)
+};
+
+std::string CellAddress(const std::string& datastore, const Uuid& row, const std::string& column,
+                        int64_t ref_key);
+
+// Cell as JSON: {"row_key","column","ref_key","body","tombstone","created_at"(RFC 3339),
+// "shard","added_id"} — the shape the CLI and HTTP API print.
+nlohmann::json CellToJson(const Cell& cell);
+
+}  // namespace cellar

@@ -1,0 +1,353 @@
+#include "cells/cell_store.h"
+
+#include <map>
+
+#include "base/log.h"
+#include "cells/internal/cell_validation.h"
+#include "cells/internal/cells_table.h"
+#include "cells/internal/group_committer.h"
+#include "cells/mysql_client.h"
+#include "cells/shard_map.h"
+
+namespace cellar {
+
+using internal::CellsTableName;
+using internal::GroupCommitter;
+using internal::PendingCell;
+using internal::RowToCell;
+using internal::ValidateColumn;
+using internal::ValidateDatastore;
+using internal::ValidateWrite;
+using internal::WriteUnit;
+
+struct CellStore::Impl {
+  ClusterConfig config;
+  std::vector<std::unique_ptr<MysqlHostPool>> pools;        // one per host
+  std::vector<std::unique_ptr<GroupCommitter>> committers;  // one per host
+  std::vector<uint32_t> host_of_shard;
+
+  std::string Table(uint32_t shard, const std::string& datastore) const {
+    return QualifiedTable(config.ShardDatabase(shard), CellsTableName(datastore));
+  }
+
+  // Runs fn(connection) on the shard's host, retrying once on a fresh
+  // connection when a pooled one turns out to be stale.
+  template <typename T, typename Fn>
+  Result<T> WithShard(uint32_t shard, Fn&& fn) {
+    MysqlHostPool& pool = *pools[host_of_shard[shard]];
+    Status last;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto lease = pool.Acquire();
+      if (!lease.ok())
+        return Unavailable("shard " + std::to_string(shard) + ": " + lease.status().message());
+      Result<T> r = fn(**lease);
+      if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
+      last = r.status();
+    }
+    return Unavailable("shard " + std::to_string(shard) + ": " + last.message());
+  }
+
+  // Visibility floor for a column's TTL (0 when the column never expires).
+  static MicrosSinceEpoch VisibleSince(const ColumnConfig& col) {
+    return col.ttl_ms > 0 ? NowMicros() - col.ttl_ms * 1000 : 0;
+  }
+
+  std::vector<Result<PutResult>> Submit(std::vector<std::unique_ptr<WriteUnit>>& units) {
+    std::vector<std::future<void>> waits;
+    for (auto& u : units) {
+      waits.push_back(u->done.get_future());
+      committers[host_of_shard[u->shard]]->Submit(u.get());
+    }
+    for (auto& w : waits) w.wait();
+    std::vector<Result<PutResult>> out;
+    for (auto& u : units)
+      for (auto& r : u->results) out.push_back(std::move(r));
+    return out;
+  }
+};
+
+CellStore::CellStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CellStore::~CellStore() { Close(); }
+
+std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->host_of_shard.assign(config.shards, 0);
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+    const auto& host = config.mysql.hosts[h];
+    MysqlEndpoint ep = EndpointFor(config, host);
+    impl->pools.push_back(std::make_unique<MysqlHostPool>(ep, config.mysql.pool_size_per_host));
+    internal::GroupCommitterOptions opts;
+    opts.threads = config.group_commit.writer_threads_per_host;
+    opts.max_batch_cells = config.group_commit.max_batch_cells;
+    opts.database_prefix = config.mysql.database_prefix;
+    impl->committers.push_back(std::make_unique<GroupCommitter>(ep, opts));
+    for (uint32_t s = host.first_shard; s <= host.last_shard && s < config.shards; ++s)
+      impl->host_of_shard[s] = static_cast<uint32_t>(h);
+  }
+  return std::unique_ptr<CellStore>(new CellStore(std::move(impl)));
+}
+
+void CellStore::Close() {
+  if (!impl_) return;
+  for (auto& c : impl_->committers) c->Stop();
+}
+
+const ClusterConfig& CellStore::config() const { return impl_->config; }
+
+MysqlHostPool& CellStore::PoolForShard(uint32_t shard) {
+  return *impl_->pools[impl_->host_of_shard[shard]];
+}
+
+Status CellStore::Init() {
+  Status first_error;
+  for (uint32_t shard = 0; shard < impl_->config.shards; ++shard) {
+    const std::string db = impl_->config.ShardDatabase(shard);
+    auto r = impl_->WithShard<bool>(shard, [&](MysqlConnection& c) -> Result<bool> {
+      CELLAR_RETURN_IF_ERROR(c.ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + db +
+                                          "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
+      CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateCommitOrderTableSql(db)));
+      for (const auto& ds : impl_->config.datastores) {
+        CELLAR_RETURN_IF_ERROR(
+            c.ExecuteDdl(internal::CreateCellsTableSql(impl_->Table(shard, ds.name))));
+        CELLAR_RETURN_IF_ERROR(
+            c.Execute("INSERT IGNORE INTO `" + db + "`.`commit_order` (datastore) VALUES (?)",
+                      {ds.name})
+                .status());
+      }
+      return true;
+    });
+    if (!r.ok() && first_error.ok()) first_error = r.status();
+  }
+  return first_error;
+}
+
+Result<PutResult> CellStore::Put(const std::string& datastore, const CellWrite& cell) {
+  CELLAR_ASSIGN_OR_RETURN(PendingCell p, ValidateWrite(impl_->config, datastore, cell));
+  std::vector<std::unique_ptr<WriteUnit>> units;
+  units.push_back(std::make_unique<WriteUnit>());
+  units[0]->datastore = datastore;
+  units[0]->shard = ShardForRow(cell.row_key, impl_->config.shards);
+  units[0]->cells.push_back(std::move(p));
+  auto results = impl_->Submit(units);
+  return std::move(results[0]);
+}
+
+std::vector<Result<PutResult>> CellStore::PutBatch(const std::string& datastore,
+                                                   const std::vector<CellWrite>& cells) {
+  std::vector<Result<PutResult>> out;
+  auto fail_all = [&](const Status& s) {
+    out.assign(cells.size(), Result<PutResult>(s));
+    return out;
+  };
+  if (auto ds = ValidateDatastore(impl_->config, datastore); !ds.ok()) return fail_all(ds.status());
+  if (cells.size() > static_cast<size_t>(impl_->config.limits.max_batch_cells))
+    return fail_all(InvalidArgument(
+        "batch has " + std::to_string(cells.size()) + " cells, over the limit of " +
+        std::to_string(impl_->config.limits.max_batch_cells) + " (limits.max_batch_cells)"));
+  // Validate everything first; a row with an invalid cell is not written at all.
+  std::vector<Result<PendingCell>> pending;
+  pending.reserve(cells.size());
+  std::map<Uuid, std::vector<size_t>> rows;  // row -> indexes, in input order
+  for (size_t i = 0; i < cells.size(); ++i) {
+    pending.push_back(ValidateWrite(impl_->config, datastore, cells[i]));
+    rows[cells[i].row_key].push_back(i);
+  }
+  out.assign(cells.size(), Result<PutResult>(Internal("not processed")));
+  std::vector<std::unique_ptr<WriteUnit>> units;
+  std::vector<std::vector<size_t>> unit_indexes;
+  for (auto& [row, idx] : rows) {
+    const Result<PendingCell>* bad = nullptr;
+    for (size_t i : idx)
+      if (!pending[i].ok()) bad = &pending[i];
+    if (bad) {
+      for (size_t i : idx)
+        out[i] =
+            pending[i].ok()
+                ? Result<PutResult>(Aborted("not written: another cell of row " + row.ToString() +
+                                            " is invalid (" + bad->status().ToString() + ")"))
+                : Result<PutResult>(pending[i].status());
+      continue;
+    }
+    auto u = std::make_unique<WriteUnit>();
+    u->datastore = datastore;
+    u->shard = ShardForRow(row, impl_->config.shards);
+    for (size_t i : idx) u->cells.push_back(std::move(pending[i]).value());
+    units.push_back(std::move(u));
+    unit_indexes.push_back(idx);
+  }
+  auto results = impl_->Submit(units);
+  size_t k = 0;
+  for (const auto& idx : unit_indexes)
+    for (size_t i : idx) out[i] = std::move(results[k++]);
+  return out;
+}
+
+Result<PutResult> CellStore::Erase(const std::string& datastore, const Uuid& row,
+                                   const std::string& column) {
+  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  CELLAR_RETURN_IF_ERROR(ValidateColumn(*ds, column).status());
+  std::vector<std::unique_ptr<WriteUnit>> units;
+  units.push_back(std::make_unique<WriteUnit>());
+  units[0]->datastore = datastore;
+  units[0]->shard = ShardForRow(row, impl_->config.shards);
+  units[0]->erase = true;
+  PendingCell t;
+  t.row_key = row;
+  t.column = column;
+  t.tombstone = true;
+  units[0]->cells.push_back(std::move(t));
+  auto results = impl_->Submit(units);
+  return std::move(results[0]);
+}
+
+Result<Cell> CellStore::Get(const std::string& datastore, const Uuid& row,
+                            const std::string& column, int64_t ref_key) {
+  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
+  if (ref_key < 0) return InvalidArgument("ref_key must be >= 0, got " + std::to_string(ref_key));
+  const uint32_t shard = ShardForRow(row, impl_->config.shards);
+  const std::string sql =
+      std::string("SELECT ") + internal::kCellColumns + " FROM " + impl_->Table(shard, datastore) +
+      " WHERE row_key = ? AND column_name = ? AND ref_key = ? AND created_at >= ?";
+  return impl_->WithShard<Cell>(shard, [&](MysqlConnection& c) -> Result<Cell> {
+    CELLAR_ASSIGN_OR_RETURN(
+        auto rows, c.Query(sql, {row.ToBytes(), column, ref_key, Impl::VisibleSince(*col)}));
+    if (rows.empty()) return NotFound("no cell " + CellAddress(datastore, row, column, ref_key));
+    return RowToCell(rows[0], shard);
+  });
+}
+
+Result<Cell> CellStore::Latest(const std::string& datastore, const Uuid& row,
+                               const std::string& column) {
+  VersionQuery q;
+  q.limit = 1;
+  CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(datastore, row, column, q));
+  const std::string where = datastore + "/" + row.ToString() + "/" + column;
+  if (versions.empty()) return NotFound("no cell at " + where);
+  if (versions[0].tombstone)
+    return NotFound("cell " + where + " was erased at ref_key " +
+                    std::to_string(versions[0].ref_key));
+  return std::move(versions[0]);
+}
+
+Result<std::vector<Cell>> CellStore::Row(const std::string& datastore, const Uuid& row) {
+  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  std::vector<Cell> out;
+  for (const auto& col : ds->columns) {
+    auto latest = Latest(datastore, row, col.name);
+    if (latest.ok())
+      out.push_back(std::move(latest).value());
+    else if (latest.status().code() != StatusCode::kNotFound)
+      return latest.status();
+  }
+  return out;
+}
+
+Result<std::vector<Cell>> CellStore::Versions(const std::string& datastore, const Uuid& row,
+                                              const std::string& column, const VersionQuery& q) {
+  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
+  if (q.limit < 1 || q.limit > 10000)
+    return InvalidArgument("limit must be between 1 and 10000, got " + std::to_string(q.limit));
+  if (q.min_ref && q.max_ref && *q.min_ref > *q.max_ref)
+    return InvalidArgument("min_ref " + std::to_string(*q.min_ref) + " is above max_ref " +
+                           std::to_string(*q.max_ref));
+  const uint32_t shard = ShardForRow(row, impl_->config.shards);
+  std::string sql = std::string("SELECT ") + internal::kCellColumns + " FROM " +
+                    impl_->Table(shard, datastore) +
+                    " WHERE row_key = ? AND column_name = ? AND created_at >= ?";
+  std::vector<SqlParam> params{row.ToBytes(), column, Impl::VisibleSince(*col)};
+  if (q.max_ref) {
+    sql += " AND ref_key <= ?";
+    params.emplace_back(*q.max_ref);
+  }
+  if (q.min_ref) {
+    sql += " AND ref_key >= ?";
+    params.emplace_back(*q.min_ref);
+  }
+  if (q.as_of) {
+    sql += " AND created_at <= ?";
+    params.emplace_back(*q.as_of);
+  }
+  sql += " ORDER BY ref_key DESC LIMIT " + std::to_string(q.limit);
+  return impl_->WithShard<std::vector<Cell>>(
+      shard, [&](MysqlConnection& c) -> Result<std::vector<Cell>> {
+        CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, params));
+        std::vector<Cell> out;
+        for (const auto& r : rows) {
+          CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r, shard));
+          out.push_back(std::move(cell));
+        }
+        return out;
+      });
+}
+
+Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t shard,
+                                         uint64_t after_added_id, int limit) {
+  CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
+  if (shard >= impl_->config.shards)
+    return InvalidArgument("shard " + std::to_string(shard) + " out of range: the cluster has " +
+                           std::to_string(impl_->config.shards) + " shards");
+  if (limit < 1 || limit > impl_->config.limits.max_log_limit)
+    return InvalidArgument("limit must be between 1 and " +
+                           std::to_string(impl_->config.limits.max_log_limit) + ", got " +
+                           std::to_string(limit));
+  const std::string sql = std::string("SELECT ") + internal::kCellColumns + " FROM " +
+                          impl_->Table(shard, datastore) +
+                          " WHERE added_id > ? ORDER BY added_id LIMIT " + std::to_string(limit);
+  return impl_->WithShard<ShardLogPage>(shard, [&](MysqlConnection& c) -> Result<ShardLogPage> {
+    CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, {after_added_id}));
+    ShardLogPage page;
+    page.next_after = after_added_id;
+    for (const auto& r : rows) {
+      CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r, shard));
+      page.next_after = cell.added_id;
+      page.cells.push_back(std::move(cell));
+    }
+    return page;
+  });
+}
+
+Result<uint64_t> CellStore::ShardHead(const std::string& datastore, uint32_t shard) {
+  CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
+  if (shard >= impl_->config.shards)
+    return InvalidArgument("shard " + std::to_string(shard) + " out of range");
+  const std::string sql = "SELECT MAX(added_id) FROM " + impl_->Table(shard, datastore);
+  return impl_->WithShard<uint64_t>(shard, [&](MysqlConnection& c) -> Result<uint64_t> {
+    CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql));
+    return rows.empty() ? 0 : rows[0].Uint(0);
+  });
+}
+
+Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
+  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  PurgeStats stats;
+  for (uint32_t shard = 0; shard < impl_->config.shards; ++shard) {
+    const std::string sql = "DELETE FROM " + impl_->Table(shard, datastore) +
+                            " WHERE column_name = ? AND created_at < ? LIMIT 5000";
+    auto r = impl_->WithShard<uint64_t>(shard, [&](MysqlConnection& c) -> Result<uint64_t> {
+      uint64_t total = 0;
+      for (const auto& col : ds->columns) {
+        if (col.ttl_ms <= 0) continue;
+        const MicrosSinceEpoch cutoff = Impl::VisibleSince(col);
+        while (true) {
+          CELLAR_ASSIGN_OR_RETURN(uint64_t n, c.Execute(sql, {col.name, cutoff}));
+          total += n;
+          if (n < 5000) break;
+        }
+      }
+      return total;
+    });
+    if (r.ok()) {
+      stats.deleted += *r;
+    } else {
+      ++stats.shards_failed;
+      LogWarn("purge", "shard failed",
+              {{"shard", std::to_string(shard)}, {"error", r.status().ToString()}});
+    }
+  }
+  return stats;
+}
+
+}  // namespace cellar

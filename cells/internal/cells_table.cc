@@ -1,0 +1,48 @@
+#include "cells/internal/cells_table.h"
+
+#include "cells/body_codec.h"
+
+namespace cellar::internal {
+
+std::string CreateCellsTableSql(const std::string& table) {
+  return "CREATE TABLE IF NOT EXISTS " + table +
+         " ("
+         " added_id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,"
+         " row_key BINARY(16) NOT NULL,"
+         " column_name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
+         " ref_key BIGINT NOT NULL,"
+         " body LONGBLOB NOT NULL,"
+         " tombstone TINYINT NOT NULL DEFAULT 0,"
+         " created_at BIGINT NOT NULL COMMENT 'microseconds since the epoch, UTC',"
+         " PRIMARY KEY (added_id),"
+         " UNIQUE KEY cell_address (row_key, column_name, ref_key),"
+         " KEY column_created (column_name, created_at)"
+         ") ENGINE=InnoDB";
+}
+
+std::string CreateCommitOrderTableSql(const std::string& database) {
+  return "CREATE TABLE IF NOT EXISTS `" + database +
+         "`.`commit_order` (datastore VARCHAR(64) CHARACTER SET ascii NOT NULL PRIMARY KEY)"
+         " ENGINE=InnoDB";
+}
+
+Result<Cell> RowToCell(const SqlRow& row, uint32_t shard) {
+  Cell c;
+  c.row_key = Uuid::FromBytes(row.Bytes(0));
+  c.column = row.Bytes(1);
+  c.ref_key = row.Int(2);
+  c.tombstone = row.Int(4) != 0;
+  c.created_at = row.Int(5);
+  c.added_id = row.Uint(6);
+  c.shard = shard;
+  if (!c.tombstone) {
+    auto body = DecodeBody(row.Bytes(3));
+    if (!body.ok())
+      return Internal("cell at shard " + std::to_string(shard) + " added_id " +
+                      std::to_string(c.added_id) + ": " + body.status().message());
+    c.body = std::move(body).value();
+  }
+  return c;
+}
+
+}  // namespace cellar::internal

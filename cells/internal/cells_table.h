@@ -1,0 +1,25 @@
+// SQL text for the cells table of one (shard, datastore), and reading its rows.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "cells/cell.h"
+#include "cells/mysql_client.h"
+
+namespace cellar::internal {
+
+// The column list every cell SELECT uses, in the order RowToCell expects.
+inline constexpr const char* kCellColumns =
+    "row_key, column_name, ref_key, body, tombstone, created_at, added_id";
+
+inline std::string CellsTableName(const std::string& datastore) { return "cells_" + datastore; }
+
+// DDL for one shard database (idempotent).
+std::string CreateCellsTableSql(const std::string& qualified_table);
+std::string CreateCommitOrderTableSql(const std::string& database);
+
+// Decodes a row selected with kCellColumns. Internal if the stored body is corrupt.
+Result<Cell> RowToCell(const SqlRow& row, uint32_t shard);
+
+}  // namespace cellar::internal

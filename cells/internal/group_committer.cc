@@ -1,0 +1,134 @@
+#include "cells/internal/group_committer.h"
+
+#include "base/log.h"
+#include "cells/internal/batch_transaction.h"
+
+namespace cellar::internal {
+namespace {
+
+void Finish(WriteUnit* u, const Status& error) {
+  if (!error.ok()) {
+    u->results.clear();
+    for (size_t i = 0; i < u->cells.size(); ++i) u->results.emplace_back(error);
+  }
+  u->done.set_value();
+}
+
+constexpr int kDeadlockRetries = 3;
+
+}  // namespace
+
+GroupCommitter::GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options)
+    : endpoint_(std::move(endpoint)), options_(std::move(options)) {
+  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { WriterLoop(); });
+}
+
+GroupCommitter::~GroupCommitter() { Stop(); }
+
+void GroupCommitter::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, q] : queues_)
+    for (WriteUnit* u : q) Finish(u, Unavailable("the cell store is closing"));
+  queues_.clear();
+  ready_.clear();
+}
+
+void GroupCommitter::Submit(WriteUnit* unit) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      Finish(unit, Unavailable("the cell store is closed"));
+      return;
+    }
+    QueueKey key{unit->datastore, unit->shard};
+    auto& q = queues_[key];
+    q.push_back(unit);
+    if (q.size() == 1 && !busy_.count(key)) ready_.push_back(key);
+  }
+  cv_.notify_one();
+}
+
+void GroupCommitter::WriterLoop() {
+  std::unique_ptr<MysqlConnection> conn;
+  while (true) {
+    QueueKey key;
+    std::vector<WriteUnit*> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+      if (stopping_) return;
+      key = ready_.front();
+      ready_.pop_front();
+      busy_.insert(key);
+      auto& q = queues_[key];
+      size_t cells = 0;
+      while (!q.empty() && (batch.empty() || cells + q.front()->cells.size() <=
+                                                 static_cast<size_t>(options_.max_batch_cells))) {
+        cells += q.front()->cells.size();
+        batch.push_back(q.front());
+        q.pop_front();
+      }
+    }
+    CommitBatch(conn, key, batch);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_.erase(key);
+      auto it = queues_.find(key);
+      if (it != queues_.end()) {
+        if (!it->second.empty()) {
+          ready_.push_back(key);
+          cv_.notify_one();
+        } else {
+          queues_.erase(it);
+        }
+      }
+    }
+  }
+}
+
+void GroupCommitter::CommitBatch(std::unique_ptr<MysqlConnection>& conn, const QueueKey& key,
+                                 std::vector<WriteUnit*>& batch) {
+  const std::string database = options_.database_prefix + "_s" + std::to_string(key.second);
+  Status status;
+  for (int attempt = 0; attempt <= kDeadlockRetries; ++attempt) {
+    bool fresh = false;
+    if (!conn || conn->broken()) {
+      fresh = true;
+      conn.reset();
+      auto c = MysqlConnection::Connect(endpoint_);
+      if (!c.ok()) {
+        status = Unavailable("shard " + std::to_string(key.second) + ": " + c.status().message());
+        break;
+      }
+      conn = std::move(c).value();
+    }
+    status = RunBatchTransaction(*conn, database, key.first, key.second, batch);
+    if (status.ok()) break;
+    if (status.code() == StatusCode::kUnavailable) {
+      // A pooled connection may have gone stale (server restarted): retry once
+      // on a fresh one. If the lost COMMIT did happen, the retry finds the
+      // identical cells and succeeds (writes are idempotent by address).
+      if (!fresh) continue;
+      status = Unavailable("shard " + std::to_string(key.second) + ": " + status.message());
+      break;
+    }
+    if (status.code() != StatusCode::kAborted) break;  // only deadlocks are retried here
+  }
+  if (!status.ok())
+    LogWarn("group_commit", "batch failed",
+            {{"shard", std::to_string(key.second)},
+             {"datastore", key.first},
+             {"units", std::to_string(batch.size())},
+             {"error", status.ToString()}});
+  for (WriteUnit* u : batch) Finish(u, status);
+}
+
+}  // namespace cellar::internal

@@ -1,0 +1,261 @@
+#include "cells/mysql_client.h"
+
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/resultset_metadata.h>
+#include <cppconn/statement.h>
+#include <mysql_connection.h>
+#include <mysql_driver.h>
+
+#include <cstdlib>
+
+namespace cellar {
+namespace {
+
+// Client error codes (CR_*) and server errors that mean "the connection is gone".
+bool IsConnectionError(int code) {
+  switch (code) {
+    case 2002:  // CR_CONNECTION_ERROR
+    case 2003:  // CR_CONN_HOST_ERROR
+    case 2005:  // CR_UNKNOWN_HOST
+    case 2006:  // CR_SERVER_GONE_ERROR
+    case 2013:  // CR_SERVER_LOST
+    case 2055:  // CR_SERVER_LOST_EXTENDED
+    case 1927:  // ER_CONNECTION_KILLED
+    case 1053:  // ER_SERVER_SHUTDOWN
+    case 2026:  // CR_SSL_CONNECTION_ERROR
+      return true;
+    default:
+      return code >= 2000 && code < 3000 && code != 2014 && code != 2031 && code != 2034;
+  }
+}
+
+sql::mysql::MySQL_Driver* Driver() {
+  // get_mysql_driver_instance() is not thread-safe on its first call.
+  static sql::mysql::MySQL_Driver* driver = sql::mysql::get_mysql_driver_instance();
+  return driver;
+}
+
+}  // namespace
+
+const std::string& SqlRow::Bytes(size_t i) const {
+  static const std::string kEmpty;
+  return values_[i] ? *values_[i] : kEmpty;
+}
+int64_t SqlRow::Int(size_t i) const {
+  return values_[i] ? std::strtoll(values_[i]->c_str(), nullptr, 10) : 0;
+}
+uint64_t SqlRow::Uint(size_t i) const {
+  return values_[i] ? std::strtoull(values_[i]->c_str(), nullptr, 10) : 0;
+}
+double SqlRow::Double(size_t i) const {
+  return values_[i] ? std::strtod(values_[i]->c_str(), nullptr) : 0;
+}
+
+std::string QualifiedTable(const std::string& database, const std::string& table) {
+  return "`" + database + "`.`" + table + "`";
+}
+
+MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& host) {
+  MysqlEndpoint e;
+  e.label = host.name;
+  e.address = host.address;
+  e.port = host.port;
+  e.user = config.mysql.user;
+  e.password = config.MysqlPassword();
+  e.connect_timeout_ms = config.mysql.connect_timeout_ms;
+  e.io_timeout_ms = config.mysql.io_timeout_ms;
+  return e;
+}
+
+MysqlConnection::MysqlConnection(MysqlEndpoint endpoint, std::unique_ptr<sql::Connection> conn)
+    : endpoint_(std::move(endpoint)), conn_(std::move(conn)) {}
+
+MysqlConnection::~MysqlConnection() {
+  statements_.clear();  // statements reference the connection: drop them first
+  try {
+    conn_.reset();
+  } catch (...) {
+  }
+}
+
+Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEndpoint& e) {
+  const std::string where =
+      "MySQL host " + e.label + " (" + e.address + ":" + std::to_string(e.port) + ")";
+  try {
+    sql::ConnectOptionsMap opts;
+    opts["hostName"] = sql::SQLString(e.address);
+    opts["port"] = e.port;
+    opts["userName"] = sql::SQLString(e.user);
+    opts["password"] = sql::SQLString(e.password);
+    opts["OPT_CONNECT_TIMEOUT"] = std::max(1, (e.connect_timeout_ms + 999) / 1000);
+    opts["OPT_READ_TIMEOUT"] = std::max(1, (e.io_timeout_ms + 999) / 1000);
+    opts["OPT_WRITE_TIMEOUT"] = std::max(1, (e.io_timeout_ms + 999) / 1000);
+    opts["OPT_RECONNECT"] = false;
+    opts["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+    std::unique_ptr<sql::Connection> conn(Driver()->connect(opts));
+    std::unique_ptr<sql::Statement> st(conn->createStatement());
+    st->execute("SET time_zone = '+00:00'");
+    st->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SELECT @@auto_increment_increment"));
+    uint64_t inc = 1;
+    if (rs->next()) inc = rs->getUInt64(1);
+    rs.reset();
+    st.reset();
+    auto c = std::unique_ptr<MysqlConnection>(new MysqlConnection(e, std::move(conn)));
+    c->auto_increment_increment_ = inc == 0 ? 1 : inc;
+    return c;
+  } catch (const sql::SQLException& ex) {
+    return Unavailable(where + " unreachable: " + ex.what() + " (error " +
+                       std::to_string(ex.getErrorCode()) + ")");
+  } catch (const std::exception& ex) {
+    return Unavailable(where + " unreachable: " + ex.what());
+  }
+}
+
+template <typename Fn>
+Status MysqlConnection::Guard(const std::string& what, Fn&& fn) {
+  if (broken_) return Unavailable("connection to MySQL host " + endpoint_.label + " is broken");
+  try {
+    fn();
+    return Status::Ok();
+  } catch (const sql::SQLException& ex) {
+    const int code = ex.getErrorCode();
+    std::string msg = what + " on MySQL host " + endpoint_.label + ": " + ex.what() + " (error " +
+                      std::to_string(code) + ")";
+    if (IsConnectionError(code)) {
+      broken_ = true;
+      return Unavailable(std::move(msg));
+    }
+    if (code == 1062) return Conflict(std::move(msg));
+    if (code == 1213 || code == 1205) return Aborted(std::move(msg));
+    return Internal(std::move(msg));
+  } catch (const std::exception& ex) {
+    broken_ = true;  // state unknown: do not reuse
+    return Internal(what + " on MySQL host " + endpoint_.label + ": " + ex.what());
+  }
+}
+
+Result<sql::PreparedStatement*> MysqlConnection::Prepare(const std::string& sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) return it->second.get();
+  sql::PreparedStatement* raw = nullptr;
+  CELLAR_RETURN_IF_ERROR(Guard("prepare", [&] { raw = conn_->prepareStatement(sql); }));
+  if (statements_.size() > 512) statements_.clear();  // bound the server-side statement count
+  statements_.emplace(sql, std::unique_ptr<sql::PreparedStatement>(raw));
+  return raw;
+}
+
+namespace {
+void Bind(sql::PreparedStatement* ps, const std::vector<SqlParam>& params) {
+  unsigned i = 1;
+  for (const auto& p : params) {
+    if (std::holds_alternative<std::nullptr_t>(p))
+      ps->setNull(i, 0);
+    else if (auto* v = std::get_if<int64_t>(&p))
+      ps->setInt64(i, *v);
+    else if (auto* u = std::get_if<uint64_t>(&p))
+      ps->setUInt64(i, *u);
+    else if (auto* d = std::get_if<double>(&p))
+      ps->setDouble(i, *d);
+    else
+      ps->setString(i, sql::SQLString(std::get<std::string>(p)));
+    ++i;
+  }
+}
+}  // namespace
+
+Result<uint64_t> MysqlConnection::Execute(const std::string& sql,
+                                          const std::vector<SqlParam>& params) {
+  CELLAR_ASSIGN_OR_RETURN(sql::PreparedStatement * ps, Prepare(sql));
+  uint64_t affected = 0;
+  CELLAR_RETURN_IF_ERROR(Guard("statement", [&] {
+    Bind(ps, params);
+    affected = static_cast<uint64_t>(ps->executeUpdate());
+  }));
+  return affected;
+}
+
+Result<std::vector<SqlRow>> MysqlConnection::Query(const std::string& sql,
+                                                   const std::vector<SqlParam>& params) {
+  CELLAR_ASSIGN_OR_RETURN(sql::PreparedStatement * ps, Prepare(sql));
+  std::vector<SqlRow> rows;
+  CELLAR_RETURN_IF_ERROR(Guard("query", [&] {
+    Bind(ps, params);
+    std::unique_ptr<sql::ResultSet> rs(ps->executeQuery());
+    const unsigned n = rs->getMetaData()->getColumnCount();
+    while (rs->next()) {
+      std::vector<std::optional<std::string>> values;
+      values.reserve(n);
+      for (unsigned c = 1; c <= n; ++c) {
+        sql::SQLString s = rs->getString(c);
+        if (rs->wasNull())
+          values.emplace_back(std::nullopt);
+        else
+          values.emplace_back(s.asStdString());
+      }
+      rows.emplace_back(std::move(values));
+    }
+  }));
+  return rows;
+}
+
+Status MysqlConnection::ExecuteDdl(const std::string& sql) {
+  return Guard("statement", [&] {
+    std::unique_ptr<sql::Statement> st(conn_->createStatement());
+    st->execute(sql);
+  });
+}
+
+Status MysqlConnection::Begin() {
+  return Guard("begin", [&] { conn_->setAutoCommit(false); });
+}
+
+Status MysqlConnection::Commit() {
+  Status s = Guard("commit", [&] { conn_->commit(); });
+  if (s.ok()) s = Guard("autocommit", [&] { conn_->setAutoCommit(true); });
+  return s;
+}
+
+void MysqlConnection::Rollback() {
+  Status s = Guard("rollback", [&] {
+    conn_->rollback();
+    conn_->setAutoCommit(true);
+  });
+  if (!s.ok()) broken_ = true;
+}
+
+Result<uint64_t> MysqlConnection::LastInsertId() {
+  CELLAR_ASSIGN_OR_RETURN(auto rows, Query("SELECT LAST_INSERT_ID()"));
+  if (rows.empty()) return Internal("LAST_INSERT_ID() returned no row");
+  return rows[0].Uint(0);
+}
+
+MysqlHostPool::MysqlHostPool(MysqlEndpoint endpoint, int max_idle)
+    : endpoint_(std::move(endpoint)), max_idle_(max_idle) {}
+
+MysqlHostPool::Lease::~Lease() {
+  if (pool_ && conn_) pool_->Release(std::move(conn_));
+}
+
+Result<MysqlHostPool::Lease> MysqlHostPool::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(c));
+    }
+  }
+  CELLAR_ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(endpoint_));
+  return Lease(this, std::move(conn));
+}
+
+void MysqlHostPool::Release(std::unique_ptr<MysqlConnection> conn) {
+  if (conn->broken()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (static_cast<int>(idle_.size()) < max_idle_) idle_.push_back(std::move(conn));
+}
+
+}  // namespace cellar

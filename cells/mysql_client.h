@@ -1,0 +1,150 @@
+// MySQL adapter: the only code in Cellar that talks to MySQL Connector/C++.
+//
+// Every statement that carries data is a server-side prepared statement with
+// bound parameters; identifiers (database and table names) are spliced in only
+// after the caller validated them against the config. Connector/C++ exceptions
+// never leave this adapter: each call returns a Status whose code says what
+// happened:
+//   Unavailable  the server could not be reached or the connection broke
+//                (the connection is then marked broken and must be dropped)
+//   Conflict     duplicate key (MySQL error 1062)
+//   Aborted      deadlock or lock wait timeout: safe to retry the transaction
+//   Internal     anything else (a bug: bad SQL, schema mismatch)
+//
+// Threading: a MysqlConnection is used by one thread at a time. MysqlHostPool
+// is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+#include "config/cluster_config.h"
+
+namespace sql {
+class Connection;
+class PreparedStatement;
+}  // namespace sql
+
+namespace cellar {
+
+// A bound parameter. std::string is sent as bytes (binary safe).
+using SqlParam = std::variant<std::nullptr_t, int64_t, uint64_t, double, std::string>;
+
+// One result row; every value is read as its text (or raw bytes for BLOBs).
+class SqlRow {
+ public:
+  explicit SqlRow(std::vector<std::optional<std::string>> values) : values_(std::move(values)) {}
+  size_t size() const { return values_.size(); }
+  bool IsNull(size_t i) const { return !values_[i].has_value(); }
+  // REQUIRES: i < size(). NULL reads as "" / 0.
+  const std::string& Bytes(size_t i) const;
+  int64_t Int(size_t i) const;
+  uint64_t Uint(size_t i) const;
+  double Double(size_t i) const;
+
+ private:
+  std::vector<std::optional<std::string>> values_;
+};
+
+struct MysqlEndpoint {
+  std::string label;  // host name from the config, for messages
+  std::string address;
+  int port = 3306;
+  std::string user;
+  std::string password;
+  int connect_timeout_ms = 2000;
+  int io_timeout_ms = 10000;
+};
+
+class MysqlConnection {
+ public:
+  // Connects and sets the session to UTC, utf8mb4 and READ COMMITTED.
+  // Unavailable when the server cannot be reached or refuses the login.
+  static Result<std::unique_ptr<MysqlConnection>> Connect(const MysqlEndpoint& endpoint);
+  ~MysqlConnection();
+  MysqlConnection(const MysqlConnection&) = delete;
+  MysqlConnection& operator=(const MysqlConnection&) = delete;
+
+  // Runs a statement that returns no rows; returns the affected row count.
+  Result<uint64_t> Execute(const std::string& sql, const std::vector<SqlParam>& params = {});
+  // Runs a query and returns all its rows.
+  Result<std::vector<SqlRow>> Query(const std::string& sql,
+                                    const std::vector<SqlParam>& params = {});
+  // Runs a non-prepared statement (DDL, SET). REQUIRES: `sql` contains no user data.
+  Status ExecuteDdl(const std::string& sql);
+
+  Status Begin();
+  Status Commit();
+  // Best effort; a failure marks the connection broken.
+  void Rollback();
+
+  // The first auto-increment id the last INSERT on this connection generated.
+  Result<uint64_t> LastInsertId();
+  // @@auto_increment_increment of this session (1 unless Galera or replication set it).
+  uint64_t auto_increment_increment() const { return auto_increment_increment_; }
+
+  // True after an Unavailable error: the caller must drop this connection.
+  bool broken() const { return broken_; }
+  const MysqlEndpoint& endpoint() const { return endpoint_; }
+
+ private:
+  MysqlConnection(MysqlEndpoint endpoint, std::unique_ptr<sql::Connection> conn);
+  Result<sql::PreparedStatement*> Prepare(const std::string& sql);
+  template <typename Fn>
+  Status Guard(const std::string& what, Fn&& fn);
+
+  MysqlEndpoint endpoint_;
+  std::unique_ptr<sql::Connection> conn_;
+  std::unordered_map<std::string, std::unique_ptr<sql::PreparedStatement>> statements_;
+  uint64_t auto_increment_increment_ = 1;
+  bool broken_ = false;
+};
+
+// A pool of connections to one MySQL host.
+class MysqlHostPool {
+ public:
+  explicit MysqlHostPool(MysqlEndpoint endpoint, int max_idle);
+
+  // A connection checked out of the pool; returned to it on destruction unless broken.
+  class Lease {
+   public:
+    Lease(MysqlHostPool* pool, std::unique_ptr<MysqlConnection> conn)
+        : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&&) = default;
+    ~Lease();
+    MysqlConnection* operator->() { return conn_.get(); }
+    MysqlConnection& operator*() { return *conn_; }
+
+   private:
+    MysqlHostPool* pool_;
+    std::unique_ptr<MysqlConnection> conn_;
+  };
+
+  // An idle connection or a new one. Unavailable when the host cannot be reached.
+  Result<Lease> Acquire();
+  const MysqlEndpoint& endpoint() const { return endpoint_; }
+
+ private:
+  void Release(std::unique_ptr<MysqlConnection> conn);
+
+  MysqlEndpoint endpoint_;
+  int max_idle_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<MysqlConnection>> idle_;
+};
+
+// "`<db>`.`<table>`". REQUIRES: both names already validated as identifiers.
+std::string QualifiedTable(const std::string& database, const std::string& table);
+
+// The endpoint of `host` with credentials and timeouts from the cluster config.
+MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& host);
+
+}  // namespace cellar

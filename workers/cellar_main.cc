@@ -1,0 +1,23 @@
+// `cellar`: the command line. Subcommands print JSON on stdout; any error is
+// one line on stderr and a non-zero exit (1 for a failed operation, 2 for bad
+// usage or config).
+#include <CLI/CLI.hpp>
+
+#include "workers/cli/cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cellar: versioned JSON cells on sharded MySQL"};
+  app.require_subcommand(1);
+  cellar::cli::GlobalOptions g;
+  app.add_option("--config", g.config_path, "cluster config (YAML)")->capture_default_str();
+  cellar::cli::AddCellCommands(app, g);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return 0;
+}

@@ -1,0 +1,201 @@
+// `cellar init | put | get | latest | row | versions | log | erase | purge | shards`.
+#include <iostream>
+#include <iterator>
+#include <optional>
+
+#include "cells/cell_store.h"
+#include "cells/shard_map.h"
+#include "workers/cli/cli_common.h"
+
+namespace cellar::cli {
+namespace {
+
+struct CellArgs {
+  std::string datastore, row, column, body, as_of;
+  int64_t ref_key = -1;
+  std::optional<int64_t> max_ref, min_ref;
+  int limit = 100;
+  uint32_t shard = 0;
+  uint64_t after = 0;
+};
+
+Result<Uuid> ParseRow(const std::string& s) { return Uuid::Parse(s); }
+
+Result<nlohmann::json> ParseBody(const std::string& text) {
+  std::string src = text;
+  if (text == "-") src.assign(std::istreambuf_iterator<char>(std::cin), {});
+  auto j = nlohmann::json::parse(src, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("--body is not valid JSON");
+  return j;
+}
+
+nlohmann::json PutResultJson(const PutResult& r) {
+  return {{"shard", r.shard},
+          {"added_id", r.added_id},
+          {"ref_key", r.ref_key},
+          {"created_at", FormatRfc3339(r.created_at)},
+          {"created", r.created}};
+}
+
+}  // namespace
+
+void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<CellArgs>();
+  auto open = [&g] { return CellStore::Open(LoadConfigOrExit(g)); };
+  auto run = [](auto fn) {
+    return [fn] {
+      int rc = fn();
+      if (rc != 0) throw CLI::RuntimeError(rc);
+    };
+  };
+  auto add_addr = [a](CLI::App* c, bool column, bool ref) {
+    c->add_option("-d,--datastore", a->datastore, "datastore name")->required();
+    c->add_option("-r,--row", a->row, "row key (UUID)")->required();
+    if (column) c->add_option("-c,--column", a->column, "column key")->required();
+    if (ref) c->add_option("--ref", a->ref_key, "ref_key (>= 0)")->required();
+  };
+
+  app.add_subcommand("init", "create shard databases and tables (idempotent)")
+      ->callback(run([open] {
+        auto store = open();
+        Status s = store->Init();
+        if (!s.ok()) return Fail(s);
+        PrintJson({{"initialised_shards", store->config().shards}});
+        return 0;
+      }));
+
+  auto* put = app.add_subcommand("put", "write one cell version");
+  add_addr(put, true, true);
+  put->add_option("-b,--body", a->body, "JSON object, or - for stdin")->required();
+  put->callback(run([a, open] {
+    auto row = ParseRow(a->row);
+    if (!row.ok()) return Fail(row.status());
+    auto body = ParseBody(a->body);
+    if (!body.ok()) return Fail(body.status());
+    auto r = open()->Put(a->datastore, CellWrite{*row, a->column, a->ref_key, *body});
+    if (!r.ok()) return Fail(r.status());
+    PrintJson(PutResultJson(*r));
+    return 0;
+  }));
+
+  auto* get = app.add_subcommand("get", "read one cell version");
+  add_addr(get, true, true);
+  get->callback(run([a, open] {
+    auto row = ParseRow(a->row);
+    if (!row.ok()) return Fail(row.status());
+    auto r = open()->Get(a->datastore, *row, a->column, a->ref_key);
+    if (!r.ok()) return Fail(r.status());
+    PrintJson(CellToJson(*r));
+    return 0;
+  }));
+
+  auto* latest = app.add_subcommand("latest", "read the latest version of a column");
+  add_addr(latest, true, false);
+  latest->callback(run([a, open] {
+    auto row = ParseRow(a->row);
+    if (!row.ok()) return Fail(row.status());
+    auto r = open()->Latest(a->datastore, *row, a->column);
+    if (!r.ok()) return Fail(r.status());
+    PrintJson(CellToJson(*r));
+    return 0;
+  }));
+
+  auto* rowc = app.add_subcommand("row", "read the latest version of every column of a row");
+  add_addr(rowc, false, false);
+  rowc->callback(run([a, open] {
+    auto row = ParseRow(a->row);
+    if (!row.ok()) return Fail(row.status());
+    auto r = open()->Row(a->datastore, *row);
+    if (!r.ok()) return Fail(r.status());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : *r) out.push_back(CellToJson(c));
+    PrintJson(out);
+    return 0;
+  }));
+
+  auto* versions = app.add_subcommand("versions", "list versions of a column, newest first");
+  add_addr(versions, true, false);
+  versions->add_option("--max-ref", a->max_ref, "only ref_key <= this");
+  versions->add_option("--min-ref", a->min_ref, "only ref_key >= this");
+  versions->add_option("--as-of", a->as_of, "only versions created at or before (RFC 3339)");
+  versions->add_option("--limit", a->limit, "at most this many (1-10000)");
+  versions->callback(run([a, open] {
+    auto row = ParseRow(a->row);
+    if (!row.ok()) return Fail(row.status());
+    VersionQuery q;
+    q.max_ref = a->max_ref;
+    q.min_ref = a->min_ref;
+    q.limit = a->limit;
+    if (!a->as_of.empty()) {
+      auto t = ParseRfc3339(a->as_of);
+      if (!t.ok()) return Fail(t.status());
+      q.as_of = *t;
+    }
+    auto r = open()->Versions(a->datastore, *row, a->column, q);
+    if (!r.ok()) return Fail(r.status());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : *r) out.push_back(CellToJson(c));
+    PrintJson(out);
+    return 0;
+  }));
+
+  auto* erase = app.add_subcommand("erase", "append a tombstone to a column");
+  add_addr(erase, true, false);
+  erase->callback(run([a, open] {
+    auto row = ParseRow(a->row);
+    if (!row.ok()) return Fail(row.status());
+    auto r = open()->Erase(a->datastore, *row, a->column);
+    if (!r.ok()) return Fail(r.status());
+    PrintJson(PutResultJson(*r));
+    return 0;
+  }));
+
+  auto* log = app.add_subcommand("log", "read a shard's cells in added_id order");
+  log->add_option("-d,--datastore", a->datastore, "datastore name")->required();
+  log->add_option("-s,--shard", a->shard, "shard number")->required();
+  log->add_option("--after", a->after, "start after this added_id (default 0)");
+  log->add_option("--limit", a->limit, "at most this many cells");
+  log->callback(run([a, open] {
+    auto r = open()->ShardLog(a->datastore, a->shard, a->after, a->limit);
+    if (!r.ok()) return Fail(r.status());
+    nlohmann::json cells = nlohmann::json::array();
+    for (const auto& c : r->cells) cells.push_back(CellToJson(c));
+    PrintJson({{"cells", cells}, {"next_after", r->next_after}});
+    return 0;
+  }));
+
+  auto* purge = app.add_subcommand("purge", "delete expired versions of TTL columns");
+  purge->add_option("-d,--datastore", a->datastore, "datastore name")->required();
+  purge->callback(run([a, open] {
+    auto r = open()->Purge(a->datastore);
+    if (!r.ok()) return Fail(r.status());
+    PrintJson({{"deleted", r->deleted}, {"shards_failed", r->shards_failed}});
+    return r->shards_failed ? 1 : 0;
+  }));
+
+  auto* shards = app.add_subcommand("shards", "show the shard map (and a row's shard)");
+  shards->add_option("-r,--row", a->row, "also print the shard of this row key");
+  shards->callback(run([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    nlohmann::json hosts = nlohmann::json::array();
+    for (const auto& h : cfg.mysql.hosts)
+      hosts.push_back(
+          {{"name", h.name},
+           {"address", h.address + ":" + std::to_string(h.port)},
+           {"shards", std::to_string(h.first_shard) + "-" + std::to_string(h.last_shard)}});
+    nlohmann::json out = {{"shards", cfg.shards}, {"hosts", hosts}};
+    if (!a->row.empty()) {
+      auto row = ParseRow(a->row);
+      if (!row.ok()) return Fail(row.status());
+      uint32_t s = ShardForRow(*row, cfg.shards);
+      out["row"] = {{"row_key", row->ToString()},
+                    {"shard", s},
+                    {"database", cfg.ShardDatabase(s)},
+                    {"host", cfg.HostForShard(s).name}};
+    }
+    PrintJson(out);
+    return 0;
+  }));
+}
+
+}  // namespace cellar::cli

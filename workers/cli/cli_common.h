@@ -1,0 +1,31 @@
+// Shared plumbing of the `cellar` command line: config loading, JSON output,
+// one-line errors.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/status.h"
+#include "config/cluster_config.h"
+
+namespace cellar::cli {
+
+struct GlobalOptions {
+  std::string config_path = "cellar.yaml";
+};
+
+// Loads the config; on failure prints every error and exits 2.
+ClusterConfig LoadConfigOrExit(const GlobalOptions& g);
+
+// Prints `j` (pretty when stdout is a terminal) and a newline.
+void PrintJson(const nlohmann::json& j);
+
+// Prints "cellar: <Code>: <message>" to stderr and returns the exit code 1.
+int Fail(const Status& status);
+
+// Registers the cell commands (init put get latest row versions log erase purge shards).
+void AddCellCommands(CLI::App& app, const GlobalOptions& g);
+
+}  // namespace cellar::cli
