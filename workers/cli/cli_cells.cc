@@ -150,12 +150,15 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     return 0;
   }));
 
-  auto* log = app.add_subcommand("log", "read a shard's cells in added_id order");
-  log->add_option("-d,--datastore", a->datastore, "datastore name")->required();
-  log->add_option("-s,--shard", a->shard, "shard number")->required();
+  auto* log = app.add_subcommand("log", "read a shard's cells in added_id order (or: log tail)");
+  log->add_option("-d,--datastore", a->datastore, "datastore name");
+  auto* shard_opt = log->add_option("-s,--shard", a->shard, "shard number");
   log->add_option("--after", a->after, "start after this added_id (default 0)");
   log->add_option("--limit", a->limit, "at most this many cells");
-  log->callback(run([a, open] {
+  log->callback(run([a, open, log, shard_opt] {
+    if (log->got_subcommand("tail")) return 0;  // handled by `log tail`
+    if (a->datastore.empty() || shard_opt->count() == 0)
+      return Fail(InvalidArgument("log needs --datastore and --shard (or use `log tail`)"));
     auto r = open()->ShardLog(a->datastore, a->shard, a->after, a->limit);
     if (!r.ok()) return Fail(r.status());
     nlohmann::json cells = nlohmann::json::array();

@@ -27,5 +27,7 @@ int Fail(const Status& status);
 
 // Registers the cell commands (init put get latest row versions log erase purge shards).
 void AddCellCommands(CLI::App& app, const GlobalOptions& g);
+// Registers `log tail` (REQUIRES: AddCellCommands first) and `relay status`.
+void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace cellar::cli

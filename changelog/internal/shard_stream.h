@@ -1,0 +1,76 @@
+// ShardStream: the relay's in-memory state for one (shard, datastore): what
+// was read and handed to the producer, what Kafka acknowledged, and what is
+// saved as the checkpoint. Shared between the relay's host thread (reads,
+// produces, saves) and the producer's delivery callbacks.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace cellar::internal {
+
+struct ShardStream {
+  uint32_t shard = 0;
+  std::string datastore;
+  std::string database;
+  std::string topic;
+  int32_t partition = 0;
+
+  std::mutex mu;              // guards everything below
+  uint64_t read_pos = 0;      // highest added_id handed to the producer
+  uint64_t acked = 0;         // every added_id <= acked is acknowledged
+  int64_t acked_offset = -1;  // Kafka offset of the record of `acked`
+  uint64_t saved = 0;         // checkpoint stored in MySQL
+  uint64_t generation = 0;    // bumped on rewind; stale delivery reports are ignored
+  bool failed = false;        // a delivery failed: rewind to `acked`
+  struct InFlight {
+    uint64_t added_id;
+    bool done;
+    int64_t offset;
+  };
+  std::deque<InFlight> inflight;
+
+  // Delivery report for (generation, added_id). Returns true if it advanced `acked`.
+  bool OnDelivered(uint64_t gen, uint64_t added_id, int64_t offset) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (gen != generation) return false;
+    for (auto& f : inflight)
+      if (f.added_id == added_id) {
+        f.done = true;
+        f.offset = offset;
+        break;
+      }
+    bool advanced = false;
+    while (!inflight.empty() && inflight.front().done) {
+      acked = inflight.front().added_id;
+      acked_offset = inflight.front().offset;
+      inflight.pop_front();
+      advanced = true;
+    }
+    return advanced;
+  }
+  void OnFailed(uint64_t gen) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (gen == generation) failed = true;
+  }
+  // Forgets everything not acknowledged; the next read starts after `acked`.
+  void Rewind() {
+    std::lock_guard<std::mutex> lock(mu);
+    ++generation;
+    inflight.clear();
+    read_pos = acked;
+    failed = false;
+  }
+};
+
+// What the producer carries per record (msg_opaque), freed in the delivery callback.
+struct DeliveryTag {
+  std::shared_ptr<ShardStream> stream;
+  uint64_t generation;
+  uint64_t added_id;
+};
+
+}  // namespace cellar::internal

@@ -1,0 +1,98 @@
+#include "changelog/kafka_conf.h"
+
+#include <librdkafka/rdkafka.h>
+
+namespace cellar {
+
+Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
+    const KafkaConfig& kafka, const std::map<std::string, std::string>& settings) {
+  if (kafka.brokers.empty())
+    return InvalidArgument("kafka.brokers is not set in the cluster config");
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  if (conf->set("bootstrap.servers", kafka.brokers, err) != RdKafka::Conf::CONF_OK)
+    return InvalidArgument("kafka.brokers: " + err);
+  for (const auto& [k, v] : settings)
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
+      return InvalidArgument("kafka setting " + k + "=" + v + ": " + err);
+  return conf;
+}
+
+namespace {
+
+// The partition count of `topic`, 0 when it does not exist.
+Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms) {
+  std::string topic_err;
+  std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(handle, topic, nullptr, topic_err));
+  if (!t) return Internal("topic handle " + topic + ": " + topic_err);
+  RdKafka::Metadata* md = nullptr;
+  RdKafka::ErrorCode err = handle->metadata(false, t.get(), &md, timeout_ms);
+  std::unique_ptr<RdKafka::Metadata> owned(md);
+  if (err != RdKafka::ERR_NO_ERROR)
+    return Unavailable("metadata for topic " + topic + ": " + RdKafka::err2str(err));
+  for (const auto* tm : *md->topics())
+    if (tm->topic() == topic && tm->err() == RdKafka::ERR_NO_ERROR)
+      return static_cast<int>(tm->partitions()->size());
+  return 0;
+}
+
+Status CheckPartitions(const std::string& topic, int have, int want) {
+  if (have >= want) return Status::Ok();
+  return FailedPrecondition("topic " + topic + " has " + std::to_string(have) +
+                            " partitions but kafka.partitions is " + std::to_string(want));
+}
+
+}  // namespace
+
+Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partitions,
+                   int timeout_ms) {
+  CELLAR_ASSIGN_OR_RETURN(int existing, TopicPartitions(handle, topic, timeout_ms));
+  if (existing > 0) return CheckPartitions(topic, existing, partitions);
+  rd_kafka_t* rk = handle->c_ptr();
+  char errstr[512];
+  rd_kafka_NewTopic_t* nt =
+      rd_kafka_NewTopic_new(topic.c_str(), partitions, -1, errstr, sizeof errstr);
+  if (!nt) return InvalidArgument("topic " + topic + ": " + errstr);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, errstr, sizeof errstr);
+  rd_kafka_CreateTopics(rk, &nt, 1, opts, q);
+  Status result = Unavailable("Kafka did not answer CreateTopics for " + topic + " within " +
+                              std::to_string(timeout_ms) + " ms");
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+  if (ev) {
+    if (rd_kafka_event_error(ev)) {
+      result = Unavailable("CreateTopics " + topic + ": " + rd_kafka_event_error_string(ev));
+    } else if (const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev)) {
+      size_t n = 0;
+      const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(res, &n);
+      result = Status::Ok();
+      for (size_t i = 0; i < n; ++i) {
+        rd_kafka_resp_err_t e = rd_kafka_topic_result_error(topics[i]);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+          result = Unavailable("CreateTopics " + topic + ": " + rd_kafka_err2str(e));
+      }
+    }
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(q);
+  if (!result.ok()) return result;
+
+  CELLAR_ASSIGN_OR_RETURN(int created, TopicPartitions(handle, topic, timeout_ms));
+  return CheckPartitions(topic, created, partitions);
+}
+
+Result<int64_t> PartitionHighWatermark(RdKafka::Handle* handle, const std::string& topic,
+                                       int32_t partition, int timeout_ms) {
+  int64_t low = 0, high = 0;
+  RdKafka::ErrorCode err =
+      handle->query_watermark_offsets(topic, partition, &low, &high, timeout_ms);
+  if (err != RdKafka::ERR_NO_ERROR)
+    return Unavailable("watermarks of " + topic + "/" + std::to_string(partition) + ": " +
+                       RdKafka::err2str(err));
+  return high;
+}
+
+}  // namespace cellar

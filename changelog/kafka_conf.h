@@ -1,0 +1,32 @@
+// Building librdkafka configurations and managing change-log topics.
+// librdkafka is only touched through this module's files.
+#pragma once
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "config/cluster_config.h"
+
+namespace cellar {
+
+// A global conf with bootstrap.servers = kafka.brokers plus `settings`.
+// InvalidArgument naming the setting librdkafka rejected, or when no brokers are configured.
+Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
+    const KafkaConfig& kafka, const std::map<std::string, std::string>& settings);
+
+// Creates `topic` with `partitions` partitions if it does not exist (Kafka's
+// CreateTopics; "already exists" is success). FailedPrecondition when it
+// exists with fewer partitions than asked. Unavailable when the broker does not
+// answer within timeout_ms.
+Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partitions,
+                   int timeout_ms);
+
+// The high watermark (offset of the next record) of one partition.
+Result<int64_t> PartitionHighWatermark(RdKafka::Handle* handle, const std::string& topic,
+                                       int32_t partition, int timeout_ms);
+
+}  // namespace cellar

@@ -1,0 +1,58 @@
+#include "changelog/relay_checkpoint.h"
+
+namespace cellar {
+namespace {
+std::string Table(const std::string& database) {
+  return QualifiedTable(database, "relay_checkpoint");
+}
+}  // namespace
+
+Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database) {
+  return conn.ExecuteDdl("CREATE TABLE IF NOT EXISTS " + Table(database) +
+                         " (datastore VARCHAR(64) CHARACTER SET ascii NOT NULL PRIMARY KEY,"
+                         " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+                         " kafka_offset BIGINT NOT NULL DEFAULT -1,"
+                         " updated_at BIGINT NOT NULL DEFAULT 0 COMMENT 'microseconds, UTC')"
+                         " ENGINE=InnoDB");
+}
+
+Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string& database,
+                                       const std::string& datastore) {
+  CELLAR_ASSIGN_OR_RETURN(auto rows,
+                          conn.Query("SELECT after_added_id, kafka_offset, updated_at FROM " +
+                                         Table(database) + " WHERE datastore = ?",
+                                     {datastore}));
+  RelayCheckpoint cp;
+  if (!rows.empty()) {
+    cp.after_added_id = rows[0].Uint(0);
+    cp.kafka_offset = rows[0].Int(1);
+    cp.updated_at = rows[0].Int(2);
+  }
+  return cp;
+}
+
+Status SaveCheckpoint(MysqlConnection& conn, const std::string& database,
+                      const std::string& datastore, const RelayCheckpoint& cp) {
+  return conn
+      .Execute("INSERT INTO " + Table(database) +
+                   " (datastore, after_added_id, kafka_offset, updated_at) VALUES (?, ?, ?, ?)"
+                   " ON DUPLICATE KEY UPDATE"
+                   " kafka_offset = IF(VALUES(after_added_id) > after_added_id,"
+                   "                   VALUES(kafka_offset), kafka_offset),"
+                   " updated_at = IF(VALUES(after_added_id) > after_added_id,"
+                   "                 VALUES(updated_at), updated_at),"
+                   " after_added_id = GREATEST(after_added_id, VALUES(after_added_id))",
+               {datastore, cp.after_added_id, cp.kafka_offset, NowMicros()})
+      .status();
+}
+
+Status ResetCheckpoint(MysqlConnection& conn, const std::string& database,
+                       const std::string& datastore) {
+  return conn
+      .Execute("REPLACE INTO " + Table(database) +
+                   " (datastore, after_added_id, kafka_offset, updated_at) VALUES (?, 0, -1, ?)",
+               {datastore, NowMicros()})
+      .status();
+}
+
+}  // namespace cellar

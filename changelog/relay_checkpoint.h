@@ -1,0 +1,40 @@
+// RelayCheckpoint: how far the relay has published one (shard, datastore),
+// stored in that shard's own database (table relay_checkpoint), so it moves
+// with the shard when the shard moves between hosts.
+//
+// after_added_id is advanced only after Kafka acknowledged every cell of the
+// shard up to and including it. kafka_offset is the offset Kafka assigned to
+// that last cell: if the broker's partition ends below it on start-up, the
+// broker lost events (e.g. the local in-memory broker restarted) and the relay
+// republishes the shard from the beginning.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "cells/mysql_client.h"
+
+namespace cellar {
+
+struct RelayCheckpoint {
+  uint64_t after_added_id = 0;
+  int64_t kafka_offset = -1;  // -1: nothing acknowledged yet
+  MicrosSinceEpoch updated_at = 0;
+};
+
+// Creates the table if missing. REQUIRES: `database` is a validated shard database name.
+Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database);
+// The checkpoint of `datastore` in `database` (zero when never saved).
+Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string& database,
+                                       const std::string& datastore);
+// Saves `cp` unless the stored checkpoint is already further (a relay that lost
+// its shard can never move the new owner's checkpoint backwards).
+Status SaveCheckpoint(MysqlConnection& conn, const std::string& database,
+                      const std::string& datastore, const RelayCheckpoint& cp);
+// Sets the checkpoint back to zero (republish everything).
+Status ResetCheckpoint(MysqlConnection& conn, const std::string& database,
+                       const std::string& datastore);
+
+}  // namespace cellar
