@@ -143,6 +143,51 @@ struct Relay::Impl {
     return it == owned.end() ? std::vector<std::shared_ptr<ShardStream>>{} : it->second;
   }
 
+  // True when the broker no longer has the record the checkpoint says was
+  // acknowledged (the partition ends at or before its offset): the broker lost
+  // events, e.g. the local in-memory broker restarted. Resets the checkpoint.
+  Result<bool> ResetIfBrokerLost(MysqlConnection& conn, uint32_t shard,
+                                 const std::string& datastore, RelayCheckpoint* cp) {
+    if (cp->after_added_id == 0 || cp->kafka_offset < 0) return false;
+    const std::string topic = ChangeLogTopic(config.kafka, datastore);
+    const int32_t partition = ChangeLogPartition(config.kafka, shard);
+    int64_t high;
+    {
+      std::shared_lock<std::shared_mutex> lock(producer_mu);
+      CELLAR_ASSIGN_OR_RETURN(
+          high, PartitionHighWatermark(producer.get(), topic, partition, kKafkaTimeoutMs));
+    }
+    if (high > cp->kafka_offset) return false;
+    LogWarn("relay",
+            "broker has fewer records than the checkpoint says were published; "
+            "republishing the shard from the beginning",
+            {{"shard", std::to_string(shard)},
+             {"datastore", datastore},
+             {"checkpoint", std::to_string(cp->after_added_id)},
+             {"checkpoint_offset", std::to_string(cp->kafka_offset)},
+             {"partition_end", std::to_string(high)}});
+    CELLAR_RETURN_IF_ERROR(ResetCheckpoint(conn, config.ShardDatabase(shard), datastore));
+    *cp = RelayCheckpoint{};
+    resets++;
+    return true;
+  }
+
+  // Before publishing anything: find every shard whose checkpoint the broker
+  // cannot back, so that no relay's first records hide an older loss behind a
+  // grown partition end. Unreachable shards are checked again on adoption.
+  void CheckAllCheckpoints() {
+    for (uint32_t shard = 0; shard < config.shards; ++shard) {
+      auto lease = store->PoolForShard(shard).Acquire();
+      if (!lease.ok()) continue;
+      const std::string db = config.ShardDatabase(shard);
+      if (!EnsureCheckpointTable(**lease, db).ok()) continue;
+      for (const auto& ds : config.datastores) {
+        auto cp = LoadCheckpoint(**lease, db, ds.name);
+        if (cp.ok()) ResetIfBrokerLost(**lease, shard, ds.name, &*cp).status().IgnoreError();
+      }
+    }
+  }
+
   // Loads checkpoints of a newly locked shard and checks that the broker still
   // has what the checkpoint claims was published.
   Status AdoptShard(uint32_t shard) {
@@ -159,24 +204,7 @@ struct Relay::Impl {
       s->topic = ChangeLogTopic(config.kafka, ds.name);
       s->partition = ChangeLogPartition(config.kafka, shard);
       CELLAR_ASSIGN_OR_RETURN(RelayCheckpoint cp, LoadCheckpoint(**lease, db, ds.name));
-      if (cp.after_added_id > 0 && cp.kafka_offset >= 0) {
-        std::shared_lock<std::shared_mutex> lock(producer_mu);
-        auto high = PartitionHighWatermark(producer.get(), s->topic, s->partition, kKafkaTimeoutMs);
-        if (!high.ok()) return high.status();
-        if (*high <= cp.kafka_offset) {
-          LogWarn("relay",
-                  "broker has fewer records than the checkpoint says were published; "
-                  "republishing the shard from the beginning",
-                  {{"shard", std::to_string(shard)},
-                   {"datastore", ds.name},
-                   {"checkpoint", std::to_string(cp.after_added_id)},
-                   {"checkpoint_offset", std::to_string(cp.kafka_offset)},
-                   {"partition_end", std::to_string(*high)}});
-          CELLAR_RETURN_IF_ERROR(ResetCheckpoint(**lease, db, ds.name));
-          cp = RelayCheckpoint{};
-          resets++;
-        }
-      }
+      CELLAR_RETURN_IF_ERROR(ResetIfBrokerLost(**lease, shard, ds.name, &cp).status());
       s->read_pos = s->acked = s->saved = cp.after_added_id;
       s->acked_offset = cp.kafka_offset;
       streams.push_back(std::move(s));
@@ -391,6 +419,7 @@ Status Relay::Start() {
   for (const auto& ds : m.config.datastores)
     CELLAR_RETURN_IF_ERROR(EnsureTopic(m.producer.get(), ChangeLogTopic(m.config.kafka, ds.name),
                                        m.config.kafka.partitions, kKafkaTimeoutMs));
+  m.CheckAllCheckpoints();
   m.membership = std::make_unique<RelayMembership>(
       EndpointFor(m.config, m.config.mysql.hosts.front()), m.config.mysql.database_prefix);
   m.poll_thread = std::thread([&m] { m.PollLoop(); });
