@@ -12,6 +12,7 @@ Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
     if (!config.FindDatastore(d)) return InvalidArgument("unknown datastore '" + d + "'");
     topics.push_back(ChangeLogTopic(config.kafka, d));
   }
+  for (const auto& t : options.extra_topics) topics.push_back(t);
   const bool grouped = !options.group_id.empty();
   CELLAR_ASSIGN_OR_RETURN(
       auto conf,
@@ -26,6 +27,8 @@ Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
                      {"topic.metadata.refresh.interval.ms", "5000"},
                      {"fetch.wait.max.ms", "10"}}));
   std::string err;
+  if (options.rebalance_cb && conf->set("rebalance_cb", options.rebalance_cb, err) != RdKafka::Conf::CONF_OK)
+    return InvalidArgument("Kafka rebalance_cb: " + err);
   std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!c) return InvalidArgument("Kafka consumer: " + err);
   RdKafka::ErrorCode e;
@@ -54,30 +57,43 @@ void ChangeLogConsumer::Close() {
   consumer_->close();
 }
 
-Result<std::optional<ConsumedEvent>> ChangeLogConsumer::Poll(int timeout_ms) {
+Result<std::optional<ConsumedRecord>> ChangeLogConsumer::PollRecord(int timeout_ms) {
   std::unique_ptr<RdKafka::Message> m(consumer_->consume(timeout_ms));
   switch (m->err()) {
     case RdKafka::ERR__TIMED_OUT:
     case RdKafka::ERR__PARTITION_EOF:
-      return std::optional<ConsumedEvent>();
+      return std::optional<ConsumedRecord>();
     case RdKafka::ERR_NO_ERROR:
       break;
     case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
     case RdKafka::ERR__UNKNOWN_TOPIC:
-      return std::optional<ConsumedEvent>();  // not created yet: nothing to read
+      return std::optional<ConsumedRecord>();  // not created yet: nothing to read
     default:
       return Unavailable("Kafka consume: " + m->errstr());
   }
+  ConsumedRecord r;
+  r.topic = m->topic_name();
+  r.partition = m->partition();
+  r.offset = m->offset();
+  if (m->key()) r.key = *m->key();
+  r.value.assign(static_cast<const char*>(m->payload()), m->len());
+  r.broker_timestamp_ms = m->timestamp().timestamp;
+  return std::optional<ConsumedRecord>(std::move(r));
+}
+
+Result<std::optional<ConsumedEvent>> ChangeLogConsumer::Poll(int timeout_ms) {
+  CELLAR_ASSIGN_OR_RETURN(auto rec, PollRecord(timeout_ms));
+  if (!rec) return std::optional<ConsumedEvent>();
   const std::string where =
-      m->topic_name() + "/" + std::to_string(m->partition()) + "@" + std::to_string(m->offset());
-  auto ev = DecodeCellEvent(std::string_view(static_cast<const char*>(m->payload()), m->len()));
+      rec->topic + "/" + std::to_string(rec->partition) + "@" + std::to_string(rec->offset);
+  auto ev = DecodeCellEvent(rec->value);
   if (!ev.ok()) return InvalidArgument("record " + where + ": " + ev.status().message());
   ConsumedEvent out;
   out.event = std::move(ev).value();
-  out.topic = m->topic_name();
-  out.partition = m->partition();
-  out.offset = m->offset();
-  out.broker_timestamp_ms = m->timestamp().timestamp;
+  out.topic = rec->topic;
+  out.partition = rec->partition;
+  out.offset = rec->offset;
+  out.broker_timestamp_ms = rec->broker_timestamp_ms;
   return std::optional<ConsumedEvent>(std::move(out));
 }
 

@@ -29,6 +29,22 @@ struct ConsumerOptions {
   bool from_beginning = true;     // where to start without a committed offset
   int session_timeout_ms = 6000;  // short: the local broker rebalances faster
   std::string client_id = "cellar";
+  // Further topics to read besides the datastores' change logs (e.g. a trigger's
+  // retry topic). Their records are returned by PollRecord() only.
+  std::vector<std::string> extra_topics;
+  // Called on partition assignment/revocation (grouped mode). Not owned; must
+  // outlive the consumer. When set it must (un)assign, as librdkafka requires.
+  RdKafka::RebalanceCb* rebalance_cb = nullptr;
+};
+
+// One record as read from Kafka, undecoded.
+struct ConsumedRecord {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+  std::string key;
+  std::string value;
+  int64_t broker_timestamp_ms = 0;
 };
 
 struct ConsumedEvent {
@@ -52,6 +68,9 @@ class ChangeLogConsumer {
   // is not a valid event is InvalidArgument naming its topic/partition/offset
   // (the consumer has moved past it). Unavailable for broker errors that persist.
   Result<std::optional<ConsumedEvent>> Poll(int timeout_ms);
+
+  // The next record of any subscribed topic, undecoded; nullopt on timeout.
+  Result<std::optional<ConsumedRecord>> PollRecord(int timeout_ms);
 
   // Commits "everything up to and including `offset`" for one partition (synchronous).
   Status Commit(const std::string& topic, int32_t partition, int64_t offset);

@@ -2,6 +2,9 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <chrono>
+#include <thread>
+
 namespace cellar {
 
 Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
@@ -47,6 +50,12 @@ Status CheckPartitions(const std::string& topic, int have, int want) {
 Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partitions,
                    int timeout_ms) {
   CELLAR_ASSIGN_OR_RETURN(int existing, TopicPartitions(handle, topic, timeout_ms));
+  // A broker with auto-creation (the local mock) creates the topic on the
+  // metadata request above; look again before asking for CreateTopics.
+  for (int i = 0; i < 5 && existing == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // broker-side creation settles
+    CELLAR_ASSIGN_OR_RETURN(existing, TopicPartitions(handle, topic, timeout_ms));
+  }
   if (existing > 0) return CheckPartitions(topic, existing, partitions);
   rd_kafka_t* rk = handle->c_ptr();
   char errstr[512];

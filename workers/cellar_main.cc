@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.add_option("--config", g.config_path, "cluster config (YAML)")->capture_default_str();
   cellar::cli::AddCellCommands(app, g);
   cellar::cli::AddChangeLogCommands(app, g);
+  cellar::cli::AddTriggerCommands(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -29,5 +29,7 @@ int Fail(const Status& status);
 void AddCellCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `log tail` (REQUIRES: AddCellCommands first) and `relay status`.
 void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g);
+// Registers `trigger status | replay | dlq list | dlq retry`.
+void AddTriggerCommands(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace cellar::cli

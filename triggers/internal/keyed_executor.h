@@ -1,0 +1,43 @@
+// KeyedExecutor: a bounded thread pool that runs tasks of the same key one at
+// a time in submission order, and tasks of different keys concurrently. A
+// trigger keys by row, so one row's events are handled in order while a slow
+// row does not stall the others.
+// Threading: Submit/pending/WaitIdle from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cellar::internal {
+
+class KeyedExecutor {
+ public:
+  explicit KeyedExecutor(int threads);
+  ~KeyedExecutor();  // Shutdown()
+
+  void Submit(const std::string& key, std::function<void()> task);
+  // Tasks queued or running.
+  size_t pending() const;
+  // Waits until nothing is queued or running, up to timeout_ms. True if idle.
+  bool WaitIdle(int timeout_ms);
+  // Runs what is queued, then joins the threads. Idempotent.
+  void Shutdown();
+
+ private:
+  void Loop();
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::map<std::string, std::deque<std::function<void()>>> queues_;
+  std::deque<std::string> ready_;
+  size_t pending_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace cellar::internal

@@ -1,0 +1,43 @@
+// Operator views of a trigger that need no running worker: its consumer
+// group's lag, and its dead-letter topic (list, and retry by copying records
+// to the trigger's retry topic, which the running trigger consumes).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "config/cluster_config.h"
+#include "triggers/dead_letter.h"
+
+namespace cellar {
+
+struct TriggerPartitionLag {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t committed = -1;  // next offset the group reads; -1: nothing committed
+  int64_t end = 0;         // partition end (high watermark)
+  int64_t lag = 0;         // end - committed (end when nothing committed)
+};
+
+struct TriggerLagReport {
+  std::vector<TriggerPartitionLag> partitions;
+  int64_t total_lag = 0;
+  int64_t dead_letters = 0;  // records in the DLQ topic
+};
+
+// Unavailable when Kafka does not answer.
+Result<TriggerLagReport> ReadTriggerLag(const ClusterConfig& config, const std::string& datastore,
+                                        const std::string& trigger);
+
+// Every record of the trigger's DLQ (reads until no record arrives for idle_ms).
+Result<std::vector<DeadLetter>> ListDeadLetters(const ClusterConfig& config,
+                                                const std::string& datastore,
+                                                const std::string& trigger, int idle_ms = 1500);
+
+// Copies DLQ records not copied before (its own consumer group remembers) to
+// the retry topic. Returns how many were copied.
+Result<int> RetryDeadLetters(const ClusterConfig& config, const std::string& datastore,
+                             const std::string& trigger, int idle_ms = 1500);
+
+}  // namespace cellar

@@ -1,0 +1,190 @@
+#include "triggers/trigger_worker.h"
+
+#include <httplib.h>
+
+#include <stdexcept>
+#include <thread>
+
+#include "base/log.h"
+#include "triggers/internal/trigger_runner.h"
+#include "triggers/webhook.h"
+
+namespace cellar {
+
+using internal::TriggerRunner;
+using internal::TriggerSpec;
+
+struct TriggerWorker::Impl {
+  ClusterConfig config;
+  TriggerWorkerOptions options;
+  std::unique_ptr<CellStore> store;
+  MetricsRegistry metrics;
+  std::unique_ptr<KafkaRecordWriter> writer;
+  std::vector<TriggerSpec> specs;
+  std::vector<std::unique_ptr<TriggerRunner>> runners;
+  std::unique_ptr<httplib::Server> http;
+  std::thread http_thread;
+  bool started = false;
+  bool stopped = false;
+  std::mutex mu;
+
+  // Creates the DLQ writer and one runner per trigger (idempotent).
+  Status EnsureRunners() {
+    if (writer) return Status::Ok();
+    CELLAR_ASSIGN_OR_RETURN(writer,
+                            KafkaRecordWriter::Create(config.kafka, options.client_id + "-dlq"));
+    for (auto& spec : specs)
+      runners.push_back(std::make_unique<TriggerRunner>(spec, config, store.get(), writer.get(),
+                                                        &metrics, options.client_id));
+    return Status::Ok();
+  }
+};
+
+TriggerWorker::TriggerWorker(const ClusterConfig& config, TriggerWorkerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->config = config;
+  impl_->options = std::move(options);
+  impl_->store = CellStore::Open(impl_->config);
+}
+
+TriggerWorker::~TriggerWorker() { Stop(); }
+
+CellStore& TriggerWorker::store() { return *impl_->store; }
+MetricsRegistry& TriggerWorker::metrics() { return impl_->metrics; }
+
+void TriggerWorker::on(const std::string& datastore, const std::string& column,
+                       const std::string& name, TriggerHandler handler, TriggerOptions options) {
+  const DatastoreConfig* ds = impl_->config.FindDatastore(datastore);
+  if (!ds)
+    throw std::invalid_argument("trigger " + name + ": unknown datastore '" + datastore + "'");
+  if (!ds->FindColumn(column))
+    throw std::invalid_argument("trigger " + name + ": datastore '" + datastore +
+                                "' has no column '" + column + "'");
+  if (!IsValidTriggerName(name))
+    throw std::invalid_argument("trigger name '" + name + "' must match [a-z][a-z0-9_]{0,47}");
+  for (const auto& s : impl_->specs)
+    if (s.name == name) throw std::invalid_argument("duplicate trigger name '" + name + "'");
+  if (options.retry.max_attempts < 1)
+    throw std::invalid_argument("trigger " + name + ": retry.max_attempts must be >= 1");
+  if (impl_->started) throw std::logic_error("TriggerWorker::on after Start()");
+  impl_->specs.push_back(
+      TriggerSpec{name, datastore, column, std::move(handler), std::move(options)});
+}
+
+void TriggerWorker::on_webhook(const WebhookTriggerConfig& config) {
+  auto handler = MakeWebhookHandler(config);
+  if (!handler.ok())
+    throw std::invalid_argument("trigger " + config.name + ": " + handler.status().message());
+  on(config.datastore, config.column, config.name, std::move(handler).value(),
+     WebhookTriggerOptions(config));
+}
+
+Status TriggerWorker::Start() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (m.started) return FailedPrecondition("trigger worker already started");
+  CELLAR_RETURN_IF_ERROR(m.EnsureRunners());
+  for (auto& runner : m.runners) CELLAR_RETURN_IF_ERROR(runner->Start());
+  if (!m.options.metrics_address.empty()) {
+    auto colon = m.options.metrics_address.rfind(':');
+    if (colon == std::string::npos)
+      return InvalidArgument("metrics address must be host:port, got " + m.options.metrics_address);
+    std::string host = m.options.metrics_address.substr(0, colon);
+    int port = std::atoi(m.options.metrics_address.c_str() + colon + 1);
+    m.http = std::make_unique<httplib::Server>();
+    m.http->Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
+      res.set_content(m.metrics.Render(), "text/plain; version=0.0.4");
+    });
+    m.http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok\n", "text/plain");
+    });
+    if (!m.http->bind_to_port(host.c_str(), port))
+      return Unavailable("cannot listen on " + m.options.metrics_address);
+    m.http_thread = std::thread([&m] { m.http->listen_after_bind(); });
+    LogInfo("trigger", "metrics", {{"address", m.options.metrics_address}});
+  }
+  m.started = true;
+  return Status::Ok();
+}
+
+void TriggerWorker::Stop() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (m.stopped) return;
+  m.stopped = true;
+  for (auto& r : m.runners) r->Stop(m.options.drain_timeout_ms);
+  if (m.http) {
+    m.http->stop();
+    if (m.http_thread.joinable()) m.http_thread.join();
+  }
+  m.store->Close();
+}
+
+int TriggerWorker::run() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  if (Status s = Start(); !s.ok()) {
+    LogError("trigger", "cannot start", {{"error", s.ToString()}});
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&set, &sig);
+  LogInfo("trigger", "signal received; draining", {{"signal", std::to_string(sig)}});
+  Stop();
+  return 0;
+}
+
+Status TriggerWorker::Replay(const std::string& name, const ReplayFrom& from) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    CELLAR_RETURN_IF_ERROR(impl_->EnsureRunners());
+  }
+  for (auto& r : impl_->runners)
+    if (r->spec().name == name) return r->Replay(from);
+  return NotFound("no trigger named '" + name + "'");
+}
+
+Result<ReplayFrom> ParseReplayFrom(const std::string& text) {
+  ReplayFrom from;
+  if (text == "beginning" || text == "0") return from;
+  if (text.find(':') != std::string::npos && text.find('T') == std::string::npos &&
+      text.find('-') == std::string::npos) {
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t comma = text.find(',', start);
+      std::string part =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      size_t colon = part.find(':');
+      char* e1 = nullptr;
+      char* e2 = nullptr;
+      unsigned long shard = std::strtoul(part.c_str(), &e1, 10);
+      unsigned long long id =
+          colon == std::string::npos ? 0 : std::strtoull(part.c_str() + colon + 1, &e2, 10);
+      if (colon == std::string::npos || e1 != part.c_str() + colon || !e2 || *e2 != '\0' ||
+          colon == 0 || colon + 1 == part.size())
+        return InvalidArgument("--from: expected shard:added_id pairs, got '" + part + "'");
+      from.after_added_id[static_cast<uint32_t>(shard)] = id;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return from;
+  }
+  auto t = ParseRfc3339(text);
+  if (!t.ok())
+    return InvalidArgument(
+        "--from: expected 'beginning', an RFC 3339 time or shard:added_id pairs, got '" + text +
+        "'");
+  from.time = *t;
+  return from;
+}
+
+std::vector<TriggerStatus> TriggerWorker::status() const {
+  std::vector<TriggerStatus> out;
+  for (const auto& r : impl_->runners) out.push_back(r->status());
+  return out;
+}
+
+}  // namespace cellar

@@ -1,0 +1,151 @@
+// TriggerWorker: runs handlers for every cell version written to a column.
+//
+//   cellar::TriggerWorker w(config);
+//   w.on("trips", "BASE", "billing", [&](const cellar::CellEvent& e, cellar::TriggerContext& ctx) {
+//     ... // read or write cells through ctx.store(); return an error Status to retry
+//     return cellar::Status::Ok();
+//   });
+//   return w.run();  // until SIGTERM/SIGINT: drains in-flight work, commits offsets, exits 0
+//
+// Handler contract
+// - Delivery is at least once. A handler may see an event again (after a crash,
+//   a rebalance, a replay or a DLQ retry), so it must be idempotent: write
+//   derived cells at deterministic addresses (e.g. ref_key = the event's
+//   ref_key) so a repeat is an identical put.
+// - Order: events of one row are handled one at a time, in change-log order
+//   (ref_key/added_id order). Different rows run concurrently on
+//   TriggerOptions::concurrency threads; the handler must be thread-safe.
+// - Return OK when done. Any other Status is a failed attempt: the event is
+//   retried with exponential backoff and full jitter until
+//   RetryPolicy::max_attempts, then set aside in the dead-letter topic
+//   (dead_letter.h) and the trigger goes on. Return FailedPrecondition to set
+//   the event aside at once (no retry makes sense). A thrown exception counts
+//   as a failed attempt with its what() as the error.
+// - Offsets are committed only for events that were handled or set aside.
+// - Later events of a row whose event was set aside: handled as usual by
+//   default (LaterEventsPolicy::kContinue); kSetAside sets them aside too.
+// - More than DeadLetterPolicy::pause_after set-aside events within its window
+//   pause the trigger (no more events are handled) and log an error: a person
+//   must look (Schemaless's "stop for a person"); restart to resume.
+// - Each named trigger is its own Kafka consumer group
+//   (<prefix>.trigger.<name>): triggers progress independently, and several
+//   processes running the same trigger share its partitions.
+// Threading: configure (on/on_webhook) before Start()/run(); Stop() and the
+// status calls are thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/status.h"
+#include "cells/cell_store.h"
+#include "changelog/cell_event.h"
+#include "config/cluster_config.h"
+#include "triggers/trigger_config.h"
+
+namespace cellar {
+
+class TriggerContext {
+ public:
+  TriggerContext(CellStore* store, const std::string* trigger, int attempt)
+      : store_(store), trigger_(trigger), attempt_(attempt) {}
+  // The cell store of the worker's cluster (thread-safe).
+  CellStore& store() { return *store_; }
+  const std::string& trigger() const { return *trigger_; }
+  // 1 for the first call of this event in this process.
+  int attempt() const { return attempt_; }
+
+ private:
+  CellStore* store_;
+  const std::string* trigger_;
+  int attempt_;
+};
+
+using TriggerHandler = std::function<Status(const CellEvent&, TriggerContext&)>;
+
+struct TriggerOptions {
+  RetryPolicy retry;
+  DeadLetterPolicy dead_letter;
+  std::vector<FieldCondition> filter;  // events whose body fails it are skipped
+  int concurrency = 8;                 // handler threads
+  int max_pending = 10000;             // queued events before polling pauses
+  bool from_beginning = true;          // where a new consumer group starts
+  bool include_tombstones = false;     // tombstones reach the handler only when set
+};
+
+// Where a replay starts: a time (cells created at or after it), or per-shard
+// added_ids (start after them; shards not listed start at the beginning).
+struct ReplayFrom {
+  std::optional<MicrosSinceEpoch> time;
+  std::map<uint32_t, uint64_t> after_added_id;
+};
+
+// Parses "beginning" (or "0"), an RFC 3339 time, or "shard:added_id[,shard:added_id...]".
+Result<ReplayFrom> ParseReplayFrom(const std::string& text);
+
+struct TriggerPartitionStatus {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t committed = -1;  // next offset to read after a restart
+  int64_t lag = 0;         // records behind the partition end
+  uint64_t handled = 0, retried = 0, set_aside = 0;
+  double latency_p50_ms = 0, latency_p99_ms = 0;
+};
+
+struct TriggerStatus {
+  std::string name;
+  bool paused = false;
+  std::vector<TriggerPartitionStatus> partitions;
+};
+
+struct TriggerWorkerOptions {
+  std::string metrics_address;  // "host:port" serving GET /metrics; empty: none
+  std::string client_id = "cellar-trigger";
+  int drain_timeout_ms = 30000;  // how long Stop() waits for in-flight handlers
+};
+
+class TriggerWorker {
+ public:
+  explicit TriggerWorker(const ClusterConfig& config, TriggerWorkerOptions options = {});
+  ~TriggerWorker();
+
+  // Registers a handler. Throws std::invalid_argument (a start-up
+  // configuration error) for an unknown datastore/column, an invalid or
+  // duplicate name. REQUIRES: before Start()/run().
+  void on(const std::string& datastore, const std::string& column, const std::string& name,
+          TriggerHandler handler, TriggerOptions options = {});
+  // Registers a YAML-defined webhook trigger (webhook.h).
+  void on_webhook(const WebhookTriggerConfig& config);
+
+  // Starts consuming. Unavailable when Kafka cannot be reached.
+  Status Start();
+  // Stops polling, waits up to drain_timeout_ms for in-flight handlers, commits
+  // offsets, leaves the groups. Idempotent; thread-safe.
+  void Stop();
+  // Start(), wait for SIGTERM/SIGINT, Stop(). Returns the process exit code.
+  // REQUIRES: called from main before other threads exist (blocks the signals).
+  int run();
+
+  // Runs trigger `name` over the cell tables (shard_log), not Kafka, with or
+  // without Start(): for
+  // backfills and for history Kafka no longer has. Uses the same retry and
+  // dead-letter policy; returns once every matching cell was handled or set
+  // aside. May run while the trigger also consumes Kafka (duplicates are
+  // allowed by the contract). NotFound for an unknown trigger.
+  Status Replay(const std::string& name, const ReplayFrom& from);
+
+  std::vector<TriggerStatus> status() const;
+  MetricsRegistry& metrics();
+  CellStore& store();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellar

@@ -1,0 +1,141 @@
+// `cellar trigger status | replay | dlq list | dlq retry`.
+#include <httplib.h>
+
+#include <sstream>
+
+#include "triggers/trigger_admin.h"
+#include "triggers/trigger_worker.h"
+#include "workers/cli/cli_common.h"
+
+namespace cellar::cli {
+namespace {
+
+struct TriggerArgs {
+  std::string name, datastore, triggers_path, from = "beginning", metrics_url;
+};
+
+// The datastore of `name`: --datastore, or looked up in --triggers.
+Result<std::string> DatastoreOf(const ClusterConfig& cfg, const TriggerArgs& a) {
+  if (!a.datastore.empty()) return a.datastore;
+  if (!a.triggers_path.empty()) {
+    CELLAR_ASSIGN_OR_RETURN(auto defs, LoadTriggerDefinitions(a.triggers_path, cfg));
+    for (const auto& d : defs)
+      if (d.name == a.name) return d.datastore;
+  }
+  if (cfg.datastores.size() == 1) return cfg.datastores[0].name;
+  return InvalidArgument("say which datastore trigger '" + a.name +
+                         "' reads: --datastore, or --triggers with its definition");
+}
+
+// Lines of a Prometheus scrape that belong to trigger `name`.
+std::vector<std::string> ScrapeTrigger(const std::string& url, const std::string& name) {
+  std::vector<std::string> out;
+  auto scheme_end = url.find("://");
+  auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  httplib::Client c(url.substr(0, path_start));
+  c.set_connection_timeout(2, 0);
+  auto res = c.Get(path_start == std::string::npos ? "/metrics" : url.substr(path_start).c_str());
+  if (!res || res->status != 200) return {"(metrics unavailable at " + url + ")"};
+  std::istringstream in(res->body);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find("trigger=\"" + name + "\"") != std::string::npos) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<TriggerArgs>();
+  auto* trig = app.add_subcommand("trigger", "trigger commands");
+  trig->require_subcommand(1);
+  auto common = [a](CLI::App* c) {
+    c->add_option("name", a->name, "trigger name")->required();
+    c->add_option("-d,--datastore", a->datastore, "datastore the trigger reads");
+    c->add_option("--triggers", a->triggers_path, "trigger definitions (YAML)");
+  };
+
+  auto* status = trig->add_subcommand("status", "lag per partition, dead letters, live metrics");
+  common(status);
+  status->add_option("--metrics-url", a->metrics_url, "a running worker's /metrics URL");
+  status->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto ds = DatastoreOf(cfg, *a);
+    if (!ds.ok()) throw CLI::RuntimeError(Fail(ds.status()));
+    auto lag = ReadTriggerLag(cfg, *ds, a->name);
+    if (!lag.ok()) throw CLI::RuntimeError(Fail(lag.status()));
+    nlohmann::json parts = nlohmann::json::array();
+    for (const auto& p : lag->partitions)
+      parts.push_back({{"topic", p.topic},
+                       {"partition", p.partition},
+                       {"committed", p.committed},
+                       {"end", p.end},
+                       {"lag", p.lag}});
+    nlohmann::json out = {{"trigger", a->name},
+                          {"group", cfg.kafka.topic_prefix + ".trigger." + a->name},
+                          {"partitions", parts},
+                          {"total_lag", lag->total_lag},
+                          {"dead_letters", lag->dead_letters}};
+    if (!a->metrics_url.empty()) out["metrics"] = ScrapeTrigger(a->metrics_url, a->name);
+    PrintJson(out);
+  });
+
+  auto* replay = trig->add_subcommand(
+      "replay",
+      "feed a webhook trigger from the cell tables (C++ triggers: their binary's --replay)");
+  common(replay);
+  replay->add_option("--from", a->from, "beginning | RFC 3339 time | shard:added_id,...")
+      ->capture_default_str();
+  replay->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    if (a->triggers_path.empty())
+      throw CLI::RuntimeError(
+          Fail(InvalidArgument("replay needs --triggers with the webhook definition")));
+    auto defs = LoadTriggerDefinitions(a->triggers_path, cfg);
+    if (!defs.ok()) throw CLI::RuntimeError(Fail(defs.status()));
+    auto from = ParseReplayFrom(a->from);
+    if (!from.ok()) throw CLI::RuntimeError(Fail(from.status()));
+    TriggerWorker w(cfg);
+    bool found = false;
+    for (const auto& d : *defs)
+      if (d.name == a->name) {
+        w.on_webhook(d);
+        found = true;
+      }
+    if (!found)
+      throw CLI::RuntimeError(
+          Fail(NotFound("no trigger '" + a->name + "' in " + a->triggers_path)));
+    Status s = w.Replay(a->name, *from);
+    if (!s.ok()) throw CLI::RuntimeError(Fail(s));
+    auto st = w.status();
+    PrintJson({{"trigger", a->name}, {"replayed", true}});
+  });
+
+  auto* dlq = trig->add_subcommand("dlq", "the trigger's set-aside events");
+  dlq->require_subcommand(1);
+  auto* list = dlq->add_subcommand("list", "print every set-aside event");
+  common(list);
+  list->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto ds = DatastoreOf(cfg, *a);
+    if (!ds.ok()) throw CLI::RuntimeError(Fail(ds.status()));
+    auto letters = ListDeadLetters(cfg, *ds, a->name);
+    if (!letters.ok()) throw CLI::RuntimeError(Fail(letters.status()));
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& d : *letters) out.push_back(nlohmann::json::parse(EncodeDeadLetter(d)));
+    PrintJson(out);
+  });
+  auto* retry = dlq->add_subcommand(
+      "retry", "send set-aside events (not sent before) back to the running trigger");
+  common(retry);
+  retry->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto ds = DatastoreOf(cfg, *a);
+    if (!ds.ok()) throw CLI::RuntimeError(Fail(ds.status()));
+    auto n = RetryDeadLetters(cfg, *ds, a->name);
+    if (!n.ok()) throw CLI::RuntimeError(Fail(n.status()));
+    PrintJson({{"trigger", a->name}, {"sent_for_retry", *n}});
+  });
+}
+
+}  // namespace cellar::cli
