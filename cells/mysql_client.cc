@@ -208,20 +208,28 @@ Status MysqlConnection::ExecuteDdl(const std::string& sql) {
   });
 }
 
+// Transactions are driven with plain statements: Connector/C++ 1.1's
+// Connection::commit(), rollback() and setAutoCommit() ignore the server's
+// reply, so a COMMIT that failed (server gone, connection killed) would look
+// successful and an acknowledged write could be lost.
 Status MysqlConnection::Begin() {
-  return Guard("begin", [&] { conn_->setAutoCommit(false); });
+  return Guard("begin", [&] {
+    std::unique_ptr<sql::Statement> st(conn_->createStatement());
+    st->execute("START TRANSACTION");
+  });
 }
 
 Status MysqlConnection::Commit() {
-  Status s = Guard("commit", [&] { conn_->commit(); });
-  if (s.ok()) s = Guard("autocommit", [&] { conn_->setAutoCommit(true); });
-  return s;
+  return Guard("commit", [&] {
+    std::unique_ptr<sql::Statement> st(conn_->createStatement());
+    st->execute("COMMIT");
+  });
 }
 
 void MysqlConnection::Rollback() {
   Status s = Guard("rollback", [&] {
-    conn_->rollback();
-    conn_->setAutoCommit(true);
+    std::unique_ptr<sql::Statement> st(conn_->createStatement());
+    st->execute("ROLLBACK");
   });
   if (!s.ok()) broken_ = true;
 }
@@ -253,8 +261,15 @@ Result<MysqlHostPool::Lease> MysqlHostPool::Acquire() {
 }
 
 void MysqlHostPool::Release(std::unique_ptr<MysqlConnection> conn) {
-  if (conn->broken()) return;
+  std::vector<std::unique_ptr<MysqlConnection>> dropped;  // closed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
+  if (conn->broken()) {
+    // The server went away or restarted: the idle connections opened before
+    // are as stale as this one. Drop them all, so that a retry (CellStore's
+    // WithShard) connects afresh instead of drawing another stale connection.
+    dropped.swap(idle_);
+    return;
+  }
   if (static_cast<int>(idle_.size()) < max_idle_) idle_.push_back(std::move(conn));
 }
 

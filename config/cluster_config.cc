@@ -13,15 +13,16 @@ bool IsLowerOrDigitOrUnderscore(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-// "0-31" or "7" -> [first, last].
-bool ParseShardRange(const std::string& s, uint32_t* first, uint32_t* last) {
+// "0-31" or "7" -> [first, last]. 64-bit so that a huge shard number is
+// reported as out of range instead of wrapping around to a valid one.
+bool ParseShardRange(const std::string& s, uint64_t* first, uint64_t* last) {
   auto dash = s.find('-');
   try {
     size_t used = 0;
     if (dash == std::string::npos) {
       unsigned long v = std::stoul(s, &used);
       if (used != s.size()) return false;
-      *first = *last = static_cast<uint32_t>(v);
+      *first = *last = v;
       return true;
     }
     std::string a = s.substr(0, dash), b = s.substr(dash + 1);
@@ -30,8 +31,8 @@ bool ParseShardRange(const std::string& s, uint32_t* first, uint32_t* last) {
     unsigned long vb = std::stoul(b, &used);
     if (used != b.size() || b.empty() || b[0] == '-' || b[0] == '+') return false;
     if (va > vb) return false;
-    *first = static_cast<uint32_t>(va);
-    *last = static_cast<uint32_t>(vb);
+    *first = va;
+    *last = vb;
     return true;
   } catch (...) {
     return false;
@@ -73,21 +74,29 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig*
     r.ReadString(h, "address", hp, &host.address);
     ReadIntInto(r, h, "port", hp, 1, 65535, &host.port);
     std::string range;
+    uint64_t first = 0, last = 0;
     if (r.Require(h, "shards", hp) && r.ReadString(h, "shards", hp, &range)) {
-      if (!ParseShardRange(range, &host.first_shard, &host.last_shard)) {
+      if (!ParseShardRange(range, &first, &last)) {
         r.Error(h["shards"], hp + ".shards",
                 "expected a shard range like 0-31, got '" + range + "'");
-      } else if (host.last_shard >= shards) {
+      } else if (last >= shards) {
         r.Error(h["shards"], hp + ".shards",
-                "shard " + std::to_string(host.last_shard) + " is out of range: the cluster has " +
+                "shard " + std::to_string(last) + " is out of range: the cluster has " +
                     std::to_string(shards) + " shards (0-" + std::to_string(shards - 1) + ")");
       } else {
+        host.first_shard = static_cast<uint32_t>(first);
+        host.last_shard = static_cast<uint32_t>(last);
+        // Report the first overlapping shard once, but still mark the rest of
+        // the range owned so that it is not also reported as unowned.
+        bool overlap_reported = false;
         for (uint32_t s = host.first_shard; s <= host.last_shard; ++s) {
           if (owner[s] >= 0) {
-            r.Error(h["shards"], hp + ".shards",
-                    "shard " + std::to_string(s) + " is already owned by mysql.hosts[" +
-                        std::to_string(owner[s]) + "]");
-            break;
+            if (!overlap_reported)
+              r.Error(h["shards"], hp + ".shards",
+                      "shard " + std::to_string(s) + " is already owned by mysql.hosts[" +
+                          std::to_string(owner[s]) + "]");
+            overlap_reported = true;
+            continue;
           }
           owner[s] = static_cast<int>(i);
         }
@@ -135,6 +144,11 @@ void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreCon
           const std::string cp = dp + ".columns." + c.name;
           if (!IsValidColumnName(c.name))
             r.Error(kv.first, cp, "column name must match [A-Za-z][A-Za-z0-9_]{0,63}");
+          // yaml-cpp keeps both entries of a repeated key.
+          if (ds.FindColumn(c.name) != nullptr) {
+            r.Error(kv.first, cp, "duplicate column '" + c.name + "'");
+            continue;
+          }
           const YAML::Node opts = kv.second;
           if (!opts.IsNull()) {
             if (r.CheckKeys(opts, cp, {"ttl"}) || opts.IsMap())

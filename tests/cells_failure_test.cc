@@ -1,0 +1,420 @@
+// A shard's MySQL host going down: two private MariaDB servers each own half
+// of the shards. Killing one makes operations on its shards fail quickly with
+// Unavailable while the other half keeps working; after a restart the same
+// CellStore (never reopened) serves every shard again.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "cells/cell_store.h"
+#include "cells/mysql_client.h"
+#include "cells/shard_map.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/private_mariadb.h"
+#include "tests/support/test_cluster.h"
+
+namespace cellar {
+
+// Status codes print by name in test failures.
+[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
+  *os << StatusCodeName(code);
+}
+
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kShards = 8;  // db1 owns 0-3, db2 owns 4-7
+constexpr auto kQuick = std::chrono::seconds(5);
+
+class TwoDbEnv : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    try {
+      db1 = testing::PrivateMariaDb::Start("db1");
+      db2 = testing::PrivateMariaDb::Start("db2");
+    } catch (const std::exception& e) {
+      FAIL() << "cannot start MariaDB: " << e.what();
+    }
+    config = testing::MakeClusterConfig({db1.get(), db2.get()}, kShards);
+    store = CellStore::Open(config);
+    Status s = store->Init();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  void TearDown() override {
+    store.reset();
+    db2.reset();
+    db1.reset();
+  }
+
+  std::unique_ptr<testing::PrivateMariaDb> db1, db2;
+  ClusterConfig config;
+  std::unique_ptr<CellStore> store;
+};
+
+TwoDbEnv* const env = static_cast<TwoDbEnv*>(::testing::AddGlobalTestEnvironment(new TwoDbEnv));
+
+bool OnDb2(uint32_t shard) { return shard >= kShards / 2; }
+
+Uuid RowOnShard(uint32_t shard) {
+  for (;;) {
+    Uuid u = Uuid::Random();
+    if (ShardForRow(u, kShards) == shard) return u;
+  }
+}
+
+template <typename F>
+bool WaitFor(F cond, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (!cond()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+class FailureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(nullptr, env->store) << "the MariaDB servers did not start";
+    ASSERT_EQ(4u, env->config.HostForShard(4).first_shard);
+    ASSERT_EQ(env->db2->port(), env->config.HostForShard(4).port);
+    ASSERT_EQ(env->db1->port(), env->config.HostForShard(3).port);
+    store_ = env->store.get();
+  }
+  void TearDown() override {
+    // Leave db2 running for the next test.
+    if (env->db2 && !env->db2->running()) env->db2->Restart();
+  }
+
+  // Runs `op`, checks it took less than kQuick, and returns its status.
+  template <typename F>
+  Status Timed(const std::string& what, F op) {
+    const auto start = Clock::now();
+    Status s = op();
+    const auto took = Clock::now() - start;
+    EXPECT_LT(took, kQuick) << what << " took "
+                            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                            << " ms";
+    return s;
+  }
+
+  // Every read and write of the API on `row`, each returning its status.
+  std::vector<std::pair<std::string, Status>> AllOps(const Uuid& row, int64_t ref) {
+    const uint32_t shard = ShardForRow(row, kShards);
+    std::vector<std::pair<std::string, Status>> out;
+    auto add = [&](const std::string& name, auto op) { out.emplace_back(name, Timed(name, op)); };
+    add("put", [&] { return store_->Put("trips", {row, "BASE", ref, {{"r", ref}}}).status(); });
+    add("put_batch", [&] {
+      auto r = store_->PutBatch(
+          "trips", {{row, "STATUS", ref, {{"s", ref}}}, {row, "BASE", ref + 1000, {{"r", ref}}}});
+      EXPECT_EQ(2u, r.size());
+      EXPECT_EQ(r[0].status().code(), r[1].status().code()) << "one row is all or nothing";
+      return r[0].status();
+    });
+    add("get", [&] { return store_->Get("trips", row, "BASE", 0).status(); });
+    add("latest", [&] { return store_->Latest("trips", row, "BASE").status(); });
+    add("row", [&] { return store_->Row("trips", row).status(); });
+    add("versions",
+        [&] { return store_->Versions("trips", row, "BASE", VersionQuery{}).status(); });
+    add("erase", [&] { return store_->Erase("users", row, "PROFILE").status(); });
+    add("shard_log", [&] { return store_->ShardLog("trips", shard, 0, 10).status(); });
+    add("shard_head", [&] { return store_->ShardHead("trips", shard).status(); });
+    return out;
+  }
+
+  CellStore* store_ = nullptr;
+};
+
+TEST_F(FailureTest, DownHostGivesUnavailableForItsShardsOnlyAndRecovers) {
+  // One row per shard, written while everything is up.
+  std::vector<Uuid> rows;
+  std::vector<PutResult> before;
+  for (uint32_t s = 0; s < kShards; ++s) {
+    rows.push_back(RowOnShard(s));
+    Result<PutResult> r = store_->Put("trips", {rows[s], "BASE", 0, {{"shard", s}}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    before.push_back(*r);
+  }
+
+  env->db2->Kill();
+  ASSERT_FALSE(env->db2->running());
+
+  for (uint32_t s = 0; s < kShards; ++s) {
+    SCOPED_TRACE("shard " + std::to_string(s));
+    for (const auto& [name, status] : AllOps(rows[s], 1)) {
+      if (OnDb2(s)) {
+        EXPECT_EQ(StatusCode::kUnavailable, status.code()) << name << ": " << status.ToString();
+        EXPECT_THAT(status.message(), HasSubstr("shard " + std::to_string(s))) << name;
+      } else {
+        EXPECT_TRUE(status.ok()) << name << ": " << status.ToString();
+      }
+    }
+  }
+
+  // A batch over both halves: the rows on db1 are written, those on db2 are not.
+  std::vector<CellWrite> batch;
+  for (uint32_t s = 0; s < kShards; ++s) batch.push_back({rows[s], "STATUS", 7, {{"batch", s}}});
+  std::vector<Result<PutResult>> results;
+  Timed("mixed put_batch", [&] {
+    results = store_->PutBatch("trips", batch);
+    return Status::Ok();
+  }).IgnoreError();
+  ASSERT_EQ(batch.size(), results.size());
+  for (uint32_t s = 0; s < kShards; ++s) {
+    if (OnDb2(s)) {
+      EXPECT_EQ(StatusCode::kUnavailable, results[s].status().code())
+          << results[s].status().ToString();
+    } else {
+      ASSERT_TRUE(results[s].ok()) << results[s].status().ToString();
+      EXPECT_TRUE(results[s]->created);
+    }
+  }
+
+  // Purge does what it can and counts the shards it could not reach.
+  Result<PurgeStats> purge(PurgeStats{});
+  Timed("purge", [&] {
+    purge = store_->Purge("trips");
+    return purge.status();
+  }).IgnoreError();
+  ASSERT_TRUE(purge.ok()) << purge.status().ToString();
+  EXPECT_EQ(kShards / 2, purge->shards_failed);
+
+  // Init names the host that is down.
+  Status init = Timed("init", [&] { return store_->Init(); });
+  EXPECT_EQ(StatusCode::kUnavailable, init.code()) << init.ToString();
+  EXPECT_THAT(init.message(), HasSubstr("db2"));
+
+  // Back up on the same port: the same store serves db2's shards again.
+  env->db2->Restart();
+  const auto restarted = Clock::now();
+  for (uint32_t s = kShards / 2; s < kShards; ++s) {
+    ASSERT_TRUE(WaitFor([&] { return store_->Get("trips", rows[s], "BASE", 0).ok(); },
+                        std::chrono::milliseconds(30000)))
+        << "shard " << s << " did not recover";
+  }
+  std::printf(
+      "[recovery] db2's shards readable %lld ms after the restart\n",
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - restarted).count()));
+  for (uint32_t s = 0; s < kShards; ++s) {
+    SCOPED_TRACE("shard " + std::to_string(s));
+    // The data written before the crash is there, unchanged.
+    Result<Cell> c = store_->Get("trips", rows[s], "BASE", 0);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(json({{"shard", s}}), c->body);
+    EXPECT_EQ(before[s].added_id, c->added_id);
+    // Nothing that reported Unavailable was written.
+    if (OnDb2(s)) {
+      EXPECT_EQ(StatusCode::kNotFound, store_->Get("trips", rows[s], "BASE", 1).status().code());
+      EXPECT_EQ(StatusCode::kNotFound, store_->Get("trips", rows[s], "STATUS", 7).status().code());
+    }
+    // Every operation works on every shard.
+    for (const auto& [name, status] : AllOps(rows[s], 2))
+      EXPECT_TRUE(status.ok()) << name << ": " << status.ToString();
+  }
+  results = store_->PutBatch("trips", batch);
+  for (uint32_t s = 0; s < kShards; ++s) {
+    ASSERT_TRUE(results[s].ok()) << results[s].status().ToString();
+    EXPECT_EQ(OnDb2(s), results[s]->created) << "shard " << s;
+  }
+  Status init_again = store_->Init();
+  EXPECT_TRUE(init_again.ok()) << init_again.ToString();
+}
+
+// Connections pooled before a crash are all stale afterwards: the first call
+// after the host is back must not fail because it drew two stale connections.
+TEST_F(FailureTest, FirstReadAfterRestartSucceedsDespiteStalePooledConnections) {
+  const uint32_t shard = 5;
+  const Uuid row = RowOnShard(shard);
+  ASSERT_TRUE(store_->Put("trips", {row, "BASE", 0, {{"v", 1}}}).ok());
+  // Fill the pool with several idle connections to db2.
+  std::vector<std::thread> readers;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 6; ++t)
+    readers.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) ok += store_->Get("trips", row, "BASE", 0).ok();
+    });
+  for (auto& t : readers) t.join();
+  ASSERT_EQ(120, ok.load());
+
+  env->db2->Kill();
+  env->db2->Restart();
+
+  Result<Cell> first = store_->Get("trips", row, "BASE", 0);
+  EXPECT_TRUE(first.ok()) << first.status().ToString();
+  Result<ShardLogPage> log = store_->ShardLog("trips", shard, 0, 10);
+  EXPECT_TRUE(log.ok()) << log.status().ToString();
+  Result<PutResult> put = store_->Put("trips", {row, "BASE", 1, {{"v", 2}}});
+  EXPECT_TRUE(put.ok()) << put.status().ToString();
+}
+
+// The MySQL adapter must report a COMMIT that did not happen. (Connector/C++
+// 1.1's Connection::commit() ignores the server's reply, so a failed COMMIT
+// used to look successful, and acknowledged puts were lost in a crash.)
+TEST_F(FailureTest, CommitOnKilledConnectionIsUnavailable) {
+  ASSERT_TRUE(
+      env->db1->Execute("CREATE DATABASE IF NOT EXISTS adapter;"
+                        "CREATE TABLE IF NOT EXISTS adapter.t (k INT PRIMARY KEY) ENGINE=InnoDB;"));
+  const MysqlEndpoint endpoint = EndpointFor(env->config, env->config.HostForShard(0));
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "killed before COMMIT" : "killed before ROLLBACK");
+    Result<std::unique_ptr<MysqlConnection>> conn = MysqlConnection::Connect(endpoint);
+    ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+    MysqlConnection& c = **conn;
+    Result<std::vector<SqlRow>> id = c.Query("SELECT CONNECTION_ID()");
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ASSERT_TRUE(c.Begin().ok());
+    Result<uint64_t> inserted = c.Execute("INSERT INTO adapter.t (k) VALUES (?)", {int64_t{round}});
+    ASSERT_TRUE(inserted.ok()) << inserted.status().ToString();
+    ASSERT_TRUE(env->db1->Execute("KILL " + (*id)[0].Bytes(0)));
+    if (round == 0) {
+      Status commit = c.Commit();
+      EXPECT_EQ(StatusCode::kUnavailable, commit.code()) << commit.ToString();
+    } else {
+      c.Rollback();
+    }
+    EXPECT_TRUE(c.broken());
+    EXPECT_EQ(StatusCode::kUnavailable, c.Begin().code());
+    std::string out;
+    ASSERT_TRUE(env->db1->Execute("SELECT COUNT(*) FROM adapter.t", &out));
+    EXPECT_EQ("0\n", out);
+  }
+  // A transaction on a healthy connection commits, and a rolled back one leaves nothing.
+  Result<std::unique_ptr<MysqlConnection>> conn = MysqlConnection::Connect(endpoint);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE((*conn)->Begin().ok());
+  ASSERT_TRUE((*conn)->Execute("INSERT INTO adapter.t (k) VALUES (?)", {int64_t{7}}).ok());
+  (*conn)->Rollback();
+  ASSERT_TRUE((*conn)->Begin().ok());
+  ASSERT_TRUE((*conn)->Execute("INSERT INTO adapter.t (k) VALUES (?)", {int64_t{8}}).ok());
+  ASSERT_TRUE((*conn)->Commit().ok());
+  EXPECT_FALSE((*conn)->broken());
+  std::string out;
+  ASSERT_TRUE(env->db1->Execute("SELECT GROUP_CONCAT(k) FROM adapter.t", &out));
+  EXPECT_EQ("8\n", out);
+  // Outside a transaction every statement commits on its own again.
+  ASSERT_TRUE((*conn)->Execute("INSERT INTO adapter.t (k) VALUES (?)", {int64_t{9}}).ok());
+  ASSERT_TRUE(env->db1->Execute("SELECT COUNT(*) FROM adapter.t", &out));
+  EXPECT_EQ("2\n", out);
+  ASSERT_TRUE(env->db1->Execute("DROP DATABASE adapter"));
+}
+
+// Puts in flight while the host dies end with OK or Unavailable, quickly; every
+// acknowledged put survives the crash, and retrying the others succeeds.
+TEST_F(FailureTest, PutsInFlightWhenHostDiesAreDurableOrRetryable) {
+  constexpr int kThreads = 6;  // even threads write to db1's shards, odd ones to db2's
+  struct Outcome {
+    CellWrite write;
+    Status status;
+    bool created = false;
+    uint64_t added_id = 0;
+  };
+  std::vector<std::vector<Outcome>> outcomes(kThreads);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> max_latency_ms{0};
+  std::atomic<int> puts_done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const uint32_t first = t % 2 ? kShards / 2 : 0;
+      std::vector<Uuid> rows;
+      for (uint32_t s = first; s < first + kShards / 2; ++s) rows.push_back(RowOnShard(s));
+      for (int i = 0; !stop.load(); ++i) {
+        Outcome o;
+        o.write = {rows[i % rows.size()], "BASE", i, {{"t", t}, {"i", i}}};
+        const auto start = Clock::now();
+        Result<PutResult> r = store_->Put("trips", o.write);
+        const int64_t ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+        int64_t prev = max_latency_ms.load();
+        while (ms > prev && !max_latency_ms.compare_exchange_weak(prev, ms)) {
+        }
+        o.status = r.status();
+        if (r.ok()) {
+          o.created = r->created;
+          o.added_id = r->added_id;
+        }
+        outcomes[t].push_back(std::move(o));
+        ++puts_done;
+      }
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return puts_done.load() > 300; }, std::chrono::milliseconds(20000)));
+  env->db2->Kill();
+  const int at_kill = puts_done.load();
+  // Keep writing for a while against the dead host.
+  WaitFor([&] { return puts_done.load() > at_kill + 600; }, std::chrono::milliseconds(1500));
+  stop = true;
+  for (auto& th : threads) th.join();
+  env->db2->Restart();
+
+  int acknowledged = 0, unavailable = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (const Outcome& o : outcomes[t]) {
+      if (o.status.ok()) {
+        EXPECT_TRUE(o.created);
+        ++acknowledged;
+      } else {
+        EXPECT_EQ(StatusCode::kUnavailable, o.status.code()) << o.status.ToString();
+        EXPECT_EQ(1, t % 2) << "a put to a live host failed: " << o.status.ToString();
+        ++unavailable;
+      }
+    }
+  }
+  std::printf("[in flight] %d puts acknowledged, %d Unavailable, slowest put %lld ms\n",
+              acknowledged, unavailable, static_cast<long long>(max_latency_ms.load()));
+  EXPECT_GT(unavailable, 0) << "the kill did not hit any put";
+  EXPECT_LT(max_latency_ms.load(), std::chrono::milliseconds(kQuick).count());
+
+  // After the restart: every acknowledged cell is there; every failed one can be retried.
+  ASSERT_TRUE(WaitFor([&] { return store_->ShardHead("trips", kShards - 1).ok(); },
+                      std::chrono::milliseconds(30000)));
+  int retried_created = 0, retried_existing = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (const Outcome& o : outcomes[t]) {
+      if (o.status.ok()) {
+        Result<Cell> c = store_->Get("trips", o.write.row_key, o.write.column, o.write.ref_key);
+        if (!c.ok()) {
+          const uint32_t shard = ShardForRow(o.write.row_key, kShards);
+          std::string out;
+          (OnDb2(shard) ? env->db2 : env->db1)
+              ->Execute(
+                  "SELECT added_id, HEX(row_key), column_name, ref_key, created_at FROM "
+                  "cellar_s" +
+                      std::to_string(shard) + ".cells_trips WHERE added_id >= " +
+                      std::to_string(o.added_id - 3) + " ORDER BY added_id LIMIT 8",
+                  &out);
+          ADD_FAILURE() << "thread " << t << " shard " << shard << " acknowledged added_id "
+                        << o.added_id << "; the shard's log from 3 ids before it:\n"
+                        << out;
+        }
+        ASSERT_TRUE(c.ok()) << "acknowledged put lost: " << c.status().ToString();
+        EXPECT_EQ(o.write.body, c->body);
+        EXPECT_EQ(o.added_id, c->added_id);
+      } else {
+        Result<PutResult> r = store_->Put("trips", o.write);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        (r->created ? retried_created : retried_existing)++;
+      }
+    }
+  }
+  std::printf("[in flight] retries: %d created, %d had been committed before the crash\n",
+              retried_created, retried_existing);
+}
+
+}  // namespace
+}  // namespace cellar
