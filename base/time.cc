@@ -1,6 +1,7 @@
 #include "base/time.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -35,7 +36,9 @@ bool ParseDateTime(std::string_view s, char sep, MicrosSinceEpoch* out, size_t* 
   if (!Digits(s, 0, 4, &y) || s.size() < 10 || s[4] != '-' || !Digits(s, 5, 2, &mo) ||
       s[7] != '-' || !Digits(s, 8, 2, &d))
     return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31) return false;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) return false;
   size_t pos = 10;
   if (s.size() == 10 && allow_date_only) {
     *out = DaysFromCivil(y, mo, d) * 86400LL * 1000000LL;
@@ -147,12 +150,15 @@ Result<int64_t> ParseDurationMillis(std::string_view text) {
   }
   if (i == 0) return bad();
   std::string_view unit = text.substr(i);
-  if (unit == "ms") return n;
-  if (unit == "s") return n * 1000;
-  if (unit == "m") return n * 60 * 1000;
-  if (unit == "h") return n * 3600 * 1000;
-  if (unit == "d") return n * 86400 * 1000;
-  return bad();
+  int64_t mult;
+  if (unit == "ms") mult = 1;
+  else if (unit == "s") mult = 1000;
+  else if (unit == "m") mult = 60 * 1000;
+  else if (unit == "h") mult = 3600 * 1000;
+  else if (unit == "d") mult = 86400 * 1000;
+  else return bad();
+  if (n > INT64_MAX / mult) return bad();
+  return n * mult;
 }
 
 }  // namespace cellar
