@@ -1,0 +1,435 @@
+#include "tests/relay_test_util.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "cells/shard_map.h"
+#include "changelog/relay.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_cluster.h"
+
+namespace cellar::relaytest {
+namespace {
+
+std::unique_ptr<testing::PrivateMariaDb> g_db;
+std::unique_ptr<testing::LocalBroker> g_broker;
+
+// Started on the main thread before the first test (PrivateMariaDb's
+// PDEATHSIG is bound to the starting thread), stopped after the last.
+class RelayEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    g_db = testing::PrivateMariaDb::Start("relaytest");
+    g_broker = testing::LocalBroker::Start();
+  }
+  void TearDown() override {
+    g_broker.reset();
+    g_db.reset();
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new RelayEnvironment);
+
+}  // namespace
+
+testing::PrivateMariaDb& Db() { return *g_db; }
+testing::LocalBroker& Broker() { return *g_broker; }
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds step) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(step);
+  }
+}
+
+std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
+  std::string yaml = testing::MakeClusterYaml({&Db()}, kShards, bootstrap, prefix);
+  // MakeClusterYaml writes "kafka:\n  brokers: ...\n"; add our topic prefix and partitions.
+  const std::string::size_type kafka = yaml.find("kafka:\n");
+  EXPECT_NE(kafka, std::string::npos) << yaml;
+  const std::string::size_type line_end = yaml.find('\n', yaml.find("brokers:", kafka));
+  yaml.insert(line_end + 1, "  topic_prefix: " + prefix +
+                                "\n  partitions: " + std::to_string(kPartitions) + "\n");
+  // Quick ownership rounds so that takeovers and rebalances happen within a test.
+  yaml += "relay:\n  lock_retry_ms: 200\n";
+  return yaml;
+}
+
+void CreateTopics(testing::LocalBroker& broker, const std::string& prefix) {
+  for (const char* ds : {"trips", "users"}) {
+    Status s = broker.CreateTopic(prefix + "." + ds + ".cells", kPartitions);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+}
+
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+                                     bool create_topics) {
+  auto c = std::make_unique<Cluster>();
+  // A fresh prefix when a test runs again in this process (--gtest_repeat):
+  // new databases and topics, nothing left over from the previous run.
+  static std::map<std::string, int> runs;
+  const int run = ++runs[prefix];
+  c->prefix = run == 1 ? prefix : prefix + "_r" + std::to_string(run);
+  c->yaml = ClusterYaml(c->prefix, broker.bootstrap());
+  c->config_path = testing::WriteTempFile(c->yaml, ".yaml");
+  auto cfg = ParseClusterConfig(c->yaml, "<relay_test>");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().ToString() << "\n" << c->yaml;
+  if (!cfg.ok()) return nullptr;
+  c->config = std::move(cfg).value();
+  if (create_topics) CreateTopics(broker, c->prefix);
+  c->store = CellStore::Open(c->config);
+  Status s = c->store->Init();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (!s.ok()) return nullptr;
+  return c;
+}
+
+Uuid RowOnShard(uint32_t shard) {
+  while (true) {
+    Uuid u = Uuid::Random();
+    if (ShardForRow(u, kShards) == shard) return u;
+  }
+}
+
+CellWrite MakeCell(const Uuid& row, int64_t ref_key, const std::string& tag) {
+  CellWrite w;
+  w.row_key = row;
+  w.column = "BASE";
+  w.ref_key = ref_key;
+  w.body = {{"tag", tag}, {"ref", ref_key}};
+  return w;
+}
+
+// ---------------------------------------------------------------------------
+// Collector
+
+Collector::Collector(const ClusterConfig& config) {
+  ConsumerOptions options;
+  options.from_beginning = true;
+  options.client_id = "relay-test-collector";
+  auto c = ChangeLogConsumer::Create(config, {kDatastore}, options);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return;
+  consumer_ = std::move(c).value();
+  thread_ = std::thread([this] { Run(); });
+}
+
+Collector::~Collector() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (consumer_) consumer_->Close();
+}
+
+void Collector::Run() {
+  while (!stop_) {
+    auto r = consumer_->Poll(100);
+    if (!r.ok()) {
+      poll_errors_++;  // e.g. the broker is down: keep polling
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (!r->has_value()) continue;
+    ConsumedEvent e = std::move(**r);
+    std::lock_guard<std::mutex> lock(mu_);
+    const CellId id{e.event.cell.shard, e.event.cell.added_id};
+    seen_.insert(id);
+    uint64_t& m = max_id_[id.first];
+    m = std::max(m, id.second);
+    events_.push_back(std::move(e));
+  }
+}
+
+std::vector<ConsumedEvent> Collector::Events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+size_t Collector::total() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_.size();
+}
+
+size_t Collector::distinct() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seen_.size();
+}
+
+bool Collector::Has(const CellId& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seen_.count(id) > 0;
+}
+
+std::vector<CellId> Collector::Missing(const std::vector<CellId>& want) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CellId> missing;
+  for (const auto& id : want)
+    if (!seen_.count(id)) missing.push_back(id);
+  return missing;
+}
+
+uint64_t Collector::MaxAddedId(uint32_t shard) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = max_id_.find(shard);
+  return it == max_id_.end() ? 0 : it->second;
+}
+
+std::vector<uint64_t> Collector::ShardSequence(uint32_t shard, uint64_t after) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> out;
+  for (const auto& e : events_)
+    if (e.event.cell.shard == shard && e.event.cell.added_id > after)
+      out.push_back(e.event.cell.added_id);
+  return out;
+}
+
+std::string Describe(const std::vector<CellId>& ids, size_t max) {
+  std::string out = std::to_string(ids.size()) + " cells, e.g.";
+  for (size_t i = 0; i < ids.size() && i < max; ++i)
+    out += " (shard " + std::to_string(ids[i].first) + ", added_id " +
+           std::to_string(ids[i].second) + ")";
+  return out;
+}
+
+std::vector<CellId> WaitForAll(const Collector& collector, const std::vector<CellId>& want,
+                               std::chrono::milliseconds timeout) {
+  std::vector<CellId> missing = want;
+  WaitFor(
+      [&] {
+        missing = collector.Missing(missing);
+        return missing.empty();
+      },
+      timeout, std::chrono::milliseconds(50));
+  return missing;
+}
+
+std::vector<std::string> OrderViolations(const std::vector<ConsumedEvent>& events) {
+  struct RowState {
+    std::set<uint64_t> seen;
+    uint64_t max_added_id = 0;
+    int64_t max_ref_key = -1;
+  };
+  std::map<std::string, RowState> rows;  // row key + column
+  std::vector<std::string> violations;
+  for (const auto& e : events) {
+    const Cell& c = e.event.cell;
+    RowState& r = rows[c.row_key.ToString() + "/" + c.column];
+    if (!r.seen.insert(c.added_id).second) continue;  // a duplicate of an earlier event
+    if (c.added_id <= r.max_added_id || c.ref_key <= r.max_ref_key) {
+      violations.push_back("row " + c.row_key.ToString() + " column " + c.column +
+                           ": version ref_key=" + std::to_string(c.ref_key) +
+                           " added_id=" + std::to_string(c.added_id) +
+                           " arrived after ref_key=" + std::to_string(r.max_ref_key) +
+                           " added_id=" + std::to_string(r.max_added_id));
+    }
+    r.max_added_id = std::max(r.max_added_id, c.added_id);
+    r.max_ref_key = std::max(r.max_ref_key, c.ref_key);
+  }
+  return violations;
+}
+
+// ---------------------------------------------------------------------------
+// Writers
+
+Writers::Writers(CellStore* store, int threads, int rows_per_thread, int versions,
+                 const std::string& tag)
+    : store_(store), rows_per_thread_(rows_per_thread), versions_(versions), tag_(tag) {
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this, i] { Run(i); });
+}
+
+Writers::~Writers() {
+  Stop();
+  Join();
+}
+
+void Writers::Stop() { stop_ = true; }
+
+void Writers::Join() {
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void Writers::Run(int thread_index) {
+  const std::string tag = tag_ + "-" + std::to_string(thread_index);
+  auto put = [&](const Uuid& row, int64_t ref) {
+    auto r = store_->Put(kDatastore, MakeCell(row, ref, tag));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!r.ok()) {
+      if (failures_++ == 0) first_error_ = r.status().ToString();
+      return;
+    }
+    if (r->created) written_.emplace_back(r->shard, r->added_id);
+  };
+  if (rows_per_thread_ > 0) {
+    std::vector<Uuid> rows;
+    for (int i = 0; i < rows_per_thread_; ++i) rows.push_back(Uuid::Random());
+    for (int v = 0; v < versions_; ++v)
+      for (const Uuid& row : rows) put(row, v);
+    return;
+  }
+  while (!stop_) {
+    const Uuid row = Uuid::Random();
+    for (int v = 0; v < versions_ && !stop_; ++v) put(row, v);
+  }
+}
+
+std::vector<CellId> Writers::Written() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return written_;
+}
+
+size_t Writers::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return written_.size();
+}
+
+std::string Writers::first_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
+}
+
+// ---------------------------------------------------------------------------
+// RelayProcess
+
+RelayProcess::RelayProcess(const std::string& config_path, const std::string& id,
+                           const std::string& log_path)
+    : log_path_(log_path) {
+  // Everything the child needs is prepared before fork(): after it, the child
+  // only makes system calls (this process has many threads).
+  const std::string bin = CELLAR_RELAY_BIN;
+  std::vector<std::string> args = {bin, "--config", config_path, "--id", id};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The parent's environment, with info-level logging (OwnedFromLog reads it).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).substr(0, 17) != "CELLAR_LOG_LEVEL=") env_strings.emplace_back(*e);
+  env_strings.emplace_back("CELLAR_LOG_LEVEL=info");
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  EXPECT_GE(fd, 0) << "cannot open " << log_path;
+  if (fd < 0) return;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+    if (::getppid() != parent) ::_exit(126);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close_range(3, ~0u, 0);  // no inherited MySQL or Kafka sockets of the test
+    ::execve(bin.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  EXPECT_GT(pid, 0) << "fork failed";
+  pid_ = pid;
+}
+
+RelayProcess::~RelayProcess() { Kill(); }
+
+void RelayProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+int RelayProcess::Terminate(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  const bool exited = WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout,
+                              std::chrono::milliseconds(20));
+  if (!exited) {
+    Kill();
+    return -1;
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string RelayProcess::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::set<uint32_t> RelayProcess::OwnedFromLog() const {
+  std::set<uint32_t> owned;
+  std::istringstream lines(Log());
+  std::string line;
+  auto shard_of = [](const std::string& l) -> std::optional<uint32_t> {
+    auto p = l.find(" shard=");
+    if (p == std::string::npos) return std::nullopt;
+    return static_cast<uint32_t>(std::stoul(l.substr(p + 7)));
+  };
+  while (std::getline(lines, line)) {
+    if (line.find("msg=\"owns shard\"") != std::string::npos) {
+      if (auto s = shard_of(line)) owned.insert(*s);
+    } else if (line.find("msg=\"released shard to rebalance\"") != std::string::npos) {
+      if (auto s = shard_of(line)) owned.erase(*s);
+    } else if (line.find("msg=\"lost shard locks\"") != std::string::npos) {
+      owned.clear();  // a single MySQL host: every shard was on the lost connection
+    }
+  }
+  return owned;
+}
+
+// ---------------------------------------------------------------------------
+// MySQL state
+
+std::map<uint32_t, std::optional<uint64_t>> ShardLockHolders(const ClusterConfig& config) {
+  std::map<uint32_t, std::optional<uint64_t>> holders;
+  auto conn = MysqlConnection::Connect(EndpointFor(config, config.mysql.hosts.front()));
+  EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+  if (!conn.ok()) return holders;
+  std::string sql = "SELECT ";
+  std::vector<SqlParam> params;
+  for (uint32_t s = 0; s < config.shards; ++s) {
+    sql += s ? ", IS_USED_LOCK(?)" : "IS_USED_LOCK(?)";
+    params.emplace_back(RelayLockName(config.ShardDatabase(s)));
+  }
+  auto rows = (*conn)->Query(sql, params);
+  EXPECT_TRUE(rows.ok() && rows->size() == 1) << rows.status().ToString();
+  if (!rows.ok() || rows->size() != 1) return holders;
+  for (uint32_t s = 0; s < config.shards; ++s)
+    holders[s] = (*rows)[0].IsNull(s) ? std::nullopt : std::optional<uint64_t>((*rows)[0].Uint(s));
+  return holders;
+}
+
+RelayCheckpoint Checkpoint(CellStore& store, uint32_t shard) {
+  auto lease = store.PoolForShard(shard).Acquire();
+  EXPECT_TRUE(lease.ok()) << lease.status().ToString();
+  if (!lease.ok()) return {};
+  const std::string db = store.config().ShardDatabase(shard);
+  Status s = EnsureCheckpointTable(**lease, db);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  auto cp = LoadCheckpoint(**lease, db, kDatastore);
+  EXPECT_TRUE(cp.ok()) << cp.status().ToString();
+  return cp.ok() ? *cp : RelayCheckpoint{};
+}
+
+bool AllCheckpointsAtHead(CellStore& store) {
+  for (uint32_t s = 0; s < store.config().shards; ++s) {
+    auto head = store.ShardHead(kDatastore, s);
+    if (!head.ok() || Checkpoint(store, s).after_added_id < *head) return false;
+  }
+  return true;
+}
+
+}  // namespace cellar::relaytest

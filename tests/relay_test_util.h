@@ -1,0 +1,173 @@
+// Helpers shared by the relay integration tests (relay_test.cc,
+// relay_process_test.cc): the binary's MariaDB and local broker, a per-test
+// cluster (own shard databases and topics), a background change-log reader,
+// writer threads, relay child processes and MySQL lock inspection.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cells/cell_store.h"
+#include "changelog/change_log_consumer.h"
+#include "changelog/relay_checkpoint.h"
+#include "config/cluster_config.h"
+#include "tests/support/local_broker.h"
+#include "tests/support/private_mariadb.h"
+
+namespace cellar::relaytest {
+
+constexpr uint32_t kShards = 16;
+constexpr int kPartitions = 8;
+constexpr const char* kDatastore = "trips";
+
+// The binary's MariaDB and broker (started once by a gtest Environment).
+testing::PrivateMariaDb& Db();
+testing::LocalBroker& Broker();
+
+// Polls `done` every `step` until it is true or `timeout` passed. Returns its last value.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds step = std::chrono::milliseconds(20));
+
+// One test's cluster: shard databases <prefix>_s<n> on Db(), topics
+// <prefix>.<datastore>.cells (kPartitions each) on `broker`, fast relay
+// ownership rounds. The store is initialised.
+struct Cluster {
+  std::string prefix;
+  std::string yaml;         // cluster YAML (for relay processes)
+  std::string config_path;  // `yaml` written to a temp file
+  ClusterConfig config;
+  std::unique_ptr<CellStore> store;
+};
+// Creates the topics on `broker` (unless create_topics is false) and the databases.
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+                                     bool create_topics = true);
+// The YAML of `prefix`'s cluster pointing at `bootstrap`.
+std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap);
+void CreateTopics(testing::LocalBroker& broker, const std::string& prefix);
+
+// A row key that lives on `shard`.
+Uuid RowOnShard(uint32_t shard);
+CellWrite MakeCell(const Uuid& row, int64_t ref_key, const std::string& tag);
+
+// (shard, added_id) of one committed cell.
+using CellId = std::pair<uint32_t, uint64_t>;
+
+// Reads the change log of kDatastore from the beginning, without a group, in a
+// background thread, and keeps every event in arrival order.
+class Collector {
+ public:
+  explicit Collector(const ClusterConfig& config);
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  std::vector<ConsumedEvent> Events() const;
+  size_t total() const;
+  size_t distinct() const;
+  bool Has(const CellId& id) const;
+  // Ids of `want` not received yet.
+  std::vector<CellId> Missing(const std::vector<CellId>& want) const;
+  // Highest added_id received for `shard` (0 when none).
+  uint64_t MaxAddedId(uint32_t shard) const;
+  // Events of `shard` with added_id > after, in arrival order.
+  std::vector<uint64_t> ShardSequence(uint32_t shard, uint64_t after) const;
+  uint64_t poll_errors() const { return poll_errors_; }
+
+ private:
+  void Run();
+
+  std::unique_ptr<ChangeLogConsumer> consumer_;
+  mutable std::mutex mu_;
+  std::vector<ConsumedEvent> events_;
+  std::set<CellId> seen_;
+  std::map<uint32_t, uint64_t> max_id_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> poll_errors_{0};
+  std::thread thread_;
+};
+
+// "3 cells, e.g. (shard 1, added_id 7) ..." for failure messages.
+std::string Describe(const std::vector<CellId>& ids, size_t max = 10);
+
+// Waits until `collector` has every id of `want`; on timeout returns the missing ones.
+std::vector<CellId> WaitForAll(const Collector& collector, const std::vector<CellId>& want,
+                               std::chrono::milliseconds timeout);
+
+// Per row, versions (first occurrences) must arrive with increasing ref_key
+// and added_id. Returns a description of each violation (empty when in order).
+std::vector<std::string> OrderViolations(const std::vector<ConsumedEvent>& events);
+
+// Writer threads putting kDatastore cells. Each thread writes rows_per_thread
+// rows, `versions` versions each (version v of every row of the thread before
+// v+1), or until Stop() when rows_per_thread is 0 (then new rows forever).
+class Writers {
+ public:
+  Writers(CellStore* store, int threads, int rows_per_thread, int versions, const std::string& tag);
+  ~Writers();  // stops and joins
+  void Join();
+  void Stop();  // asks unbounded writers to finish (then Join)
+  std::vector<CellId> Written() const;
+  size_t count() const;
+  uint64_t failures() const { return failures_; }
+  std::string first_error() const;
+
+ private:
+  void Run(int thread_index);
+  CellStore* store_;
+  int rows_per_thread_, versions_;
+  std::string tag_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> failures_{0};
+  mutable std::mutex mu_;
+  std::vector<CellId> written_;
+  std::string first_error_;
+  std::vector<std::thread> threads_;
+};
+
+// A cellar-relay child process (stderr and stdout to `log_path`). The
+// destructor SIGKILLs and reaps it if it still runs.
+class RelayProcess {
+ public:
+  RelayProcess(const std::string& config_path, const std::string& id, const std::string& log_path);
+  ~RelayProcess();
+  RelayProcess(const RelayProcess&) = delete;
+  RelayProcess& operator=(const RelayProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  void Kill();  // SIGKILL + waitpid
+  // SIGTERM, waits up to `timeout` for exit (then SIGKILL). Returns the exit
+  // code, or -1 when it had to be killed or died from a signal.
+  int Terminate(std::chrono::milliseconds timeout);
+  std::string Log() const;
+  // Shards this process currently owns according to its log ("owns shard",
+  // "released shard to rebalance", "lost shard locks").
+  std::set<uint32_t> OwnedFromLog() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+// For each shard: the MySQL connection id holding its relay lock (nullopt: unowned).
+std::map<uint32_t, std::optional<uint64_t>> ShardLockHolders(const ClusterConfig& config);
+
+// The relay checkpoint of (shard, kDatastore).
+RelayCheckpoint Checkpoint(CellStore& store, uint32_t shard);
+// Checkpoints of every shard reached their shard heads.
+bool AllCheckpointsAtHead(CellStore& store);
+
+}  // namespace cellar::relaytest
