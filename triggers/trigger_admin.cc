@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "changelog/consumer_group_lag.h"
 #include "changelog/kafka_conf.h"
 
 namespace cellar {
@@ -44,42 +45,18 @@ std::string GroupOf(const ClusterConfig& config, const std::string& trigger) {
 
 Result<TriggerLagReport> ReadTriggerLag(const ClusterConfig& config, const std::string& datastore,
                                         const std::string& trigger) {
-  CELLAR_ASSIGN_OR_RETURN(auto c, MakeConsumer(config, GroupOf(config, trigger)));
+  CELLAR_ASSIGN_OR_RETURN(GroupLag lag,
+                          ReadGroupLag(config, GroupOf(config, trigger),
+                                       {ChangeLogTopic(config.kafka, datastore),
+                                        RetryTopic(config.kafka, datastore, trigger)}));
   TriggerLagReport report;
-  std::vector<RdKafka::TopicPartition*> parts;
-  const std::string cells = ChangeLogTopic(config.kafka, datastore);
-  const std::string retry = RetryTopic(config.kafka, datastore, trigger);
-  for (const auto& topic : {cells, retry}) {
-    int n = Partitions(c.get(), topic);
-    for (int p = 0; p < n; ++p) parts.push_back(RdKafka::TopicPartition::create(topic, p));
-  }
-  RdKafka::ErrorCode err = c->committed(parts, 5000);
-  if (err != RdKafka::ERR_NO_ERROR) {
-    RdKafka::TopicPartition::destroy(parts);
-    return Unavailable("committed offsets of " + GroupOf(config, trigger) + ": " +
-                       RdKafka::err2str(err));
-  }
-  for (auto* tp : parts) {
-    TriggerPartitionLag l;
-    l.topic = tp->topic();
-    l.partition = tp->partition();
-    l.committed = tp->offset() >= 0 ? tp->offset() : -1;
-    int64_t low = 0, high = 0;
-    if (c->query_watermark_offsets(l.topic, l.partition, &low, &high, 5000) ==
-        RdKafka::ERR_NO_ERROR)
-      l.end = high;
-    l.lag = std::max<int64_t>(0, l.end - (l.committed >= 0 ? l.committed : low));
-    report.total_lag += l.lag;
-    report.partitions.push_back(l);
-  }
-  RdKafka::TopicPartition::destroy(parts);
-  const std::string dlq = DeadLetterTopic(config.kafka, datastore, trigger);
-  for (int p = 0, n = Partitions(c.get(), dlq); p < n; ++p) {
-    int64_t low = 0, high = 0;
-    if (c->query_watermark_offsets(dlq, p, &low, &high, 5000) == RdKafka::ERR_NO_ERROR)
-      report.dead_letters += high - low;
-  }
-  c->close();
+  for (const auto& p : lag.partitions)
+    report.partitions.push_back(
+        TriggerPartitionLag{p.topic, p.partition, p.committed, p.end, p.lag});
+  report.total_lag = lag.total;
+  CELLAR_ASSIGN_OR_RETURN(
+      report.dead_letters,
+      TopicRecordCount(config, DeadLetterTopic(config.kafka, datastore, trigger)));
   return report;
 }
 

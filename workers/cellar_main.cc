@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   cellar::cli::AddCellCommands(app, g);
   cellar::cli::AddChangeLogCommands(app, g);
   cellar::cli::AddTriggerCommands(app, g);
+  cellar::cli::AddIndexCommands(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

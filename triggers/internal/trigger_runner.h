@@ -16,8 +16,8 @@
 
 #include "changelog/change_log_consumer.h"
 #include "triggers/dead_letter.h"
-#include "triggers/internal/keyed_executor.h"
-#include "triggers/internal/partition_offsets.h"
+#include "changelog/keyed_executor.h"
+#include "changelog/partition_offsets.h"
 #include "triggers/trigger_worker.h"
 
 namespace cellar::internal {

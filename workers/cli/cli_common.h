@@ -31,5 +31,7 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g);
 void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `trigger status | replay | dlq list | dlq retry`.
 void AddTriggerCommands(CLI::App& app, const GlobalOptions& g);
+// Registers `index apply | query | backfill | check | status`.
+void AddIndexCommands(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace cellar::cli

@@ -1,13 +1,13 @@
-// PartitionOffsets: which offset of one partition may be committed. Records
-// finish out of order (different rows run concurrently); the commit point is
-// the end of the longest prefix of finished records, so a crash re-delivers
-// every unfinished record and never skips one. Not thread-safe.
+// PartitionOffsets (for change-log consumers): which offset of one partition may be committed.
+// Records finish out of order (different rows run concurrently); the commit point is the end of the
+// longest prefix of finished records, so a crash re-delivers every unfinished record and never
+// skips one. Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <map>
 
-namespace cellar::internal {
+namespace cellar {
 
 class PartitionOffsets {
  public:
@@ -31,4 +31,4 @@ class PartitionOffsets {
   int64_t committable_ = -1;
 };
 
-}  // namespace cellar::internal
+}  // namespace cellar

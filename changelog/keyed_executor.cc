@@ -1,8 +1,8 @@
-#include "triggers/internal/keyed_executor.h"
+#include "changelog/keyed_executor.h"
 
 #include <chrono>
 
-namespace cellar::internal {
+namespace cellar {
 
 KeyedExecutor::KeyedExecutor(int threads) {
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
@@ -70,4 +70,4 @@ void KeyedExecutor::Loop() {
   }
 }
 
-}  // namespace cellar::internal
+}  // namespace cellar

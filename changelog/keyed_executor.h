@@ -1,7 +1,6 @@
-// KeyedExecutor: a bounded thread pool that runs tasks of the same key one at
-// a time in submission order, and tasks of different keys concurrently. A
-// trigger keys by row, so one row's events are handled in order while a slow
-// row does not stall the others.
+// KeyedExecutor (for change-log consumers): a bounded thread pool that runs tasks of the same key
+// one at a time in submission order, and tasks of different keys concurrently. A trigger keys by
+// row, so one row's events are handled in order while a slow row does not stall the others.
 // Threading: Submit/pending/WaitIdle from any thread.
 #pragma once
 
@@ -14,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace cellar::internal {
+namespace cellar {
 
 class KeyedExecutor {
  public:
@@ -40,4 +39,4 @@ class KeyedExecutor {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace cellar::internal
+}  // namespace cellar

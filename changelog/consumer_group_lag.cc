@@ -1,0 +1,80 @@
+#include "changelog/consumer_group_lag.h"
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include "changelog/kafka_conf.h"
+
+namespace cellar {
+namespace {
+
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeConsumer(const ClusterConfig& config,
+                                                             const std::string& group) {
+  CELLAR_ASSIGN_OR_RETURN(auto conf,
+                          MakeKafkaConf(config.kafka, {{"group.id", group},
+                                                       {"enable.auto.commit", "false"},
+                                                       {"allow.auto.create.topics", "false"}}));
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c) return InvalidArgument("Kafka consumer: " + err);
+  return c;
+}
+
+int Partitions(RdKafka::KafkaConsumer* c, const std::string& topic) {
+  std::string err;
+  std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(c, topic, nullptr, err));
+  RdKafka::Metadata* md = nullptr;
+  if (!t || c->metadata(false, t.get(), &md, 5000) != RdKafka::ERR_NO_ERROR) return 0;
+  std::unique_ptr<RdKafka::Metadata> owned(md);
+  for (const auto* tm : *md->topics())
+    if (tm->topic() == topic && tm->err() == RdKafka::ERR_NO_ERROR)
+      return static_cast<int>(tm->partitions()->size());
+  return 0;
+}
+
+}  // namespace
+
+Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& group,
+                              const std::vector<std::string>& topics) {
+  CELLAR_ASSIGN_OR_RETURN(auto c, MakeConsumer(config, group));
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (const auto& topic : topics)
+    for (int p = 0, n = Partitions(c.get(), topic); p < n; ++p)
+      parts.push_back(RdKafka::TopicPartition::create(topic, p));
+  GroupLag out;
+  RdKafka::ErrorCode err = parts.empty() ? RdKafka::ERR_NO_ERROR : c->committed(parts, 5000);
+  if (err != RdKafka::ERR_NO_ERROR) {
+    RdKafka::TopicPartition::destroy(parts);
+    c->close();
+    return Unavailable("committed offsets of group " + group + ": " + RdKafka::err2str(err));
+  }
+  for (auto* tp : parts) {
+    PartitionLag l;
+    l.topic = tp->topic();
+    l.partition = tp->partition();
+    l.committed = tp->offset() >= 0 ? tp->offset() : -1;
+    int64_t low = 0, high = 0;
+    if (c->query_watermark_offsets(l.topic, l.partition, &low, &high, 5000) ==
+        RdKafka::ERR_NO_ERROR)
+      l.end = high;
+    l.lag = std::max<int64_t>(0, l.end - (l.committed >= 0 ? l.committed : low));
+    out.total += l.lag;
+    out.partitions.push_back(l);
+  }
+  RdKafka::TopicPartition::destroy(parts);
+  c->close();
+  return out;
+}
+
+Result<int64_t> TopicRecordCount(const ClusterConfig& config, const std::string& topic) {
+  CELLAR_ASSIGN_OR_RETURN(auto c, MakeConsumer(config, "cellar-topic-count"));
+  int64_t total = 0;
+  for (int p = 0, n = Partitions(c.get(), topic); p < n; ++p) {
+    int64_t low = 0, high = 0;
+    if (c->query_watermark_offsets(topic, p, &low, &high, 5000) == RdKafka::ERR_NO_ERROR)
+      total += high - low;
+  }
+  c->close();
+  return total;
+}
+
+}  // namespace cellar

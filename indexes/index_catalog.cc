@@ -1,0 +1,187 @@
+#include "indexes/index_catalog.h"
+
+#include "cells/mysql_client.h"
+
+namespace cellar {
+namespace {
+
+std::string SqlType(IndexFieldType t) {
+  switch (t) {
+    case IndexFieldType::kUuid:
+      return "BINARY(16)";
+    case IndexFieldType::kString:
+      return "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin";
+    case IndexFieldType::kInt:
+      return "BIGINT";
+    case IndexFieldType::kFloat:
+      return "DOUBLE";
+    case IndexFieldType::kBool:
+      return "TINYINT";
+    case IndexFieldType::kDatetime:
+      return "BIGINT";
+  }
+  return "BLOB";
+}
+
+IndexState ParseState(const std::string& s) {
+  if (s == "ready") return IndexState::kReady;
+  if (s == "retired") return IndexState::kRetired;
+  return IndexState::kBuilding;
+}
+
+}  // namespace
+
+std::string_view IndexStateName(IndexState s) {
+  switch (s) {
+    case IndexState::kBuilding:
+      return "building";
+    case IndexState::kReady:
+      return "ready";
+    case IndexState::kRetired:
+      return "retired";
+  }
+  return "building";
+}
+
+std::string EntryTableName(const std::string& table, int version) {
+  return "idx_" + table + "_v" + std::to_string(version);
+}
+std::string PointerTableName(const std::string& table, int version) {
+  return EntryTableName(table, version) + "_rows";
+}
+
+Status IndexCatalog::EnsureRegistry(MysqlConnection& conn) {
+  return conn.ExecuteDdl("CREATE TABLE IF NOT EXISTS " +
+                         QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                         " (table_name VARCHAR(64) CHARACTER SET ascii NOT NULL,"
+                         " version INT NOT NULL, fingerprint CHAR(16) NOT NULL,"
+                         " state VARCHAR(16) NOT NULL, definition TEXT NOT NULL,"
+                         " created_at BIGINT NOT NULL, PRIMARY KEY (table_name, version))"
+                         " ENGINE=InnoDB");
+}
+
+Result<std::vector<IndexVersion>> IndexCatalog::Versions(const std::string& table) {
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows,
+      lease->Query("SELECT version, fingerprint, state, created_at FROM " +
+                       QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                       " WHERE table_name = ? ORDER BY version",
+                   {table}));
+  std::vector<IndexVersion> out;
+  for (const auto& r : rows)
+    out.push_back(IndexVersion{table, static_cast<int>(r.Int(0)), r.Bytes(1),
+                               ParseState(r.Bytes(2)), r.Int(3)});
+  return out;
+}
+
+Result<IndexVersion> IndexCatalog::Serving(const std::string& table) {
+  CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(table));
+  const IndexVersion* best = nullptr;
+  for (const auto& v : versions)
+    if (v.state == IndexState::kReady) best = &v;
+  if (!best)
+    for (const auto& v : versions)
+      if (v.state == IndexState::kBuilding) best = &v;
+  if (!best)
+    return NotFound("index '" + table + "' has not been applied (run `cellar index apply`)");
+  return *best;
+}
+
+Result<std::vector<IndexVersion>> IndexCatalog::Writable(const std::string& table) {
+  CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(table));
+  std::vector<IndexVersion> out;
+  for (const auto& v : versions)
+    if (v.state != IndexState::kRetired) out.push_back(v);
+  return out;
+}
+
+Status IndexCatalog::CreateTables(const IndexDefinition& def, int version) {
+  const auto fields = def.AllFields();
+  const std::string shard_col = fields.front().sql_column;
+  std::string cols, keys;
+  for (const auto& f : fields) cols += ", " + f.sql_column + " " + SqlType(f.type) + " NULL";
+  keys += ", KEY k_newest (" + shard_col + ", created_at)";
+  for (size_t i = 1; i < fields.size(); ++i)
+    keys += ", KEY k_" + std::to_string(i) + " (" + shard_col + ", " + fields[i].sql_column + ")";
+  for (uint32_t shard = 0; shard < store_->config().shards; ++shard) {
+    const std::string db = store_->config().ShardDatabase(shard);
+    CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(shard).Acquire());
+    CELLAR_RETURN_IF_ERROR(lease->ExecuteDdl(
+        "CREATE TABLE IF NOT EXISTS " + QualifiedTable(db, EntryTableName(def.table, version)) +
+        " (row_key BINARY(16) NOT NULL, column_key VARCHAR(64) CHARACTER SET ascii NOT NULL,"
+        " ref_key BIGINT NOT NULL, added_id BIGINT UNSIGNED NOT NULL,"
+        " source_shard INT UNSIGNED NOT NULL, created_at BIGINT NOT NULL" +
+        cols + ", PRIMARY KEY (row_key, column_key)" + keys + ") ENGINE=InnoDB"));
+    CELLAR_RETURN_IF_ERROR(lease->ExecuteDdl(
+        "CREATE TABLE IF NOT EXISTS " + QualifiedTable(db, PointerTableName(def.table, version)) +
+        " (row_key BINARY(16) NOT NULL, column_key VARCHAR(64) CHARACTER SET ascii NOT NULL,"
+        " ref_key BIGINT NOT NULL, target_shard INT UNSIGNED NULL,"
+        " PRIMARY KEY (row_key, column_key)) ENGINE=InnoDB"));
+    CELLAR_RETURN_IF_ERROR(lease->ExecuteDdl(
+        "CREATE TABLE IF NOT EXISTS " + QualifiedTable(db, "index_backfill") +
+        " (table_version VARCHAR(80) CHARACTER SET ascii NOT NULL PRIMARY KEY,"
+        " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0, finished TINYINT NOT NULL DEFAULT 0)"
+        " ENGINE=InnoDB"));
+  }
+  return Status::Ok();
+}
+
+Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
+  CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(def.table));
+  const std::string fp = def.Fingerprint();
+  for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
+    if (it->state == IndexState::kRetired) continue;
+    if (it->fingerprint == fp) {
+      CELLAR_RETURN_IF_ERROR(CreateTables(def, it->version));  // heal missing shard tables
+      return ApplyOutcome{*it, false};
+    }
+    break;
+  }
+  const int version = versions.empty() ? 1 : versions.back().version + 1;
+  CELLAR_RETURN_IF_ERROR(CreateTables(def, version));
+  // A first version over an empty datastore has nothing to backfill.
+  bool empty = versions.empty();
+  for (uint32_t s = 0; empty && s < store_->config().shards; ++s) {
+    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store_->ShardHead(def.datastore, s));
+    empty = head == 0;
+  }
+  IndexVersion v{def.table, version, fp, empty ? IndexState::kReady : IndexState::kBuilding,
+                 NowMicros()};
+  nlohmann::json definition = {{"table", def.table},
+                               {"datastore", def.datastore},
+                               {"shard_field", def.shard_field},
+                               {"source", def.source}};
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_RETURN_IF_ERROR(
+      lease
+          ->Execute("INSERT IGNORE INTO " +
+                        QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                        " (table_name, version, fingerprint, state, definition, created_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                    {def.table, int64_t{version}, fp, std::string(IndexStateName(v.state)),
+                     definition.dump(), v.created_at})
+          .status());
+  return ApplyOutcome{v, true};
+}
+
+Status IndexCatalog::MarkReady(const std::string& table, int version) {
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  const std::string reg = QualifiedTable(store_->config().ShardDatabase(0), "index_versions");
+  CELLAR_RETURN_IF_ERROR(lease->Begin());
+  auto a = lease->Execute("UPDATE " + reg +
+                              " SET state = 'retired' WHERE table_name = ? AND version < ?"
+                              " AND state <> 'retired'",
+                          {table, int64_t{version}});
+  auto b =
+      lease->Execute("UPDATE " + reg + " SET state = 'ready' WHERE table_name = ? AND version = ?",
+                     {table, int64_t{version}});
+  if (!a.ok() || !b.ok()) {
+    lease->Rollback();
+    return !a.ok() ? a.status() : b.status();
+  }
+  return lease->Commit();
+}
+
+}  // namespace cellar

@@ -1,0 +1,76 @@
+// IndexCatalog: which physical versions of each index exist and which serves.
+//
+// Registry: table `index_versions` in shard 0's database (the catalog shard):
+//   (table_name, version) -> fingerprint, state, definition JSON, created_at.
+// States: building (written by the worker, being backfilled), ready (serves
+// queries), retired (superseded; no longer written). A changed definition
+// (new fingerprint) gets version N+1 in state building; the old version keeps
+// serving until the backfill of N+1 completes and marks it ready.
+//
+// Physical tables, in every shard database, for version N of index T:
+//   idx_T_vN        entries living on this shard (their shard-field value's shard):
+//                   row_key, column_key, ref_key, added_id, source_shard,
+//                   created_at, one typed column per field; PRIMARY KEY
+//                   (row_key, column_key); KEY (shard field, field) per field and
+//                   KEY (shard field, created_at) so a query is one index range scan.
+//   idx_T_vN_rows   for rows living on this shard: the ref_key last applied and
+//                   the shard holding the row's entry (to move or delete it).
+//   index_backfill  resumable backfill progress per (index version, source shard).
+// Thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cells/cell_store.h"
+#include "cells/mysql_client.h"
+#include "indexes/index_definition.h"
+
+namespace cellar {
+
+enum class IndexState { kBuilding, kReady, kRetired };
+std::string_view IndexStateName(IndexState s);
+
+struct IndexVersion {
+  std::string table;
+  int version = 0;
+  std::string fingerprint;
+  IndexState state = IndexState::kBuilding;
+  MicrosSinceEpoch created_at = 0;
+};
+
+struct ApplyOutcome {
+  IndexVersion version;  // the newest non-retired version after apply
+  bool created = false;  // a new version was created by this call
+};
+
+std::string EntryTableName(const std::string& table, int version);
+std::string PointerTableName(const std::string& table, int version);
+
+class IndexCatalog {
+ public:
+  explicit IndexCatalog(CellStore* store) : store_(store) {}
+
+  // Creates the registry and, if the definition is new or changed, a new
+  // version with its tables on every shard. A first version over a datastore
+  // with no cells starts ready; otherwise building (run backfill). Unavailable
+  // if a shard is unreachable (re-run: it is idempotent).
+  Result<ApplyOutcome> Apply(const IndexDefinition& def);
+  // All versions of `table`, oldest first (empty if never applied).
+  Result<std::vector<IndexVersion>> Versions(const std::string& table);
+  // The version queries read: the newest ready one, else the newest building
+  // one. NotFound if the index was never applied.
+  Result<IndexVersion> Serving(const std::string& table);
+  // Versions the worker must write: building and ready ones.
+  Result<std::vector<IndexVersion>> Writable(const std::string& table);
+  // Marks `version` ready and retires older ready versions.
+  Status MarkReady(const std::string& table, int version);
+
+ private:
+  Status EnsureRegistry(MysqlConnection& conn);
+  Status CreateTables(const IndexDefinition& def, int version);
+  CellStore* store_;
+};
+
+}  // namespace cellar

@@ -1,0 +1,53 @@
+// IndexWorker: keeps every applied index up to date from the change log.
+//
+// One Kafka consumer group (<prefix>.indexer) over the change logs of every
+// datastore that has an index. Each event is applied (IndexWriter) to every
+// writable version (building or ready) of every index with a column_def for
+// the event's column, on a pool keyed by row. Offsets are committed only for
+// events applied everywhere; Unavailable shards are retried with backoff, so
+// nothing is skipped. Exports cellar_index_lag_seconds (cell commit to entry
+// written), cellar_index_applied_total{index,outcome} and
+// cellar_index_skipped_total{index}.
+// Threading: Start/Stop from one thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/status.h"
+#include "cells/cell_store.h"
+#include "indexes/index_definition.h"
+
+namespace cellar {
+
+struct IndexWorkerOptions {
+  int concurrency = 8;          // rows applied in parallel
+  int max_pending = 10000;      // queued events before polling pauses
+  bool from_beginning = true;   // where a new consumer group starts
+  std::string metrics_address;  // host:port for GET /metrics; empty: none
+};
+
+class IndexWorker {
+ public:
+  // `store` is not owned and must outlive the worker.
+  IndexWorker(CellStore* store, std::vector<IndexDefinition> definitions,
+              IndexWorkerOptions options = {});
+  ~IndexWorker();
+
+  // Unavailable when Kafka cannot be reached; InvalidArgument without indexes.
+  Status Start();
+  // Stops polling, finishes queued events (bounded), commits offsets. Idempotent.
+  void Stop();
+
+  MetricsRegistry& metrics();
+  // p50/p99 of cell commit to index write, in milliseconds.
+  double LagQuantileMs(double q) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellar

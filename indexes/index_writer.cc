@@ -1,0 +1,118 @@
+#include "indexes/index_writer.h"
+
+#include "base/log.h"
+#include "cells/mysql_client.h"
+#include "cells/shard_map.h"
+#include "indexes/index_catalog.h"
+#include "indexes/index_entry.h"
+
+namespace cellar {
+
+Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int version,
+                                            const Cell& cell) {
+  const IndexColumnDef* cd = def.FindColumnDef(cell.column);
+  if (!cd) return IndexApplyResult{IndexApply::kNotIndexed, ""};
+  const ClusterConfig& cfg = store_->config();
+  const uint32_t src = ShardForRow(cell.row_key, cfg.shards);
+  const std::string pointer =
+      QualifiedTable(cfg.ShardDatabase(src), PointerTableName(def.table, version));
+  const std::string entries = EntryTableName(def.table, version);
+  const std::string row = cell.row_key.ToBytes();
+
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(src).Acquire());
+  MysqlConnection& c = *lease;
+  CELLAR_RETURN_IF_ERROR(c.Begin());
+  auto fail = [&](Status s) -> Result<IndexApplyResult> {
+    c.Rollback();
+    return s;
+  };
+  if (auto s =
+          c.Execute("INSERT IGNORE INTO " + pointer +
+                        " (row_key, column_key, ref_key, target_shard) VALUES (?, ?, -1, NULL)",
+                    {row, cell.column});
+      !s.ok())
+    return fail(s.status());
+  auto ptr = c.Query("SELECT ref_key, target_shard FROM " + pointer +
+                         " WHERE row_key = ? AND column_key = ? FOR UPDATE",
+                     {row, cell.column});
+  if (!ptr.ok()) return fail(ptr.status());
+  if (ptr->empty()) return fail(Internal("index pointer row vanished"));
+  const int64_t applied = (*ptr)[0].Int(0);
+  const bool had_target = !(*ptr)[0].IsNull(1);
+  const uint32_t old_target = static_cast<uint32_t>((*ptr)[0].Uint(1));
+  if (applied >= cell.ref_key) {
+    c.Rollback();
+    return IndexApplyResult{IndexApply::kStale, ""};
+  }
+
+  IndexApplyResult result{IndexApply::kRemoved, ""};
+  std::optional<IndexEntry> entry;
+  if (!cell.tombstone) {
+    auto e = ExtractEntry(def, *cd, cell, cfg.shards);
+    if (e.ok()) {
+      entry = std::move(e).value();
+    } else {
+      result = {IndexApply::kSkipped, e.status().message()};
+      if (metrics_)
+        metrics_
+            ->GetCounter("cellar_index_skipped_total", "Cell versions without a valid entry",
+                         {{"index", def.table}})
+            .Increment();
+      LogInfo("index", "no entry for cell",
+              {{"index", def.table},
+               {"cell", cell.Address(def.datastore)},
+               {"reason", e.status().message()}});
+    }
+  }
+  // Remove the old entry when it does not stay where the new one goes.
+  if (had_target && (!entry || entry->target_shard != old_target)) {
+    auto tl = store_->PoolForShard(old_target).Acquire();
+    if (!tl.ok()) return fail(tl.status());
+    auto del =
+        (*tl)->Execute("DELETE FROM " + QualifiedTable(cfg.ShardDatabase(old_target), entries) +
+                           " WHERE row_key = ? AND column_key = ? AND ref_key < ?",
+                       {row, cell.column, cell.ref_key});
+    if (!del.ok()) return fail(del.status());
+  }
+  if (entry) {
+    std::string cols = "row_key, column_key, ref_key, added_id, source_shard, created_at";
+    std::string marks = "?, ?, ?, ?, ?, ?";
+    std::string updates;
+    std::vector<SqlParam> params{row,
+                                 cell.column,
+                                 cell.ref_key,
+                                 cell.added_id,
+                                 int64_t{entry->source_shard},
+                                 cell.created_at};
+    for (size_t i = 0; i < cd->fields.size(); ++i) {
+      const std::string& col = cd->fields[i].sql_column;
+      cols += ", " + col;
+      marks += ", ?";
+      updates += col + " = IF(VALUES(ref_key) > ref_key, VALUES(" + col + "), " + col + "), ";
+      params.push_back(entry->values[i]);
+    }
+    updates +=
+        "added_id = IF(VALUES(ref_key) > ref_key, VALUES(added_id), added_id), "
+        "created_at = IF(VALUES(ref_key) > ref_key, VALUES(created_at), created_at), "
+        "ref_key = GREATEST(ref_key, VALUES(ref_key))";
+    auto tl = store_->PoolForShard(entry->target_shard).Acquire();
+    if (!tl.ok()) return fail(tl.status());
+    auto up = (*tl)->Execute(
+        "INSERT INTO " + QualifiedTable(cfg.ShardDatabase(entry->target_shard), entries) + " (" +
+            cols + ") VALUES (" + marks + ") ON DUPLICATE KEY UPDATE " + updates,
+        params);
+    if (!up.ok()) return fail(up.status());
+    result = {IndexApply::kUpserted, ""};
+  }
+  SqlParam target = entry ? SqlParam(int64_t{entry->target_shard}) : SqlParam(nullptr);
+  if (auto s =
+          c.Execute("UPDATE " + pointer +
+                        " SET ref_key = ?, target_shard = ? WHERE row_key = ? AND column_key = ?",
+                    {cell.ref_key, target, row, cell.column});
+      !s.ok())
+    return fail(s.status());
+  CELLAR_RETURN_IF_ERROR(c.Commit());
+  return result;
+}
+
+}  // namespace cellar

@@ -1,0 +1,47 @@
+// IndexWriter: applies one cell version to one index version.
+//
+// Per (row, column) the row's own shard keeps a pointer (idx_T_vN_rows): the
+// ref_key last applied and the shard of its entry. Applying cell version k:
+//   1. lock the pointer row (SELECT ... FOR UPDATE, on the row's shard): one
+//      writer per row at a time, across the live worker, backfill and repair;
+//   2. if the pointer already has ref_key >= k: nothing to do (older or
+//      duplicate event: replays and out-of-order delivery change nothing);
+//   3. extract the entry (a tombstone or a body without valid fields yields
+//      none, with a counted reason);
+//   4. delete the old entry if it lives on another shard or there is none now;
+//   5. upsert the new entry on its shard (version-checked: never replaces a
+//      newer one); 6. move the pointer to k; commit.
+// A failure anywhere rolls back the pointer, so a retry redoes every step.
+// Thread-safe.
+#pragma once
+
+#include <string>
+
+#include "base/metrics.h"
+#include "base/status.h"
+#include "cells/cell_store.h"
+#include "indexes/index_definition.h"
+
+namespace cellar {
+
+enum class IndexApply { kUpserted, kRemoved, kStale, kSkipped, kNotIndexed };
+
+struct IndexApplyResult {
+  IndexApply outcome = IndexApply::kNotIndexed;
+  std::string skip_reason;  // for kSkipped: why the body has no entry
+};
+
+class IndexWriter {
+ public:
+  // Neither is owned; both must outlive the writer. metrics may be null.
+  IndexWriter(CellStore* store, MetricsRegistry* metrics) : store_(store), metrics_(metrics) {}
+
+  // Unavailable/Aborted: nothing committed, retry later.
+  Result<IndexApplyResult> Apply(const IndexDefinition& def, int version, const Cell& cell);
+
+ private:
+  CellStore* store_;
+  MetricsRegistry* metrics_;
+};
+
+}  // namespace cellar

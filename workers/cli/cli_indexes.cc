@@ -1,0 +1,191 @@
+// `cellar index apply | query | backfill | check | status`.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "changelog/cell_event.h"
+#include "changelog/consumer_group_lag.h"
+#include "indexes/index_catalog.h"
+#include "indexes/index_maintenance.h"
+#include "indexes/index_query.h"
+#include "workers/cli/cli_common.h"
+#include "workers/signal_wait.h"
+
+namespace cellar::cli {
+namespace {
+
+struct IndexArgs {
+  std::string indexes_path = "indexes";
+  std::string name, shard_value, order_by, cursor;
+  std::vector<std::string> where, fields;
+  int limit = 100;
+  bool ascending = false, verify = false, repair = false;
+};
+
+std::vector<IndexDefinition> LoadDefsOrExit(const ClusterConfig& cfg, const IndexArgs& a) {
+  auto defs = LoadIndexDefinitions(a.indexes_path, cfg);
+  if (!defs.ok()) throw CLI::RuntimeError(Fail(defs.status()));
+  return std::move(defs).value();
+}
+
+const IndexDefinition& FindOrExit(const std::vector<IndexDefinition>& defs,
+                                  const std::string& name) {
+  for (const auto& d : defs)
+    if (d.table == name) return d;
+  throw CLI::RuntimeError(Fail(NotFound("no index '" + name + "' in the definitions")));
+}
+
+}  // namespace
+
+void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<IndexArgs>();
+  auto* idx = app.add_subcommand("index", "secondary index commands");
+  idx->require_subcommand(1);
+  idx->add_option("--indexes", a->indexes_path, "index definition file or directory")
+      ->capture_default_str();
+
+  idx->add_subcommand("apply",
+                      "create missing index tables and new versions of changed definitions")
+      ->callback([a, &g] {
+        ClusterConfig cfg = LoadConfigOrExit(g);
+        auto store = CellStore::Open(cfg);
+        IndexCatalog catalog(store.get());
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& d : LoadDefsOrExit(cfg, *a)) {
+          auto r = catalog.Apply(d);
+          if (!r.ok()) throw CLI::RuntimeError(Fail(r.status()));
+          out.push_back({{"index", d.table},
+                         {"version", r->version.version},
+                         {"state", IndexStateName(r->version.state)},
+                         {"created", r->created}});
+        }
+        PrintJson(out);
+      });
+
+  auto* query = idx->add_subcommand("query", "query an index (touches one shard)");
+  query->add_option("name", a->name, "index name")->required();
+  query->add_option("--shard-value", a->shard_value, "value of the shard field")->required();
+  query->add_option("--where", a->where, "'field op value' (= != < <= > >= in); repeatable");
+  query->add_option("--field", a->fields, "fields to return (default all); repeatable");
+  query->add_option("--order-by", a->order_by, "order by this field (default newest first)");
+  query->add_flag("--asc", a->ascending, "ascending order");
+  query->add_option("--limit", a->limit, "page size (1-1000)");
+  query->add_option("--cursor", a->cursor, "next_cursor of the previous page");
+  query->add_flag("--verify", a->verify, "re-read each hit's latest cell and drop stale hits");
+  query->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto defs = LoadDefsOrExit(cfg, *a);
+    const IndexDefinition& def = FindOrExit(defs, a->name);
+    IndexQuery q;
+    q.index = a->name;
+    q.shard_value = a->shard_value;
+    for (const auto& w : a->where) {
+      auto f = ParseIndexFilter(def, w);
+      if (!f.ok()) throw CLI::RuntimeError(Fail(f.status()));
+      q.filters.push_back(std::move(f).value());
+    }
+    q.fields = a->fields;
+    q.order_by = a->order_by;
+    q.descending = !a->ascending;
+    q.limit = a->limit;
+    q.cursor = a->cursor;
+    q.verify = a->verify;
+    auto store = CellStore::Open(cfg);
+    IndexReader reader(store.get(), defs);
+    auto r = reader.Query(q);
+    if (!r.ok()) throw CLI::RuntimeError(Fail(r.status()));
+    nlohmann::json hits = nlohmann::json::array();
+    for (const auto& h : r->hits)
+      hits.push_back({{"row_key", h.row_key.ToString()},
+                      {"column", h.column_key},
+                      {"ref_key", h.ref_key},
+                      {"fields", h.fields}});
+    nlohmann::json out = {{"hits", hits}, {"version", r->version}};
+    if (!r->next_cursor.empty()) out["next_cursor"] = r->next_cursor;
+    if (a->verify) out["dropped_by_verify"] = r->dropped_by_verify;
+    PrintJson(out);
+  });
+
+  auto* backfill = idx->add_subcommand("backfill", "build entries for existing cells (resumable)");
+  backfill->add_option("name", a->name, "index name")->required();
+  backfill->callback([a, &g] {
+    BlockTerminationSignals();
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto defs = LoadDefsOrExit(cfg, *a);
+    auto store = CellStore::Open(cfg);
+    const bool tty = isatty(2);
+    std::atomic<bool> stop{false};
+    Status s = BackfillIndex(
+        store.get(), FindOrExit(defs, a->name),
+        [&](const BackfillProgress& p) {
+          if (WaitForTerminationSignal(0)) stop = true;
+          if (!tty) return;
+          const double pct = p.cells_total ? 100.0 * p.cells_done / p.cells_total : 100;
+          const int bar = static_cast<int>(pct / 5);
+          std::fprintf(stderr, "\r[%-20s] %5.1f%% %llu/%llu cells  %.0f cells/s  ETA %.0fs ",
+                       std::string(bar, '#').c_str(), pct,
+                       static_cast<unsigned long long>(p.cells_done),
+                       static_cast<unsigned long long>(p.cells_total), p.cells_per_s, p.eta_s);
+        },
+        &stop);
+    if (tty) std::fprintf(stderr, "\n");
+    if (!s.ok()) throw CLI::RuntimeError(Fail(s));
+    PrintJson({{"index", a->name}, {"backfilled", true}});
+  });
+
+  auto* check = idx->add_subcommand("check", "compare the index with the cells (and --repair)");
+  check->add_option("name", a->name, "index name")->required();
+  check->add_flag("--repair", a->repair, "fix missing, stale and extra entries");
+  check->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto defs = LoadDefsOrExit(cfg, *a);
+    auto store = CellStore::Open(cfg);
+    auto r = CheckIndex(store.get(), FindOrExit(defs, a->name), a->repair);
+    if (!r.ok()) throw CLI::RuntimeError(Fail(r.status()));
+    PrintJson({{"index", a->name},
+               {"version", r->version},
+               {"expected", r->expected},
+               {"present", r->present},
+               {"missing", r->missing},
+               {"stale", r->stale},
+               {"extra", r->extra},
+               {"repaired", r->repaired},
+               {"examples", r->examples}});
+    if (!a->repair && (r->missing || r->stale || r->extra)) throw CLI::RuntimeError(1);
+  });
+
+  idx->add_subcommand("status", "versions, states and the index worker's lag")->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto defs = LoadDefsOrExit(cfg, *a);
+    auto store = CellStore::Open(cfg);
+    IndexCatalog catalog(store.get());
+    nlohmann::json indexes = nlohmann::json::array();
+    std::vector<std::string> topics;
+    for (const auto& d : defs) {
+      auto versions = catalog.Versions(d.table);
+      if (!versions.ok()) throw CLI::RuntimeError(Fail(versions.status()));
+      nlohmann::json vs = nlohmann::json::array();
+      for (const auto& v : *versions)
+        vs.push_back({{"version", v.version},
+                      {"state", IndexStateName(v.state)},
+                      {"fingerprint", v.fingerprint},
+                      {"created_at", FormatRfc3339(v.created_at)}});
+      indexes.push_back({{"index", d.table},
+                         {"datastore", d.datastore},
+                         {"versions", vs},
+                         {"definition_fingerprint", d.Fingerprint()}});
+      topics.push_back(ChangeLogTopic(cfg.kafka, d.datastore));
+    }
+    nlohmann::json out = {{"indexes", indexes}};
+    if (!cfg.kafka.brokers.empty()) {
+      auto lag = ReadGroupLag(cfg, cfg.kafka.topic_prefix + ".indexer", topics);
+      if (lag.ok())
+        out["worker_lag_events"] = lag->total;
+      else
+        out["worker_lag_error"] = lag.status().ToString();
+    }
+    PrintJson(out);
+  });
+}
+
+}  // namespace cellar::cli
