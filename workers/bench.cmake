@@ -1,0 +1,10 @@
+# cellar-bench: benchmark programs (workers/bench/). Each subcommand lives in
+# bench_<name>.cc; it links the private-MariaDB support library to start its
+# own server when not given --config.
+add_executable(cellar-bench
+  bench/bench_main.cc
+  bench/bench_common.cc
+  bench/bench_put.cc)
+target_include_directories(cellar-bench PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(cellar-bench PRIVATE cellar_cells cellar_test_support CLI11::CLI11
+  nlohmann_json::nlohmann_json Threads::Threads)

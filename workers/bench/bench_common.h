@@ -1,0 +1,142 @@
+// Shared plumbing of `cellar-bench`: timing, percentiles, the figures table,
+// the closing JSON line, Ctrl-C handling and the "start a private MariaDB
+// unless --config names a running cluster" helper.
+//
+// Output contract of every subcommand: a readable table of (figure, value)
+// rows on stdout, then as the very last line one line of JSON holding the
+// figures (`{"bench":"<name>", ...}`). Progress and diagnostics go to stderr.
+//
+// Threading: Stopwatch, Table and Percentile are values; StopRequested() may
+// be called from any thread.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "config/cluster_config.h"
+#include "tests/support/private_mariadb.h"
+
+namespace cellar::bench {
+
+// ---- Subcommands (each in its own bench_<name>.cc) -------------------------
+
+// Registers `put`; when it runs, its exit code is stored in *exit_code.
+void AddPutCommand(CLI::App& app, int* exit_code);
+
+// ---- Timing ----------------------------------------------------------------
+
+class Stopwatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Stopwatch() : start_(Clock::now()) {}
+  void Restart() { start_ = Clock::now(); }
+  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  double Millis() const { return Seconds() * 1e3; }
+
+ private:
+  Clock::time_point start_;
+};
+
+// The p-th percentile (0 <= p <= 100, nearest rank) of `values`; 0 when empty.
+// Sorts `values` in place.
+double Percentile(std::vector<double>& values, double p);
+
+// Rounds to `digits` decimals (for the JSON line and the table).
+double Round(double v, int digits);
+
+// "12,345.6" style formatting with `digits` decimals.
+std::string FormatNumber(double v, int digits);
+
+// ---- Output ----------------------------------------------------------------
+
+// Rows of (figure, value) printed as an aligned two-column table; a row with
+// an empty value is printed as a section heading.
+class Table {
+ public:
+  explicit Table(std::string title) : title_(std::move(title)) {}
+  void Add(std::string figure, std::string value);
+  void Section(std::string heading) { Add(std::move(heading), ""); }
+  // Prints the table on stdout.
+  void Print() const;
+
+ private:
+  std::string title_;
+  std::vector<std::pair<std::string, std::string>> rows_;
+};
+
+// Prints `j` compactly (keys in insertion order) as one line on stdout and flushes.
+void PrintJsonLine(const nlohmann::ordered_json& j);
+
+// Progress line on stderr ("cellar-bench: <msg>").
+void Progress(const std::string& msg);
+
+// ---- Signals ---------------------------------------------------------------
+
+// Blocks SIGINT and SIGTERM in the calling thread (call it first in main,
+// before any thread is started, so every thread inherits the mask) and starts
+// a thread that turns the first of them into StopRequested() == true. A
+// second one ends the process at once (a private MariaDB then dies with it
+// through PR_SET_PDEATHSIG, but its temp dir is left behind).
+void InstallStopSignals();
+bool StopRequested();
+
+// ---- The cluster a benchmark runs against ----------------------------------
+
+struct ClusterOptions {
+  std::string config_path;  // empty: start a private MariaDB
+  uint32_t shards = 64;     // private cluster only
+  // Group-commit overrides (0 = keep the config's value).
+  int max_batch_cells = 0;
+  int writer_threads_per_host = 0;
+};
+
+// Adds --config, --shards, --max-batch-cells and --writer-threads to `cmd`.
+void AddClusterOptions(CLI::App* cmd, ClusterOptions* options);
+
+// The cluster of one benchmark run. Destroying it stops the private MariaDB
+// (if one was started) and removes its data.
+struct BenchCluster {
+  std::unique_ptr<testing::PrivateMariaDb> db;  // null when --config was given
+  ClusterConfig config;
+  std::string description;  // "private MariaDB 127.0.0.1:PORT" or the config path
+
+  BenchCluster() = default;
+  BenchCluster(BenchCluster&&) = default;
+  BenchCluster& operator=(BenchCluster&&) = default;
+  ~BenchCluster();
+};
+
+// Loads --config, or starts a private MariaDB and describes a cluster of
+// `options.shards` shards on it (datastores as in tests/support/test_cluster.h:
+// trips with BASE, STATUS, EPHEMERAL; users with PROFILE). Applies the
+// group-commit overrides. Does not create any table (CellStore::Init does).
+Result<BenchCluster> OpenBenchCluster(const ClusterOptions& options);
+
+// Adds the cluster rows (where, shards, hosts, group commit) to `table`.
+void DescribeCluster(const BenchCluster& cluster, Table& table);
+
+// ---- Where the time goes ----------------------------------------------------
+
+// CPU seconds (user + system) this process has used so far.
+double ProcessCpuSeconds();
+
+// CPU seconds the private MariaDB has used so far (read from /proc); nullopt
+// when the benchmark runs against --config or /proc cannot be read.
+std::optional<double> ServerCpuSeconds(const BenchCluster& cluster);
+
+// Global status counters (information_schema.GLOBAL_STATUS, names in upper
+// case, e.g. "QUESTIONS") summed over every MySQL host of the cluster.
+Result<std::map<std::string, int64_t>> ServerStatus(const ClusterConfig& config,
+                                                    const std::vector<std::string>& names);
+
+}  // namespace cellar::bench

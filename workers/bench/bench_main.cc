@@ -1,0 +1,27 @@
+// `cellar-bench`: benchmark programs (not timed tests). Each subcommand starts
+// its own private MariaDB unless --config names a running cluster, prints a
+// readable table of figures and ends with one line of JSON (bench_common.h).
+//
+// Exit codes: 0 done, 1 the benchmark failed (an operation returned an error),
+// 2 bad usage or config, 130 interrupted.
+#include <CLI/CLI.hpp>
+
+#include "workers/bench/bench_common.h"
+
+int main(int argc, char** argv) {
+  // First, before any thread exists: every thread inherits the blocked mask.
+  cellar::bench::InstallStopSignals();
+  CLI::App app{"cellar-bench: Cellar benchmarks"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  cellar::bench::AddPutCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return exit_code;
+}
