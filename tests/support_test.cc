@@ -1,0 +1,231 @@
+// Tests of the test support library itself: a private MariaDB survives a
+// crash with its data, and the local broker carries a message end to end.
+#include <arpa/inet.h>
+#include <librdkafka/rdkafkacpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/support/local_broker.h"
+#include "tests/support/private_mariadb.h"
+#include "tests/support/test_cluster.h"
+
+namespace cellar::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool TcpConnects(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// Polls `cond` every 10 ms for up to 10 s.
+template <typename F>
+bool WaitUntil(F cond) {
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!cond()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+TEST(PrivateMariaDbTest, DataSurvivesKillAndRestart) {
+  auto start = Clock::now();
+  auto db = PrivateMariaDb::Start("support");
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  std::printf("PrivateMariaDb::Start took %lld ms (port %d, dir %s)\n", static_cast<long long>(ms),
+              db->port(), db->dir().c_str());
+  ASSERT_TRUE(db->running());
+  ASSERT_TRUE(db->Execute(
+      "CREATE DATABASE t; CREATE TABLE t.kv (k INT PRIMARY KEY, v VARCHAR(32)) ENGINE=InnoDB;"
+      "INSERT INTO t.kv VALUES (1, 'one'), (2, 'two');"));
+
+  db->Kill();
+  EXPECT_FALSE(db->running());
+  EXPECT_FALSE(TcpConnects(db->port()));
+  EXPECT_FALSE(db->Execute("SELECT 1"));
+
+  const int port = db->port();
+  start = Clock::now();
+  db->Restart();
+  ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  std::printf("PrivateMariaDb::Restart after kill took %lld ms\n", static_cast<long long>(ms));
+  EXPECT_EQ(port, db->port());
+  std::string out;
+  ASSERT_TRUE(db->Execute("SELECT k, v FROM t.kv ORDER BY k", &out));
+  EXPECT_EQ("1\tone\n2\ttwo\n", out);
+
+  db->Stop();
+  EXPECT_FALSE(db->running());
+  db->Restart();
+  ASSERT_TRUE(db->Execute("SELECT COUNT(*) FROM t.kv", &out));
+  EXPECT_EQ("2\n", out);
+
+  // A restart fails, with the server's log in the message, if the port was taken meanwhile.
+  db->Kill();
+  int squatter = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;  // the port may have TIME_WAIT connections left
+  ASSERT_EQ(0, setsockopt(squatter, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(0, bind(squatter, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+  ASSERT_EQ(0, listen(squatter, 1));
+  try {
+    db->Restart();
+    ADD_FAILURE() << "Restart succeeded on a taken port";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("Bind on TCP/IP port")) << e.what();
+  }
+  EXPECT_FALSE(db->running());
+  close(squatter);
+  db->Restart();
+  EXPECT_TRUE(db->Execute("SELECT 1"));
+
+  const std::string dir = db->dir();
+  db.reset();
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(TestClusterTest, ConfigSplitsShardsOverDatabases) {
+  auto db1 = PrivateMariaDb::Start("db1");
+  auto db2 = PrivateMariaDb::Start("db2");
+  ClusterConfig cfg = MakeClusterConfig({db1.get(), db2.get()}, 7, "127.0.0.1:9092", "cx");
+  ASSERT_EQ(2u, cfg.mysql.hosts.size());
+  EXPECT_EQ(0u, cfg.mysql.hosts[0].first_shard);
+  EXPECT_EQ(2u, cfg.mysql.hosts[0].last_shard);
+  EXPECT_EQ(3u, cfg.mysql.hosts[1].first_shard);
+  EXPECT_EQ(6u, cfg.mysql.hosts[1].last_shard);
+  EXPECT_EQ(db2->port(), cfg.HostForShard(6).port);
+  EXPECT_EQ("db1", cfg.mysql.hosts[0].name);
+  EXPECT_EQ("cx_s4", cfg.ShardDatabase(4));
+  EXPECT_EQ("127.0.0.1:9092", cfg.kafka.brokers);
+  const DatastoreConfig* trips = cfg.FindDatastore("trips");
+  ASSERT_NE(nullptr, trips);
+  ASSERT_NE(nullptr, trips->FindColumn("EPHEMERAL"));
+  EXPECT_EQ(2000, trips->FindColumn("EPHEMERAL")->ttl_ms);
+  ASSERT_NE(nullptr, cfg.FindDatastore("users"));
+
+  const std::string path = WriteTempFile(MakeClusterYaml({db1.get()}, 4), ".yaml");
+  Result<ClusterConfig> loaded = LoadClusterConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ("", loaded->kafka.brokers);
+
+  std::string tmp;
+  {
+    TempDir t("support");
+    tmp = t.path();
+    std::ofstream(t.File("x")) << "x";
+    EXPECT_TRUE(std::filesystem::exists(t.File("x")));
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp));
+}
+
+std::unique_ptr<RdKafka::Conf> MakeConf(const std::map<std::string, std::string>& kv) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  for (const auto& [k, v] : kv) {
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) {
+      ADD_FAILURE() << k << "=" << v << ": " << err;
+    }
+  }
+  return conf;
+}
+
+TEST(LocalBrokerTest, ProduceAndConsumeOneMessage) {
+  auto broker = LocalBroker::Start(1);
+  ASSERT_FALSE(broker->bootstrap().empty());
+  ASSERT_TRUE(broker->CreateTopic("support.test", 2).ok());
+
+  std::string err;
+  auto pconf = MakeConf({{"bootstrap.servers", broker->bootstrap()}});
+  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(pconf.get(), err));
+  ASSERT_NE(nullptr, producer) << err;
+  const std::string payload = "hello cellar";
+  const std::string key = "k1";
+  ASSERT_EQ(RdKafka::ERR_NO_ERROR,
+            producer->produce("support.test", 1, RdKafka::Producer::RK_MSG_COPY,
+                              const_cast<char*>(payload.data()), payload.size(), key.data(),
+                              key.size(), 0, nullptr));
+  ASSERT_EQ(RdKafka::ERR_NO_ERROR, producer->flush(10000));
+
+  auto cconf = MakeConf({{"bootstrap.servers", broker->bootstrap()},
+                         {"group.id", "support-test"},
+                         {"session.timeout.ms", "6000"},
+                         {"auto.offset.reset", "earliest"}});
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
+      RdKafka::KafkaConsumer::create(cconf.get(), err));
+  ASSERT_NE(nullptr, consumer) << err;
+  ASSERT_EQ(RdKafka::ERR_NO_ERROR, consumer->subscribe({"support.test"}));
+
+  bool got = false;
+  const auto consume_start = Clock::now();
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!got && Clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> msg(consumer->consume(200));
+    if (msg->err() == RdKafka::ERR__TIMED_OUT || msg->err() == RdKafka::ERR__PARTITION_EOF)
+      continue;
+    ASSERT_EQ(RdKafka::ERR_NO_ERROR, msg->err()) << msg->errstr();
+    EXPECT_EQ(1, msg->partition());
+    EXPECT_EQ(payload, std::string(static_cast<const char*>(msg->payload()), msg->len()));
+    ASSERT_NE(nullptr, msg->key());
+    EXPECT_EQ(key, *msg->key());
+    got = true;
+  }
+  EXPECT_TRUE(got) << "no message within 30 s";
+  std::printf("first message consumed after %lld ms\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         Clock::now() - consume_start)
+                                         .count()));
+  consumer->close();
+  consumer.reset();
+  producer.reset();
+
+  // SetDown closes the listeners; SetDown(false) reopens them on the same ports.
+  const int broker_port = std::stoi(broker->bootstrap().substr(broker->bootstrap().rfind(':') + 1));
+  broker->SetDown(true);
+  EXPECT_TRUE(WaitUntil([&] { return !TcpConnects(broker_port); }));
+  broker->SetDown(false);
+  EXPECT_TRUE(WaitUntil([&] { return TcpConnects(broker_port); }));
+
+  // Restart: data is gone, topics come back empty, at a new address.
+  broker->Restart();
+  ASSERT_FALSE(broker->bootstrap().empty());
+  auto conf = MakeConf({{"bootstrap.servers", broker->bootstrap()}});
+  producer.reset(RdKafka::Producer::create(conf.get(), err));
+  ASSERT_NE(nullptr, producer) << err;
+  std::unique_ptr<RdKafka::Topic> topic(
+      RdKafka::Topic::create(producer.get(), "support.test", nullptr, err));
+  RdKafka::Metadata* raw = nullptr;
+  ASSERT_EQ(RdKafka::ERR_NO_ERROR, producer->metadata(false, topic.get(), &raw, 10000));
+  std::unique_ptr<RdKafka::Metadata> md(raw);
+  ASSERT_EQ(1u, md->topics()->size());
+  EXPECT_EQ(2u, md->topics()->at(0)->partitions()->size());
+  int64_t low = -1, high = -1;
+  ASSERT_EQ(RdKafka::ERR_NO_ERROR,
+            producer->query_watermark_offsets("support.test", 1, &low, &high, 10000));
+  EXPECT_EQ(0, high);
+}
+
+}  // namespace
+}  // namespace cellar::testing

@@ -1,0 +1,166 @@
+// cellar-broker: a local Kafka-protocol broker for development and
+// benchmarks, backed by librdkafka's in-memory mock cluster.
+//
+//   cellar-broker --brokers 1 --topic cellar.trips.cells:8 --bootstrap-file /tmp/broker
+//
+// Starts the brokers on 127.0.0.1 ephemeral ports, creates the topics, prints
+// the bootstrap address ("127.0.0.1:port[,...]") as one line on stdout and,
+// with --bootstrap-file, writes it (atomically, via rename) to that file. Runs
+// until SIGTERM or SIGINT, then removes the file and exits 0. Exits 1 if it
+// cannot start. All messages live in memory and are lost on exit. Unknown
+// topics are auto-created with 4 partitions when a client asks for them.
+#include <fcntl.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "base/log.h"
+
+namespace {
+
+constexpr std::string_view kComponent = "broker";
+
+struct TopicSpec {
+  std::string name;
+  int partitions = 0;
+};
+
+// "NAME:PARTITIONS" -> spec; "" on success, else what is wrong.
+std::string ParseTopic(const std::string& arg, TopicSpec* out) {
+  const auto colon = arg.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return "expected NAME:PARTITIONS, got '" + arg + "'";
+  out->name = arg.substr(0, colon);
+  if (out->name.size() > 249) return "topic name longer than 249 characters: '" + arg + "'";
+  for (char c : out->name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+      return "topic name may only contain [A-Za-z0-9._-]: '" + arg + "'";
+  }
+  const std::string count = arg.substr(colon + 1);
+  char* end = nullptr;
+  errno = 0;
+  long n = std::strtol(count.c_str(), &end, 10);
+  if (count.empty() || *end != '\0' || errno != 0 || n < 1 || n > 10000)
+    return "partitions must be 1-10000, got '" + count + "' in '" + arg + "'";
+  out->partitions = static_cast<int>(n);
+  return "";
+}
+
+// Writes `contents` to `path` via a temp file in the same directory and rename(2),
+// so a reader sees either no file or the whole line.
+bool WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
+  ok = fsync(fd) == 0 && ok;
+  ok = close(fd) == 0 && ok;
+  if (ok && rename(tmp.c_str(), path.c_str()) == 0) return true;
+  int saved = errno;
+  unlink(tmp.c_str());
+  errno = saved;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cellar-broker: an in-memory Kafka-protocol broker (librdkafka mock cluster)"};
+  int brokers = 1;
+  std::vector<std::string> topic_args;
+  std::string bootstrap_file;
+  app.add_option("--brokers", brokers, "number of brokers")->check(CLI::Range(1, 64));
+  app.add_option("--topic", topic_args, "topic to create, NAME:PARTITIONS (repeatable)");
+  app.add_option("--bootstrap-file", bootstrap_file,
+                 "write the bootstrap address to this file once ready; removed on exit");
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<TopicSpec> topics;
+  for (const auto& arg : topic_args) {
+    TopicSpec spec;
+    if (std::string err = ParseTopic(arg, &spec); !err.empty()) {
+      std::fprintf(stderr, "cellar-broker: --topic: %s\n", err.c_str());
+      return 1;
+    }
+    topics.push_back(spec);
+  }
+  // A stale file from an earlier run must not look like this run's address.
+  if (!bootstrap_file.empty()) unlink(bootstrap_file.c_str());
+
+  // Block the stop signals before librdkafka starts threads, so they inherit
+  // the mask and sigwait() below is the only receiver. Reset their disposition
+  // first: a shell starts background jobs with SIGINT ignored, and an ignored
+  // signal is discarded instead of reaching sigwait().
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "client.id", "cellar-broker", errstr, sizeof(errstr));
+  rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof(errstr));  // no "no bootstrap" notice
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    cellar::LogError(kComponent, "cannot create librdkafka handle", {{"error", errstr}});
+    return 1;
+  }
+  rd_kafka_mock_cluster_t* cluster = rd_kafka_mock_cluster_new(rk, brokers);
+  if (cluster == nullptr) {
+    cellar::LogError(kComponent, "cannot create mock cluster");
+    rd_kafka_destroy(rk);
+    return 1;
+  }
+  auto shutdown = [&] {
+    rd_kafka_mock_cluster_destroy(cluster);
+    rd_kafka_destroy(rk);
+  };
+
+  for (const auto& t : topics) {
+    rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(cluster, t.name.c_str(), t.partitions, 1);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      cellar::LogError(kComponent, "cannot create topic",
+                       {{"topic", t.name}, {"error", rd_kafka_err2str(err)}});
+      shutdown();
+      return 1;
+    }
+    cellar::LogInfo(kComponent, "created topic",
+                    {{"topic", t.name}, {"partitions", std::to_string(t.partitions)}});
+  }
+
+  const std::string bootstrap = rd_kafka_mock_cluster_bootstraps(cluster);
+  if (!bootstrap_file.empty() && !WriteFileAtomically(bootstrap_file, bootstrap + "\n")) {
+    cellar::LogError(kComponent, "cannot write bootstrap file",
+                     {{"path", bootstrap_file}, {"error", std::strerror(errno)}});
+    shutdown();
+    return 1;
+  }
+  std::printf("%s\n", bootstrap.c_str());
+  std::fflush(stdout);
+  cellar::LogInfo(kComponent, "ready",
+                  {{"bootstrap", bootstrap}, {"brokers", std::to_string(brokers)}});
+
+  int sig = 0;
+  while (sigwait(&stop_signals, &sig) != 0) {
+  }
+  cellar::LogInfo(kComponent, "stopping", {{"signal", strsignal(sig)}});
+  if (!bootstrap_file.empty()) unlink(bootstrap_file.c_str());
+  shutdown();
+  cellar::LogInfo(kComponent, "stopped");
+  return 0;
+}
