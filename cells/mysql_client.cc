@@ -139,11 +139,20 @@ Status MysqlConnection::Guard(const std::string& what, Fn&& fn) {
 
 Result<sql::PreparedStatement*> MysqlConnection::Prepare(const std::string& sql) {
   auto it = statements_.find(sql);
-  if (it != statements_.end()) return it->second.get();
+  if (it != statements_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);  // most recently used first
+    return it->second.statement.get();
+  }
   sql::PreparedStatement* raw = nullptr;
   CELLAR_RETURN_IF_ERROR(Guard("prepare", [&] { raw = conn_->prepareStatement(sql); }));
-  if (statements_.size() > 512) statements_.clear();  // bound the server-side statement count
-  statements_.emplace(sql, std::unique_ptr<sql::PreparedStatement>(raw));
+  // Bound the server-side statements per connection: evict the least recently used.
+  while (statements_.size() >= kMaxPreparedStatements) {
+    statements_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  lru_.push_front(sql);
+  statements_.emplace(sql,
+                      CachedStatement{std::unique_ptr<sql::PreparedStatement>(raw), lru_.begin()});
   return raw;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -102,7 +103,13 @@ class MysqlConnection {
 
   MysqlEndpoint endpoint_;
   std::unique_ptr<sql::Connection> conn_;
-  std::unordered_map<std::string, std::unique_ptr<sql::PreparedStatement>> statements_;
+  static constexpr size_t kMaxPreparedStatements = 1024;
+  struct CachedStatement {
+    std::unique_ptr<sql::PreparedStatement> statement;
+    std::list<std::string>::iterator lru;
+  };
+  std::unordered_map<std::string, CachedStatement> statements_;
+  std::list<std::string> lru_;  // SQL texts, most recently used first
   uint64_t auto_increment_increment_ = 1;
   bool broken_ = false;
 };

@@ -1,5 +1,6 @@
 #include "cells/internal/batch_transaction.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -65,15 +66,12 @@ Status LoadExisting(MysqlConnection& conn, const std::string& table,
 
 }  // namespace
 
-Status RunBatchTransaction(MysqlConnection& conn, const std::string& database,
-                           const std::string& datastore, uint32_t shard,
-                           const std::vector<WriteUnit*>& units) {
+Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
+                       const std::string& datastore, uint32_t shard,
+                       const std::vector<WriteUnit*>& units, bool look_up_existing,
+                       MicrosSinceEpoch now) {
   const std::string table = QualifiedTable(database, CellsTableName(datastore));
-  CELLAR_RETURN_IF_ERROR(conn.Begin());
-  auto fail = [&](Status s) {
-    conn.Rollback();
-    return s;
-  };
+  auto fail = [&](Status s) { return s; };
   auto locked = conn.Query(
       "SELECT datastore FROM `" + database + "`.`commit_order` WHERE datastore = ? FOR UPDATE",
       {datastore});
@@ -83,9 +81,11 @@ Status RunBatchTransaction(MysqlConnection& conn, const std::string& database,
                          datastore + "': run `cellar init`"));
 
   std::map<Address, Existing> existing;
-  if (Status s = LoadExisting(conn, table, units, &existing); !s.ok()) return fail(s);
+  bool has_erase = false;
+  for (auto* u : units) has_erase |= u->erase;
+  if (look_up_existing || has_erase)
+    if (Status s = LoadExisting(conn, table, units, &existing); !s.ok()) return fail(s);
 
-  const MicrosSinceEpoch now = NowMicros();
   std::vector<PendingCell> erase_cells;  // tombstones get their ref_key here
   erase_cells.reserve(units.size());
   std::vector<const PendingCell*> inserts;
@@ -172,7 +172,8 @@ Status RunBatchTransaction(MysqlConnection& conn, const std::string& database,
     }
   }
 
-  uint64_t first_id = 0;
+  // added_id of each planned insert, from INSERT ... RETURNING (MariaDB >= 10.5).
+  std::vector<uint64_t> ids(inserts.size(), 0);
   if (!inserts.empty()) {
     std::string sql = "INSERT INTO " + table +
                       " (row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
@@ -188,15 +189,21 @@ Status RunBatchTransaction(MysqlConnection& conn, const std::string& database,
       params.emplace_back(int64_t{c.tombstone ? 1 : 0});
       params.emplace_back(now);
     }
-    auto inserted = conn.Execute(sql, params);
-    if (!inserted.ok()) return fail(inserted.status());
-    auto id = conn.LastInsertId();
-    if (!id.ok()) return fail(id.status());
-    first_id = *id;
+    sql += " RETURNING row_key, column_name, ref_key, added_id";
+    // Conflict here (duplicate key) means a cell exists that was not looked up:
+    // the caller retries the transaction with look_up_existing.
+    auto rows = conn.Query(sql, params);
+    if (!rows.ok()) return fail(rows.status());
+    std::map<Address, uint64_t> by_address;
+    for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
+    for (size_t i = 0; i < inserts.size(); ++i) {
+      auto it = by_address.find(
+          Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
+      if (it == by_address.end()) return fail(Internal("INSERT ... RETURNING missed a row"));
+      ids[i] = it->second;
+    }
   }
-  if (Status s = conn.Commit(); !s.ok()) return fail(s);
 
-  const uint64_t step = conn.auto_increment_increment();
   for (size_t ui = 0; ui < units.size(); ++ui) {
     WriteUnit* u = units[ui];
     if (!u->results.empty()) continue;  // failed unit, already reported
@@ -206,7 +213,7 @@ Status RunBatchTransaction(MysqlConnection& conn, const std::string& database,
       r.shard = shard;
       if (d.insert_index[ci] >= 0) {
         const PendingCell* c = inserts[d.insert_index[ci]];
-        r.added_id = first_id + static_cast<uint64_t>(d.insert_index[ci]) * step;
+        r.added_id = ids[d.insert_index[ci]];
         r.created_at = now;
         r.ref_key = c->ref_key;
         // The first claimant created it; a duplicate inside the batch is a retry.
@@ -222,6 +229,36 @@ Status RunBatchTransaction(MysqlConnection& conn, const std::string& database,
     }
   }
   return Status::Ok();
+}
+
+}  // namespace cellar::internal
+
+namespace cellar::internal {
+
+Status RunGroupTransaction(MysqlConnection& conn, const std::string& database_prefix,
+                           std::vector<ShardBatch>& batches) {
+  std::sort(batches.begin(), batches.end(), [](const ShardBatch& a, const ShardBatch& b) {
+    return std::tie(a.shard, a.datastore) < std::tie(b.shard, b.datastore);
+  });
+  for (bool look_up : {false, true}) {
+    CELLAR_RETURN_IF_ERROR(conn.Begin());
+    const MicrosSinceEpoch now = NowMicros();
+    Status st;
+    for (auto& b : batches) {
+      st = ApplyShardBatch(conn, database_prefix + "_s" + std::to_string(b.shard), b.datastore,
+                           b.shard, b.units, look_up, now);
+      if (!st.ok()) break;
+    }
+    if (st.ok()) st = conn.Commit();
+    if (st.ok()) return st;
+    conn.Rollback();
+    for (auto& b : batches)
+      for (auto* u : b.units) u->results.clear();
+    // A duplicate key on the optimistic pass: some cell exists already. Redo
+    // the transaction, this time reading existing cells first.
+    if (look_up || st.code() != StatusCode::kConflict) return st;
+  }
+  return Internal("unreachable");
 }
 
 }  // namespace cellar::internal

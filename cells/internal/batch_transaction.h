@@ -10,18 +10,36 @@
 
 namespace cellar::internal {
 
-// Runs the whole transaction on `conn`:
+// The units of one (shard, datastore) in a group transaction.
+struct ShardBatch {
+  uint32_t shard = 0;
+  std::string datastore;
+  std::vector<WriteUnit*> units;
+};
+
+// Inside an open transaction on `conn`, for one (shard, datastore):
 //   1. lock commit_order's row for the datastore (serialises commits per shard),
-//   2. read the cells that already exist at the batch's addresses,
+//   2. if look_up_existing (or the batch erases), read the cells that already
+//      exist at the batch's addresses,
 //   3. decide each unit: all-new cells are planned; an identical existing cell
 //      is an idempotent success; a different one is Conflict and the unit's
 //      other cells are Aborted (a unit is all or nothing),
-//   4. one multi-row INSERT for everything planned, then COMMIT.
-// On OK every unit's `results` is filled. On error (Unavailable, Aborted for a
-// deadlock, Internal) nothing was committed by this call or the outcome is
-// unknown (a lost COMMIT): units' results are left empty for the caller to fill.
-Status RunBatchTransaction(MysqlConnection& conn, const std::string& database,
-                           const std::string& datastore, uint32_t shard,
-                           const std::vector<WriteUnit*>& units);
+//   4. one multi-row INSERT ... RETURNING for everything planned.
+// Fills each unit's results, valid only once the transaction commits. Returns
+// Conflict when, without look-up, an insert hit an existing address.
+Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
+                       const std::string& datastore, uint32_t shard,
+                       const std::vector<WriteUnit*>& units, bool look_up_existing,
+                       MicrosSinceEpoch now);
+
+// One transaction over several shards of one host: batches are applied in
+// (shard, datastore) order (a global lock order: no deadlocks between
+// writers), optimistically without reading existing cells first; a duplicate
+// key redoes the transaction with the look-up. One COMMIT, one fsync for all.
+// On OK every unit's results are filled. On error (Unavailable, Aborted for a
+// deadlock, Internal) nothing was committed, or the outcome is unknown (a lost
+// COMMIT): units' results are empty for the caller to fill.
+Status RunGroupTransaction(MysqlConnection& conn, const std::string& database_prefix,
+                           std::vector<ShardBatch>& batches);
 
 }  // namespace cellar::internal

@@ -59,30 +59,40 @@ void GroupCommitter::Submit(WriteUnit* unit) {
 void GroupCommitter::WriterLoop() {
   std::unique_ptr<MysqlConnection> conn;
   while (true) {
-    QueueKey key;
-    std::vector<WriteUnit*> batch;
+    // Take every queue that is ready (up to max_batch_cells cells in all):
+    // one transaction, one fsync, for all of this host's waiting shards.
+    std::vector<ShardBatch> batches;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
       if (stopping_) return;
-      key = ready_.front();
-      ready_.pop_front();
-      busy_.insert(key);
-      auto& q = queues_[key];
       size_t cells = 0;
-      while (!q.empty() && (batch.empty() || cells + q.front()->cells.size() <=
-                                                 static_cast<size_t>(options_.max_batch_cells))) {
-        cells += q.front()->cells.size();
-        batch.push_back(q.front());
-        q.pop_front();
+      while (!ready_.empty() && cells < static_cast<size_t>(options_.max_batch_cells)) {
+        QueueKey key = ready_.front();
+        ready_.pop_front();
+        busy_.insert(key);
+        auto& q = queues_[key];
+        ShardBatch b;
+        b.shard = key.second;
+        b.datastore = key.first;
+        while (!q.empty() &&
+               (b.units.empty() ||
+                cells + q.front()->cells.size() <= static_cast<size_t>(options_.max_batch_cells))) {
+          cells += q.front()->cells.size();
+          b.units.push_back(q.front());
+          q.pop_front();
+        }
+        batches.push_back(std::move(b));
       }
     }
-    CommitBatch(conn, key, batch);
+    CommitBatches(conn, batches);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      busy_.erase(key);
-      auto it = queues_.find(key);
-      if (it != queues_.end()) {
+      for (const auto& b : batches) {
+        QueueKey key{b.datastore, b.shard};
+        busy_.erase(key);
+        auto it = queues_.find(key);
+        if (it == queues_.end()) continue;
         if (!it->second.empty()) {
           ready_.push_back(key);
           cv_.notify_one();
@@ -94,9 +104,8 @@ void GroupCommitter::WriterLoop() {
   }
 }
 
-void GroupCommitter::CommitBatch(std::unique_ptr<MysqlConnection>& conn, const QueueKey& key,
-                                 std::vector<WriteUnit*>& batch) {
-  const std::string database = options_.database_prefix + "_s" + std::to_string(key.second);
+void GroupCommitter::CommitBatches(std::unique_ptr<MysqlConnection>& conn,
+                                   std::vector<ShardBatch>& batches) {
   Status status;
   for (int attempt = 0; attempt <= kDeadlockRetries; ++attempt) {
     bool fresh = false;
@@ -105,30 +114,39 @@ void GroupCommitter::CommitBatch(std::unique_ptr<MysqlConnection>& conn, const Q
       conn.reset();
       auto c = MysqlConnection::Connect(endpoint_);
       if (!c.ok()) {
-        status = Unavailable("shard " + std::to_string(key.second) + ": " + c.status().message());
+        status = Unavailable(c.status().message());
         break;
       }
       conn = std::move(c).value();
     }
-    status = RunBatchTransaction(*conn, database, key.first, key.second, batch);
+    status = RunGroupTransaction(*conn, options_.database_prefix, batches);
     if (status.ok()) break;
     if (status.code() == StatusCode::kUnavailable) {
       // A pooled connection may have gone stale (server restarted): retry once
       // on a fresh one. If the lost COMMIT did happen, the retry finds the
       // identical cells and succeeds (writes are idempotent by address).
       if (!fresh) continue;
-      status = Unavailable("shard " + std::to_string(key.second) + ": " + status.message());
       break;
     }
     if (status.code() != StatusCode::kAborted) break;  // only deadlocks are retried here
   }
+  std::string shards;
+  size_t units = 0;
+  for (const auto& b : batches) {
+    shards += (shards.empty() ? "" : ",") + std::to_string(b.shard);
+    units += b.units.size();
+  }
   if (!status.ok())
     LogWarn("group_commit", "batch failed",
-            {{"shard", std::to_string(key.second)},
-             {"datastore", key.first},
-             {"units", std::to_string(batch.size())},
-             {"error", status.ToString()}});
-  for (WriteUnit* u : batch) Finish(u, status);
+            {{"shards", shards}, {"units", std::to_string(units)}, {"error", status.ToString()}});
+  for (auto& b : batches) {
+    // Each caller hears about its own shard.
+    Status mine =
+        status.ok()
+            ? status
+            : Status(status.code(), "shard " + std::to_string(b.shard) + ": " + status.message());
+    for (WriteUnit* u : b.units) Finish(u, mine);
+  }
 }
 
 }  // namespace cellar::internal

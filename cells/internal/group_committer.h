@@ -1,11 +1,12 @@
 // GroupCommitter: the per-host writer of the group commit.
 //
 // Units are queued per (datastore, shard). A fixed pool of writer threads, each
-// with its own MySQL connection, takes a queue that is not being committed by
-// another thread, drains up to max_batch_cells cells from it, and commits them
-// as one transaction (commit_order lock, duplicate check, one multi-row
-// INSERT). While one batch commits, new arrivals for that shard accumulate into
-// the next, so batches grow with load (the Tera tablet-writer idea).
+// with its own MySQL connection, takes every queue of the host that is not
+// being committed by another thread (up to max_batch_cells cells in all) and
+// commits them as ONE transaction: per shard a commit_order lock and one
+// multi-row INSERT ... RETURNING, then a single COMMIT (one fsync). While one
+// batch commits, new arrivals accumulate into the next, so batches grow with
+// load (the Tera tablet-writer idea).
 //
 // Threading: Submit() is thread-safe. The destructor stops the threads and
 // fails still-queued units with Unavailable.
@@ -21,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "cells/internal/batch_transaction.h"
 #include "cells/internal/write_unit.h"
 #include "cells/mysql_client.h"
 
@@ -48,9 +50,8 @@ class GroupCommitter {
   using QueueKey = std::pair<std::string, uint32_t>;  // (datastore, shard)
 
   void WriterLoop();
-  // Commits `batch` (all of one queue) and fills every unit's results.
-  void CommitBatch(std::unique_ptr<MysqlConnection>& conn, const QueueKey& key,
-                   std::vector<WriteUnit*>& batch);
+  // Commits `batches` in one transaction and fills every unit's results.
+  void CommitBatches(std::unique_ptr<MysqlConnection>& conn, std::vector<ShardBatch>& batches);
 
   const MysqlEndpoint endpoint_;
   const GroupCommitterOptions options_;
