@@ -13,3 +13,13 @@ cellar_test(relay_test relay_test.cc relay_process_test.cc relay_test_util.cc)
 target_link_libraries(relay_test PRIVATE cellar_changelog)
 target_compile_definitions(relay_test PRIVATE CELLAR_RELAY_BIN="$<TARGET_FILE:cellar-relay>")
 add_dependencies(relay_test cellar-relay)
+# HTTP worker node (workers/http/, client/): unit tests without sockets, and
+# end-to-end tests against real cellard processes over a private MariaDB.
+cellar_test(http_api_unit_test http_api_unit_test.cc)
+target_link_libraries(http_api_unit_test PRIVATE cellar_http_api)
+foreach(t http_server_test http_bad_request_test http_failover_test)
+  cellar_test(${t} ${t}.cc http_test_util.cc)
+  target_link_libraries(${t} PRIVATE cellar_client cellar_cells PkgConfig::HTTPLIB)
+  target_compile_definitions(${t} PRIVATE CELLARD_BIN="$<TARGET_FILE:cellard>")
+  add_dependencies(${t} cellard)
+endforeach()

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "workers/cli/cli_common.h"
+#include "workers/cli/cli_serve.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"cellar: versioned JSON cells on sharded MySQL"};
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   cellar::cli::AddCellCommands(app, g);
   cellar::cli::AddChangeLogCommands(app, g);
   cellar::cli::AddTriggerCommands(app, g);
+  cellar::cli::AddServeCommand(app, g);
   cellar::cli::AddIndexCommands(app, g);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,359 @@
+#include "client/cellar_client.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "client/api_wire.h"
+
+namespace cellar {
+namespace {
+
+using json = nlohmann::json;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Percent-encodes everything but RFC 3986 unreserved characters.
+std::string Escape(std::string_view s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string CellsPath(const std::string& ds, const Uuid& row) {
+  return "/v1/" + Escape(ds) + "/cells/" + row.ToString();
+}
+
+std::string ColumnPath(const std::string& ds, const Uuid& row, const std::string& column) {
+  return CellsPath(ds, row) + "/" + Escape(column);
+}
+
+// Compact JSON; InvalidArgument for strings that are not valid UTF-8.
+Result<std::string> Serialize(const json& j) {
+  try {
+    return j.dump();
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("the body cannot be sent as JSON: ") + e.what());
+  }
+}
+
+struct Answer {
+  int status = 0;
+  std::string body;
+};
+
+Status DecodeError(const Answer& a) {
+  std::string code, message;
+  try {
+    json j = json::parse(a.body);
+    code = j.at("error").at("code").get<std::string>();
+    message = j.at("error").at("message").get<std::string>();
+  } catch (const std::exception&) {
+    message = "HTTP " + std::to_string(a.status) + ": " + a.body.substr(0, 200);
+  }
+  StatusCode c = StatusCodeForHttp(a.status, code);
+  if (c == StatusCode::kOk) c = StatusCode::kInternal;
+  return Status(c, message);
+}
+
+Result<json> ParseAnswer(const Answer& a) {
+  try {
+    return json::parse(a.body);
+  } catch (const std::exception& e) {
+    return Internal(std::string("the server's answer is not JSON: ") + e.what());
+  }
+}
+
+template <typename T, typename Fn>
+Result<std::vector<T>> ParseList(const json& doc, const char* key, Fn&& parse_one) {
+  auto it = doc.find(key);
+  if (it == doc.end() || !it->is_array())
+    return Internal(std::string("the server's answer has no '") + key + "' list");
+  std::vector<T> out;
+  for (const json& item : *it) {
+    auto v = parse_one(item);
+    if (!v.ok()) return Internal("malformed answer: " + v.status().message());
+    out.push_back(std::move(v).value());
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Client::Impl {
+  struct Endpoint {
+    std::string url;
+    std::mutex mu;
+    std::vector<std::unique_ptr<httplib::Client>> idle;
+    std::atomic<int64_t> down_until_ms{0};
+  };
+
+  ClientOptions options;
+  std::vector<std::unique_ptr<Endpoint>> endpoints;
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> requests{0}, retries{0}, connection_errors{0}, unavailable{0};
+
+  Endpoint& Pick() {
+    const size_t n = endpoints.size();
+    const size_t start = next.fetch_add(1) % n;
+    const int64_t now = NowMs();
+    for (size_t i = 0; i < n; ++i) {
+      Endpoint& e = *endpoints[(start + i) % n];
+      if (e.down_until_ms.load() <= now) return e;
+    }
+    return *endpoints[start];
+  }
+
+  std::unique_ptr<httplib::Client> Acquire(Endpoint& e) {
+    {
+      std::lock_guard<std::mutex> lock(e.mu);
+      if (!e.idle.empty()) {
+        auto c = std::move(e.idle.back());
+        e.idle.pop_back();
+        return c;
+      }
+    }
+    auto c = std::make_unique<httplib::Client>(e.url);
+    c->set_keep_alive(true);
+    c->set_tcp_nodelay(true);
+    const int ct = options.connect_timeout_ms, rt = options.request_timeout_ms;
+    c->set_connection_timeout(ct / 1000, (ct % 1000) * 1000);
+    c->set_read_timeout(rt / 1000, (rt % 1000) * 1000);
+    c->set_write_timeout(rt / 1000, (rt % 1000) * 1000);
+    if (!options.bearer_token.empty()) c->set_bearer_token_auth(options.bearer_token);
+    if (!options.ca_cert_file.empty()) c->set_ca_cert_path(options.ca_cert_file);
+    c->enable_server_certificate_verification(options.verify_tls);
+    return c;
+  }
+
+  void Release(Endpoint& e, std::unique_ptr<httplib::Client> c) {
+    std::lock_guard<std::mutex> lock(e.mu);
+    if (static_cast<int>(e.idle.size()) < options.max_idle_connections_per_endpoint)
+      e.idle.push_back(std::move(c));
+  }
+
+  int BackoffMs(int attempt) {
+    thread_local std::mt19937 rng(std::random_device{}());
+    const int64_t cap = std::min<int64_t>(
+        options.backoff_max_ms, int64_t{options.backoff_initial_ms} << std::min(attempt, 20));
+    return static_cast<int>(std::uniform_int_distribution<int64_t>(cap / 2, cap)(rng));
+  }
+
+  // One request, retried on connection errors and 503 as described in the header.
+  // Returns the first answer that is neither, or Unavailable.
+  Result<Answer> Send(const std::string& method, const std::string& path,
+                      const std::string& body = "") {
+    Status last = Unavailable("no attempt was made");
+    for (int attempt = 0; attempt < options.max_attempts; ++attempt) {
+      if (attempt > 0) {
+        ++retries;
+        std::this_thread::sleep_for(std::chrono::milliseconds(BackoffMs(attempt - 1)));
+      }
+      Endpoint& e = Pick();
+      std::unique_ptr<httplib::Client> c = Acquire(e);
+      ++requests;
+      httplib::Result res = method == "GET"    ? c->Get(path)
+                            : method == "PUT"  ? c->Put(path, body, "application/json")
+                            : method == "POST" ? c->Post(path, body, "application/json")
+                                               : c->Delete(path);
+      if (!res) {
+        ++connection_errors;
+        e.down_until_ms.store(NowMs() + options.backoff_max_ms);
+        last = Unavailable(method + " " + e.url + path + ": " + httplib::to_string(res.error()));
+        continue;  // the connection is dropped with `c`
+      }
+      Answer a{res->status, std::move(res->body)};
+      Release(e, std::move(c));
+      if (a.status == 503 || a.status == 502 || a.status == 504) {
+        ++unavailable;
+        last = DecodeError(a);
+        if (last.code() != StatusCode::kUnavailable) last = Unavailable(last.message());
+        continue;
+      }
+      return a;
+    }
+    return Status(
+        StatusCode::kUnavailable,
+        "gave up after " + std::to_string(options.max_attempts) + " attempts: " + last.message());
+  }
+
+  // Send, then decode: 2xx -> the JSON document, anything else -> its Status.
+  Result<json> Call(const std::string& method, const std::string& path,
+                    const std::string& body = "") {
+    CELLAR_ASSIGN_OR_RETURN(Answer a, Send(method, path, body));
+    if (a.status < 200 || a.status > 299) return DecodeError(a);
+    return ParseAnswer(a);
+  }
+
+  Result<PutResult> CallPut(const std::string& method, const std::string& path,
+                            const std::string& body = "") {
+    CELLAR_ASSIGN_OR_RETURN(json doc, Call(method, path, body));
+    auto r = PutResultFromJson(doc);
+    if (!r.ok()) return Internal("malformed answer: " + r.status().message());
+    return r;
+  }
+
+  Result<Cell> CallCell(const std::string& path) {
+    CELLAR_ASSIGN_OR_RETURN(json doc, Call("GET", path));
+    auto c = CellFromJson(doc);
+    if (!c.ok()) return Internal("malformed answer: " + c.status().message());
+    return c;
+  }
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
+  if (options.endpoints.empty()) return InvalidArgument("ClientOptions.endpoints is empty");
+  if (options.max_attempts < 1) return InvalidArgument("max_attempts must be >= 1");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  for (const std::string& url : options.endpoints) {
+    const bool http = url.rfind("http://", 0) == 0, https = url.rfind("https://", 0) == 0;
+    const size_t host_at = http ? 7 : 8;
+    if ((!http && !https) || url.size() <= host_at || url.find('/', host_at) != std::string::npos)
+      return InvalidArgument("endpoint '" + url + "' is not an http(s)://host:port URL");
+    auto e = std::make_unique<Impl::Endpoint>();
+    e->url = url;
+    impl->endpoints.push_back(std::move(e));
+  }
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Result<PutResult> Client::Put(const std::string& ds, const CellWrite& cell) {
+  CELLAR_ASSIGN_OR_RETURN(std::string body, Serialize(cell.body));
+  return impl_->CallPut(
+      "PUT", ColumnPath(ds, cell.row_key, cell.column) + "/" + std::to_string(cell.ref_key), body);
+}
+
+std::vector<Result<PutResult>> Client::PutBatch(const std::string& ds,
+                                                const std::vector<CellWrite>& cells) {
+  std::vector<Result<PutResult>> out(cells.size(), Result<PutResult>(Unavailable("not attempted")));
+  std::vector<size_t> pending(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) pending[i] = i;
+  for (int round = 0; round < impl_->options.max_attempts && !pending.empty(); ++round) {
+    if (round > 0) {
+      ++impl_->retries;
+      std::this_thread::sleep_for(std::chrono::milliseconds(impl_->BackoffMs(round - 1)));
+    }
+    json list = json::array();
+    for (size_t i : pending) {
+      const CellWrite& w = cells[i];
+      list.push_back({{"row_key", w.row_key.ToString()},
+                      {"column", w.column},
+                      {"ref_key", w.ref_key},
+                      {"body", w.body}});
+    }
+    auto body = Serialize({{"cells", std::move(list)}});
+    Result<json> doc = body.ok() ? impl_->Call("POST", "/v1/" + Escape(ds) + "/cells:batch", *body)
+                                 : Result<json>(body.status());
+    if (!doc.ok()) {
+      for (size_t i : pending) out[i] = doc.status();
+      return out;
+    }
+    auto results = doc->find("results");
+    if (results == doc->end() || !results->is_array() || results->size() != pending.size()) {
+      for (size_t i : pending) out[i] = Internal("malformed batch answer");
+      return out;
+    }
+    std::vector<size_t> again;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const json& item = (*results)[k];
+      const int status = item.value("status", 0);
+      if (status == 200 || status == 201) {
+        auto r = PutResultFromJson(item);
+        out[pending[k]] = r.ok() ? std::move(r) : Result<PutResult>(Internal(r.status().message()));
+        continue;
+      }
+      out[pending[k]] = DecodeError(Answer{status, DumpJson(item)});
+      if (status == 503) again.push_back(pending[k]);
+    }
+    pending = std::move(again);
+  }
+  return out;
+}
+
+Result<Cell> Client::Get(const std::string& ds, const Uuid& row, const std::string& column,
+                         int64_t ref_key) {
+  return impl_->CallCell(ColumnPath(ds, row, column) + "/" + std::to_string(ref_key));
+}
+
+Result<Cell> Client::Latest(const std::string& ds, const Uuid& row, const std::string& column) {
+  return impl_->CallCell(ColumnPath(ds, row, column));
+}
+
+Result<std::vector<Cell>> Client::Row(const std::string& ds, const Uuid& row) {
+  CELLAR_ASSIGN_OR_RETURN(json doc, impl_->Call("GET", CellsPath(ds, row)));
+  return ParseList<Cell>(doc, "cells", [](const json& j) { return CellFromJson(j); });
+}
+
+Result<std::vector<Cell>> Client::Versions(const std::string& ds, const Uuid& row,
+                                           const std::string& column, const VersionQuery& q) {
+  std::string query = "?limit=" + std::to_string(q.limit);
+  if (q.max_ref) query += "&max_ref=" + std::to_string(*q.max_ref);
+  if (q.min_ref) query += "&min_ref=" + std::to_string(*q.min_ref);
+  if (q.as_of) query += "&as_of=" + Escape(FormatRfc3339(*q.as_of));
+  CELLAR_ASSIGN_OR_RETURN(json doc,
+                          impl_->Call("GET", ColumnPath(ds, row, column) + "/versions" + query));
+  return ParseList<Cell>(doc, "cells", [](const json& j) { return CellFromJson(j); });
+}
+
+Result<PutResult> Client::Erase(const std::string& ds, const Uuid& row, const std::string& column) {
+  return impl_->CallPut("DELETE", ColumnPath(ds, row, column));
+}
+
+Result<ShardLogPage> Client::ShardLog(const std::string& ds, uint32_t shard,
+                                      uint64_t after_added_id, int limit) {
+  CELLAR_ASSIGN_OR_RETURN(
+      json doc, impl_->Call("GET", "/v1/" + Escape(ds) + "/shards/" + std::to_string(shard) +
+                                       "/log?after=" + std::to_string(after_added_id) +
+                                       "&limit=" + std::to_string(limit)));
+  ShardLogPage page;
+  CELLAR_ASSIGN_OR_RETURN(
+      page.cells, ParseList<Cell>(doc, "cells", [](const json& j) { return CellFromJson(j); }));
+  try {
+    page.next_after = doc.at("next_after").get<uint64_t>();
+  } catch (const std::exception&) {
+    return Internal("malformed answer: no next_after");
+  }
+  return page;
+}
+
+Status Client::Ready() {
+  Status last = Unavailable("no endpoint");
+  for (auto& e : impl_->endpoints) {
+    auto c = impl_->Acquire(*e);
+    auto res = c->Get("/readyz");
+    if (res && res->status == 200) return Status::Ok();
+    last = res ? DecodeError(Answer{res->status, res->body})
+               : Unavailable(e->url + ": " + httplib::to_string(res.error()));
+  }
+  return last;
+}
+
+ClientStats Client::stats() const {
+  return ClientStats{impl_->requests.load(), impl_->retries.load(), impl_->connection_errors.load(),
+                     impl_->unavailable.load()};
+}
+
+}  // namespace cellar

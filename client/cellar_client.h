@@ -1,0 +1,102 @@
+// cellar::Client: the store API over HTTP, for C++ services that talk to
+// Cellar worker nodes (cellard / `cellar serve`) instead of MySQL.
+//
+//   cellar::ClientOptions o;
+//   o.endpoints = {"http://10.0.0.5:8080", "http://10.0.0.6:8080"};
+//   o.bearer_token = getenv("CELLAR_TOKEN");
+//   auto client = cellar::Client::Create(o);          // Result<unique_ptr<Client>>
+//   auto put = (*client)->Put("trips", {row, "BASE", 1, {{"city", "SF"}}});
+//   auto cell = (*client)->Latest("trips", row, "BASE");
+//
+// Each operation has the contract of the CellStore method of the same name
+// (cells/cell_store.h); errors come back as the same Status codes, decoded
+// from the server's error JSON (client/api_wire.h). 401/403 (bad or missing
+// token, missing scope) are FailedPrecondition.
+//
+// Connections: keep-alive connections are pooled per endpoint and reused.
+// Endpoints are used round-robin.
+//
+// Retries: a connection error (refused, reset, timeout) or a 503 answer is
+// retried on the next endpoint, up to max_attempts in all, with exponential
+// backoff and full jitter (backoff_initial_ms doubling up to backoff_max_ms);
+// an endpoint that failed to connect is skipped for a backoff period while
+// others remain. This is safe because writes are idempotent by address: a
+// retried put of a cell that did commit answers created=false. PutBatch
+// retries only the cells that failed with Unavailable. Erase is retried like
+// the rest: a retry after a lost answer may append a second tombstone (the
+// column still reads as erased). When every attempt fails, the result is
+// Unavailable naming the last error.
+//
+// Threading: every method is thread-safe; concurrent calls use separate
+// connections (up to max_idle_connections_per_endpoint are kept).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cells/cell.h"
+#include "cells/cell_store.h"
+
+namespace cellar {
+
+struct ClientOptions {
+  // "http://host:port" or "https://host:port" of each worker node (>= 1).
+  std::vector<std::string> endpoints;
+  std::string bearer_token;  // empty: send no Authorization header
+  int connect_timeout_ms = 2000;
+  int request_timeout_ms = 10000;  // read and write timeout of one attempt
+  int max_attempts = 6;            // attempts per operation, first one included
+  int backoff_initial_ms = 20;
+  int backoff_max_ms = 1000;
+  int max_idle_connections_per_endpoint = 32;
+  // HTTPS: CA bundle to verify servers with (empty: the system's); verify_tls
+  // false skips verification (tests with self-signed certificates only).
+  std::string ca_cert_file;
+  bool verify_tls = true;
+};
+
+// Counters of one client since creation.
+struct ClientStats {
+  uint64_t requests = 0;  // HTTP attempts sent
+  uint64_t retries = 0;   // attempts after the first of an operation
+  uint64_t connection_errors = 0;
+  uint64_t unavailable_answers = 0;  // 503s received
+};
+
+class Client {
+ public:
+  // InvalidArgument when there is no endpoint or one is not an http(s)://host:port URL.
+  static Result<std::unique_ptr<Client>> Create(const ClientOptions& options);
+  ~Client();
+
+  [[nodiscard]] Result<PutResult> Put(const std::string& datastore, const CellWrite& cell);
+  // results[i] belongs to cells[i]. A request rejected as a whole (bad cell,
+  // batch too large) fails every cell alike with that error.
+  std::vector<Result<PutResult>> PutBatch(const std::string& datastore,
+                                          const std::vector<CellWrite>& cells);
+  [[nodiscard]] Result<Cell> Get(const std::string& datastore, const Uuid& row,
+                                 const std::string& column, int64_t ref_key);
+  [[nodiscard]] Result<Cell> Latest(const std::string& datastore, const Uuid& row,
+                                    const std::string& column);
+  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row);
+  [[nodiscard]] Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
+                                                   const std::string& column,
+                                                   const VersionQuery& query);
+  [[nodiscard]] Result<PutResult> Erase(const std::string& datastore, const Uuid& row,
+                                        const std::string& column);
+  [[nodiscard]] Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
+                                              uint64_t after_added_id, int limit);
+  // OK when some endpoint answers GET /readyz with 200 (no retries).
+  [[nodiscard]] Status Ready();
+
+  ClientStats stats() const;
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellar

@@ -1,0 +1,359 @@
+// The HTTP worker node end to end: real `cellard` processes over a private
+// MariaDB. Every endpoint's happy path through cellar::Client and through raw
+// HTTP requests, auth, TLS, metrics, and 503 when the shard host is down.
+// (Bad requests: http_bad_request_test.cc; two servers: http_failover_test.cc.)
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cells/shard_map.h"
+#include "client/cellar_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/http_test_util.h"
+
+namespace cellar {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+constexpr uint32_t kShards = 4;
+const char* const kRwToken = "rw-token-0123456789abcdef";
+const char* const kRoToken = "ro-token-0123456789abcdef";
+
+class HttpEnv : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    try {
+      db = testing::PrivateMariaDb::Start("http");
+    } catch (const std::exception& e) {
+      FAIL() << "cannot start MariaDB: " << e.what();
+    }
+    config_path = testing::WriteTempFile(testing::MakeClusterYaml({db.get()}, kShards), ".yaml");
+    auto cfg = LoadClusterConfig(config_path);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    config = *cfg;
+    store = CellStore::Open(config);
+    ASSERT_TRUE(store->Init().ok());
+    server = testing::CellardProcess::Start(config_path);
+    ASSERT_NE(nullptr, server);
+    setenv("CELLAR_HTTP_TEST_RW", kRwToken, 1);
+    setenv("CELLAR_HTTP_TEST_RO", kRoToken, 1);
+    const std::string tokens = testing::WriteTempFile(
+        "tokens:\n"
+        "  - name: writer\n"
+        "    token_env: CELLAR_HTTP_TEST_RW\n"
+        "    datastores: { trips: [read, write] }\n"
+        "  - name: reader\n"
+        "    token_env: CELLAR_HTTP_TEST_RO\n"
+        "    datastores: { \"*\": [read] }\n",
+        ".yaml");
+    auth_server = testing::CellardProcess::Start(config_path, {"--tokens", tokens});
+    ASSERT_NE(nullptr, auth_server);
+  }
+  void TearDown() override {
+    auth_server.reset();
+    server.reset();
+    store.reset();
+    db.reset();
+  }
+
+  std::unique_ptr<testing::PrivateMariaDb> db;
+  std::string config_path;
+  ClusterConfig config;
+  std::unique_ptr<CellStore> store;
+  std::unique_ptr<testing::CellardProcess> server, auth_server;
+};
+
+HttpEnv* const env = static_cast<HttpEnv*>(::testing::AddGlobalTestEnvironment(new HttpEnv));
+
+std::unique_ptr<Client> MakeClient(const std::string& url, const std::string& token = "") {
+  ClientOptions o;
+  o.endpoints = {url};
+  o.bearer_token = token;
+  auto c = Client::Create(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(nullptr, env->server) << "the server did not start";
+    client_ = MakeClient(env->server->url());
+    raw_ = std::make_unique<httplib::Client>("127.0.0.1", env->server->port());
+  }
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<httplib::Client> raw_;
+};
+
+TEST_F(HttpServerTest, ClientPutGetLatestRowVersionsErase) {
+  const Uuid row = Uuid::Random();
+  auto put = client_->Put("trips", {row, "BASE", 1, {{"city", "SF"}}});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_TRUE(put->created);
+  EXPECT_EQ(ShardForRow(row, kShards), put->shard);
+  auto again = client_->Put("trips", {row, "BASE", 1, {{"city", "SF"}}});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(put->added_id, again->added_id);
+  auto conflict = client_->Put("trips", {row, "BASE", 1, {{"city", "LA"}}});
+  EXPECT_EQ(StatusCode::kConflict, conflict.status().code()) << conflict.status().ToString();
+  ASSERT_TRUE(client_->Put("trips", {row, "BASE", 2, {{"city", "NYC"}}}).ok());
+  ASSERT_TRUE(client_->Put("trips", {row, "STATUS", 0, {{"s", "open"}}}).ok());
+
+  auto got = client_->Get("trips", row, "BASE", 1);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(json({{"city", "SF"}}), got->body);
+  EXPECT_EQ(row, got->row_key);
+  EXPECT_EQ(put->added_id, got->added_id);
+  EXPECT_EQ(StatusCode::kNotFound, client_->Get("trips", row, "BASE", 9).status().code());
+
+  auto latest = client_->Latest("trips", row, "BASE");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(2, latest->ref_key);
+  auto cells = client_->Row("trips", row);
+  ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+  EXPECT_EQ(2u, cells->size());
+
+  VersionQuery q;
+  q.max_ref = 1;
+  auto versions = client_->Versions("trips", row, "BASE", q);
+  ASSERT_TRUE(versions.ok()) << versions.status().ToString();
+  ASSERT_EQ(1u, versions->size());
+  EXPECT_EQ(1, (*versions)[0].ref_key);
+
+  auto erased = client_->Erase("trips", row, "BASE");
+  ASSERT_TRUE(erased.ok()) << erased.status().ToString();
+  EXPECT_EQ(3, erased->ref_key);
+  EXPECT_EQ(StatusCode::kNotFound, client_->Latest("trips", row, "BASE").status().code());
+  auto all = client_->Versions("trips", row, "BASE", VersionQuery{});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(3u, all->size());
+  EXPECT_TRUE((*all)[0].tombstone);
+}
+
+TEST_F(HttpServerTest, ClientBatchAndShardLog) {
+  const Uuid a = Uuid::Random(), b = Uuid::Random();
+  ASSERT_TRUE(client_->Put("trips", {b, "BASE", 0, {{"v", "old"}}}).ok());
+  std::vector<CellWrite> cells = {{a, "BASE", 0, {{"i", 0}}},
+                                  {a, "STATUS", 0, {{"i", 1}}},
+                                  {b, "STATUS", 0, {{"i", 2}}},
+                                  {b, "BASE", 0, {{"v", "new"}}}};  // conflicts: row b fails
+  auto results = client_->PutBatch("trips", cells);
+  ASSERT_EQ(4u, results.size());
+  EXPECT_TRUE(results[0].ok()) << results[0].status().ToString();
+  EXPECT_TRUE(results[1].ok());
+  EXPECT_EQ(StatusCode::kAborted, results[2].status().code()) << results[2].status().ToString();
+  EXPECT_EQ(StatusCode::kConflict, results[3].status().code()) << results[3].status().ToString();
+  EXPECT_EQ(StatusCode::kNotFound, client_->Latest("trips", b, "STATUS").status().code());
+
+  const uint32_t shard = ShardForRow(a, kShards);
+  uint64_t after = 0;
+  int found = 0;
+  for (int page = 0; page < 100; ++page) {
+    auto log = client_->ShardLog("trips", shard, after, 2);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    if (log->cells.empty()) break;
+    for (const Cell& c : log->cells) found += c.row_key == a;
+    after = log->next_after;
+  }
+  EXPECT_EQ(2, found);
+  EXPECT_TRUE(client_->Ready().ok());
+}
+
+TEST_F(HttpServerTest, RawHttpEveryEndpoint) {
+  const Uuid row = Uuid::Random();
+  const std::string cell = "/v1/trips/cells/" + row.ToString() + "/BASE";
+  auto put = raw_->Put(cell + "/5", R"({"fare": 12.5, "note": "'; DROP TABLE x; --"})",
+                       "application/json");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(201, put->status) << put->body;
+  json p = json::parse(put->body);
+  EXPECT_EQ("trips/" + row.ToString() + "/BASE/5", p["address"]);
+  EXPECT_EQ(true, p["created"]);
+  auto retry = raw_->Put(cell + "/5", R"({"note": "'; DROP TABLE x; --", "fare": 12.5})",
+                         "application/json");
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(200, retry->status) << retry->body;
+  auto conflict = raw_->Put(cell + "/5", R"({"fare": 13})", "application/json");
+  ASSERT_TRUE(conflict);
+  EXPECT_EQ(409, conflict->status);
+  json c = json::parse(conflict->body);
+  EXPECT_EQ("Conflict", c["error"]["code"]);
+  EXPECT_EQ("trips/" + row.ToString() + "/BASE/5", c["error"]["address"]);
+
+  auto get = raw_->Get(cell + "/5");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(200, get->status);
+  EXPECT_EQ("'; DROP TABLE x; --", json::parse(get->body)["body"]["note"]);  // stored verbatim
+  EXPECT_EQ("application/json", get->get_header_value("Content-Type"));
+  auto latest = raw_->Get(cell);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(200, latest->status);
+  EXPECT_EQ(5, json::parse(latest->body)["ref_key"]);
+  auto whole_row = raw_->Get("/v1/trips/cells/" + row.ToString());
+  ASSERT_TRUE(whole_row);
+  EXPECT_EQ(200, whole_row->status);
+  EXPECT_EQ(1u, json::parse(whole_row->body)["cells"].size());
+  auto versions = raw_->Get(cell + "/versions?limit=10&min_ref=0&as_of=2999-01-01T00:00:00Z");
+  ASSERT_TRUE(versions);
+  EXPECT_EQ(200, versions->status) << versions->body;
+  EXPECT_EQ(1u, json::parse(versions->body)["cells"].size());
+  const std::string batch = json{{"cells",
+                                  {{{"row_key", row.ToString()},
+                                    {"column", "STATUS"},
+                                    {"ref_key", 1},
+                                    {"body", {{"s", "done"}}}}}}}
+                                .dump();
+  auto posted = raw_->Post("/v1/trips/cells:batch", batch, "application/json");
+  ASSERT_TRUE(posted);
+  EXPECT_EQ(200, posted->status) << posted->body;
+  EXPECT_EQ(201, json::parse(posted->body)["results"][0]["status"]);
+  auto erased = raw_->Delete(cell);
+  ASSERT_TRUE(erased);
+  EXPECT_EQ(200, erased->status) << erased->body;
+  EXPECT_EQ(6, json::parse(erased->body)["ref_key"]);
+  auto gone = raw_->Get(cell);
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(404, gone->status);
+  EXPECT_EQ("NotFound", json::parse(gone->body)["error"]["code"]);
+  const std::string shard = std::to_string(ShardForRow(row, kShards));
+  auto log = raw_->Get("/v1/trips/shards/" + shard + "/log?after=0&limit=1000");
+  ASSERT_TRUE(log);
+  EXPECT_EQ(200, log->status) << log->body;
+  json l = json::parse(log->body);
+  EXPECT_GE(l["cells"].size(), 3u);
+  EXPECT_EQ(l["cells"].back()["added_id"], l["next_after"]);
+  auto index = raw_->Get("/v1/trips/indexes/by_city?shard_value=SF");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(404, index->status);  // not served until the indexes module exists
+
+  auto health = raw_->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(200, health->status);
+  auto ready = raw_->Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(200, ready->status) << ready->body;
+  auto metrics = raw_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(200, metrics->status);
+  EXPECT_THAT(metrics->body,
+              HasSubstr("cellar_http_requests_total{route=\"put_cell\",code=\"201\"}"));
+  EXPECT_THAT(metrics->body, HasSubstr("cellar_http_request_seconds_bucket"));
+  EXPECT_THAT(metrics->body, HasSubstr("cellar_http_batch_cells_count "));
+}
+
+TEST_F(HttpServerTest, KeepAliveReusesOneConnection) {
+  raw_->set_keep_alive(true);
+  const Uuid row = Uuid::Random();
+  int ports_seen = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = raw_->Put("/v1/trips/cells/" + row.ToString() + "/BASE/" + std::to_string(i),
+                       "{\"i\":" + std::to_string(i) + "}", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(201, r->status);
+    ports_seen += r->get_header_value("Connection") == "close";
+  }
+  EXPECT_EQ(0, ports_seen) << "the server closed a keep-alive connection";
+}
+
+TEST_F(HttpServerTest, BearerTokensAndScopes) {
+  ASSERT_NE(nullptr, env->auth_server);
+  const Uuid row = Uuid::Random();
+  auto writer = MakeClient(env->auth_server->url(), kRwToken);
+  auto reader = MakeClient(env->auth_server->url(), kRoToken);
+  auto nobody = MakeClient(env->auth_server->url());
+  auto put = writer->Put("trips", {row, "BASE", 0, {{"a", 1}}});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_TRUE(reader->Get("trips", row, "BASE", 0).ok());
+  auto denied = reader->Put("trips", {row, "BASE", 1, {{"a", 1}}});
+  EXPECT_EQ(StatusCode::kFailedPrecondition, denied.status().code());
+  EXPECT_THAT(denied.status().message(), HasSubstr("may not write"));
+  EXPECT_EQ(StatusCode::kFailedPrecondition, nobody->Latest("trips", row, "BASE").status().code());
+  EXPECT_EQ(StatusCode::kFailedPrecondition,
+            writer->Row("users", row).status().code());  // writer has trips only
+  httplib::Client raw("127.0.0.1", env->auth_server->port());
+  auto r = raw.Get("/v1/trips/cells/" + row.ToString());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(401, r->status);
+  EXPECT_THAT(r->get_header_value("WWW-Authenticate"), HasSubstr("Bearer"));
+  auto health = raw.Get("/healthz");  // probes need no token
+  ASSERT_TRUE(health);
+  EXPECT_EQ(200, health->status);
+}
+
+TEST_F(HttpServerTest, Tls) {
+  testing::TempDir dir("tls");
+  const std::string cert = dir.File("cert.pem"), key = dir.File("key.pem");
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no openssl command to make a certificate";
+  auto tls =
+      testing::CellardProcess::Start(env->config_path, {"--tls-cert", cert, "--tls-key", key});
+  ASSERT_NE(nullptr, tls);
+  ClientOptions o;
+  o.endpoints = {tls->url()};
+  o.ca_cert_file = cert;
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  const Uuid row = Uuid::Random();
+  auto put = (*client)->Put("trips", {row, "BASE", 0, {{"tls", true}}});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  auto got = (*client)->Latest("trips", row, "BASE");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(json({{"tls", true}}), got->body);
+  httplib::Client plain("127.0.0.1", tls->port());  // plain HTTP is not served
+  plain.set_connection_timeout(2);
+  plain.set_read_timeout(2);
+  auto r = plain.Get("/healthz");
+  EXPECT_TRUE(!r || r->status != 200);
+  EXPECT_EQ(0, tls->Stop());
+}
+
+TEST_F(HttpServerTest, GracefulStopOnSigterm) {
+  auto extra = testing::CellardProcess::Start(env->config_path);
+  ASSERT_NE(nullptr, extra);
+  auto c = MakeClient(extra->url());
+  ASSERT_TRUE(c->Put("trips", {Uuid::Random(), "BASE", 0, {{"a", 1}}}).ok());
+  const int status = extra->Stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// Last: stops the database. A shard host down is 503 with Retry-After; the
+// client's retries give up with Unavailable; after a restart all is well.
+TEST_F(HttpServerTest, ShardHostDownIs503WithRetryAfter) {
+  env->db->Kill();
+  auto ready = raw_->Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(503, ready->status);
+  EXPECT_EQ("1", ready->get_header_value("Retry-After"));
+  auto put = raw_->Put("/v1/trips/cells/" + Uuid::Random().ToString() + "/BASE/0", "{}",
+                       "application/json");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(503, put->status) << put->body;
+  EXPECT_EQ("Unavailable", json::parse(put->body)["error"]["code"]);
+  EXPECT_EQ("1", put->get_header_value("Retry-After"));
+  ClientOptions o;
+  o.endpoints = {env->server->url()};
+  o.max_attempts = 2;
+  auto c = Client::Create(o);
+  auto r = (*c)->Latest("trips", Uuid::Random(), "BASE");
+  EXPECT_EQ(StatusCode::kUnavailable, r.status().code()) << r.status().ToString();
+  EXPECT_GE((*c)->stats().unavailable_answers, 2u);
+  auto metrics = raw_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("cellar_http_shard_errors_total{shard="));
+  env->db->Restart();
+  auto ok = client_->Put("trips", {Uuid::Random(), "BASE", 0, {{"back", true}}});
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+}  // namespace
+}  // namespace cellar

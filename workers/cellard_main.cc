@@ -1,0 +1,27 @@
+// cellard: a Cellar worker node. Serves the HTTP API (workers/http/cell_api.h)
+// over the cluster in --config until SIGTERM/SIGINT, then stops gracefully.
+// Flags: see workers/http/serve_command.h. Also available as `cellar serve`.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "workers/http/serve_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cellard: the Cellar HTTP worker node"};
+  std::string config_path = "cellar.yaml";
+  cellar::ServeFlags flags;
+  app.add_option("--config", config_path, "cluster config (YAML)")->capture_default_str();
+  cellar::AddServeFlags(&app, &flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  auto config = cellar::LoadClusterConfig(config_path);
+  if (!config.ok()) {
+    std::cerr << "cellard: invalid config:\n" << config.status().message() << "\n";
+    return 2;
+  }
+  return cellar::RunServe(*config, flags);
+}

@@ -1,0 +1,100 @@
+// CellApi: the HTTP API of a worker node as a pure function from a request
+// to a response, over a CellBackend. No sockets: the HTTP binding
+// (http_server.h) translates httplib requests into ApiRequest, and unit tests
+// and the fuzzer call Handle() directly.
+//
+// Endpoints (api_route.h) and their answers:
+//   PUT    /v1/<ds>/cells/<row>/<column>/<ref_key>  body = the cell's JSON object
+//          201 created | 200 identical retry (created:false) | 409 Conflict with "address"
+//   POST   /v1/<ds>/cells:batch   {"cells":[{row_key,column,ref_key,body}...]}
+//          200 {"results":[{"status":201|200|409|503,...put result or "error"}]}; the
+//          cells of one row commit atomically (the others of a failed row: 409 Aborted)
+//   GET    /v1/<ds>/cells/<row>/<column>/<ref_key>  200 cell | 404
+//   GET    /v1/<ds>/cells/<row>/<column>            200 latest cell | 404 (none or erased)
+//   GET    /v1/<ds>/cells/<row>                     200 {"row_key","cells":[latest per column]}
+//   GET    /v1/<ds>/cells/<row>/<column>/versions?max_ref=&min_ref=&as_of=&limit=
+//          200 {"cells":[newest first, tombstones included]}
+//   DELETE /v1/<ds>/cells/<row>/<column>            200 put result of the tombstone
+//   GET    /v1/<ds>/shards/<n>/log?after=&limit=    200 {"shard","cells","next_after"}
+//   GET    /v1/<ds>/indexes/<name>                  404 until indexes exist (see cell_api.cc)
+//   GET    /healthz 200 | /readyz 200 or 503
+// (/metrics is answered by the HTTP binding, which owns the registry.)
+//
+// Errors are {"error":{"code","message"}} (client/api_wire.h): 400 malformed
+// input (bad JSON, non-object body, bad UUID, bad integer, unknown query
+// parameter, JSON nested over max_json_depth), 401 missing/unknown token
+// (WWW-Authenticate: Bearer), 403 token lacks the scope, 404 unknown
+// datastore, column, cell, shard or path, 405 wrong method (Allow), 409
+// conflict, 413 request body, cell body or batch over its limit, 503 a shard
+// unavailable (Retry-After). Client input never yields a 5xx other than 503;
+// 500 means a server bug. Anything rejected with a 4xx wrote nothing.
+//
+// Threading: Handle() is const and thread-safe (given a thread-safe backend).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/cluster_config.h"
+#include "workers/http/api_route.h"
+#include "workers/http/cell_backend.h"
+#include "workers/http/token_auth.h"
+
+namespace cellar {
+
+struct ApiRequest {
+  std::string method;  // "GET", "PUT", "POST", "DELETE", "HEAD", ...
+  std::string path;    // percent-decoded, without the query string
+  std::vector<std::pair<std::string, std::string>> params;  // decoded query parameters
+  std::string body;
+  std::string authorization;  // the Authorization header value, "" when absent
+};
+
+struct ApiResponse {
+  int status = 200;
+  std::string body;                                          // JSON text
+  std::vector<std::pair<std::string, std::string>> headers;  // e.g. Retry-After, Allow
+  // For metrics and logs:
+  RouteKind route = RouteKind::kUnmatched;
+  std::string principal;                // token name when auth recognised one
+  std::vector<uint32_t> failed_shards;  // shards whose storage failed (5xx causes)
+  size_t batch_cells = 0;               // cells in an accepted batch request
+};
+
+struct CellApiOptions {
+  int64_t max_request_bytes = 2 << 20;  // request body; larger: 413
+  int max_batch_cells = 0;              // 0: the config's limits.max_batch_cells
+  int max_json_depth = 64;              // nesting of any request body; deeper: 400
+  int retry_after_seconds = 1;          // Retry-After of 503 answers
+};
+
+class CellApi {
+ public:
+  // `backend` (required) and `tokens` (null: no auth) must outlive the API.
+  CellApi(const ClusterConfig& config, CellBackend* backend, const TokenTable* tokens,
+          CellApiOptions options = {});
+
+  // Answers one request. Never throws.
+  ApiResponse Handle(const ApiRequest& request) const;
+
+  const CellApiOptions& options() const { return options_; }
+
+ private:
+  ApiResponse Dispatch(const RouteMatch& route, const ApiRequest& request) const;
+  ApiResponse HandleCells(const RouteMatch& route, const DatastoreConfig& ds,
+                          const ApiRequest& request) const;
+  ApiResponse HandleBatch(const DatastoreConfig& ds, const ApiRequest& request) const;
+  ApiResponse HandleShardLog(const RouteMatch& route, const DatastoreConfig& ds,
+                             const ApiRequest& request) const;
+  // The error answer for `status`; records `shard` as failed for server-side errors.
+  ApiResponse Error(const Status& status, int64_t shard = -1) const;
+
+  ClusterConfig config_;
+  CellBackend* backend_;
+  const TokenTable* tokens_;
+  CellApiOptions options_;
+};
+
+}  // namespace cellar

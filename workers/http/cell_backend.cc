@@ -1,0 +1,66 @@
+#include "workers/http/cell_backend.h"
+
+#include "cells/mysql_client.h"
+
+namespace cellar {
+namespace {
+
+class StoreBackend : public CellBackend {
+ public:
+  explicit StoreBackend(CellStore* store) : store_(store) {}
+
+  Result<PutResult> Put(const std::string& ds, const CellWrite& cell) override {
+    return store_->Put(ds, cell);
+  }
+  std::vector<Result<PutResult>> PutBatch(const std::string& ds,
+                                          const std::vector<CellWrite>& cells) override {
+    return store_->PutBatch(ds, cells);
+  }
+  Result<Cell> Get(const std::string& ds, const Uuid& row, const std::string& column,
+                   int64_t ref_key) override {
+    return store_->Get(ds, row, column, ref_key);
+  }
+  Result<Cell> Latest(const std::string& ds, const Uuid& row, const std::string& column) override {
+    return store_->Latest(ds, row, column);
+  }
+  Result<std::vector<Cell>> Row(const std::string& ds, const Uuid& row) override {
+    return store_->Row(ds, row);
+  }
+  Result<std::vector<Cell>> Versions(const std::string& ds, const Uuid& row,
+                                     const std::string& column, const VersionQuery& q) override {
+    return store_->Versions(ds, row, column, q);
+  }
+  Result<PutResult> Erase(const std::string& ds, const Uuid& row,
+                          const std::string& column) override {
+    return store_->Erase(ds, row, column);
+  }
+  Result<ShardLogPage> ShardLog(const std::string& ds, uint32_t shard, uint64_t after,
+                                int limit) override {
+    return store_->ShardLog(ds, shard, after, limit);
+  }
+
+  Status CheckReady() override {
+    std::string down;
+    for (const MysqlHostConfig& host : store_->config().mysql.hosts) {
+      auto lease = store_->PoolForShard(host.first_shard).Acquire();
+      Status s = lease.ok() ? (*lease)->Query("SELECT 1").status() : lease.status();
+      if (s.ok()) continue;
+      if (!down.empty()) down += "; ";
+      down += "host " + host.name + " (shards " + std::to_string(host.first_shard) + "-" +
+              std::to_string(host.last_shard) + "): " + s.message();
+    }
+    if (down.empty()) return Status::Ok();
+    return Unavailable(down);
+  }
+
+ private:
+  CellStore* store_;
+};
+
+}  // namespace
+
+std::unique_ptr<CellBackend> NewStoreBackend(CellStore* store) {
+  return std::make_unique<StoreBackend>(store);
+}
+
+}  // namespace cellar

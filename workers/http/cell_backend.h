@@ -1,0 +1,51 @@
+// CellBackend: the store operations the HTTP API serves, as an interface, so
+// that the request handling (cell_api.h) can run over the real CellStore in
+// the server and over an in-memory store in unit tests and fuzzers.
+//
+// Every method has exactly the contract of the CellStore method of the same
+// name (cells/cell_store.h): errors are Status values (InvalidArgument,
+// NotFound, Conflict, Unavailable, Aborted, ...), nothing throws.
+//
+// Threading: implementations are thread-safe; the HTTP server calls them from
+// many worker threads at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cells/cell.h"
+#include "cells/cell_store.h"
+
+namespace cellar {
+
+class CellBackend {
+ public:
+  virtual ~CellBackend() = default;
+
+  virtual Result<PutResult> Put(const std::string& datastore, const CellWrite& cell) = 0;
+  virtual std::vector<Result<PutResult>> PutBatch(const std::string& datastore,
+                                                  const std::vector<CellWrite>& cells) = 0;
+  virtual Result<Cell> Get(const std::string& datastore, const Uuid& row, const std::string& column,
+                           int64_t ref_key) = 0;
+  virtual Result<Cell> Latest(const std::string& datastore, const Uuid& row,
+                              const std::string& column) = 0;
+  virtual Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row) = 0;
+  virtual Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
+                                             const std::string& column,
+                                             const VersionQuery& query) = 0;
+  virtual Result<PutResult> Erase(const std::string& datastore, const Uuid& row,
+                                  const std::string& column) = 0;
+  virtual Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
+                                        uint64_t after_added_id, int limit) = 0;
+
+  // OK when every MySQL host (and so every shard) answers a trivial query;
+  // otherwise Unavailable naming the hosts and shard ranges that did not.
+  virtual Status CheckReady() = 0;
+};
+
+// A backend over `store`, which must outlive it (not owned).
+std::unique_ptr<CellBackend> NewStoreBackend(CellStore* store);
+
+}  // namespace cellar

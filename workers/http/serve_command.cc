@@ -1,0 +1,110 @@
+#include "workers/http/serve_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "base/log.h"
+#include "cells/cell_store.h"
+#include "workers/http/cell_api.h"
+#include "workers/http/cell_backend.h"
+#include "workers/http/http_server.h"
+#include "workers/http/token_auth.h"
+#include "workers/signal_wait.h"
+
+namespace cellar {
+namespace {
+
+// "host:port", "[::1]:port" -> host, port.
+bool SplitListen(const std::string& listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) return false;
+  *host = listen.substr(0, colon);
+  const std::string p = listen.substr(colon + 1);
+  if (p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) return false;
+  *port = std::stoi(p);
+  return *port <= 65535;
+}
+
+}  // namespace
+
+void AddServeFlags(CLI::App* cmd, ServeFlags* f) {
+  cmd->add_option("--listen", f->listen, "HOST:PORT to serve on (port 0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--tokens", f->tokens_file,
+                  "YAML file of bearer tokens and their datastore scopes (default: no auth)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate (chain): serve HTTPS")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--threads", f->threads, "connections served at once")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--max-request-bytes", f->max_request_bytes, "request body limit in bytes")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_option("--max-batch-cells", f->max_batch_cells,
+                  "cells per batch request (default: limits.max_batch_cells)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--read-timeout-ms", f->read_timeout_ms,
+                  "how long to wait for the rest of a request")
+      ->check(CLI::Range(100, 600000))
+      ->capture_default_str();
+  cmd->add_option("--ready-file", f->ready_file, "write HOST:PORT to this file once listening");
+}
+
+int RunServe(const ClusterConfig& config, const ServeFlags& f) {
+  BlockTerminationSignals();
+  HttpServerOptions options;
+  if (!SplitListen(f.listen, &options.host, &options.port)) {
+    std::cerr << "cellard: --listen must be HOST:PORT, got '" << f.listen << "'\n";
+    return 2;
+  }
+  options.tls_cert_file = f.tls_cert;
+  options.tls_key_file = f.tls_key;
+  options.threads = f.threads;
+  options.read_timeout_ms = f.read_timeout_ms;
+
+  std::optional<TokenTable> tokens;
+  if (!f.tokens_file.empty()) {
+    auto t = TokenTable::Load(f.tokens_file);
+    if (!t.ok()) {
+      std::cerr << "cellard: invalid tokens file:\n" << t.status().message() << "\n";
+      return 2;
+    }
+    tokens = std::move(t).value();
+  } else {
+    LogWarn("http", "no --tokens file: every request is allowed without a token");
+  }
+
+  std::unique_ptr<CellStore> store = CellStore::Open(config);
+  std::unique_ptr<CellBackend> backend = NewStoreBackend(store.get());
+  CellApiOptions api_options;
+  api_options.max_request_bytes = f.max_request_bytes;
+  api_options.max_batch_cells = f.max_batch_cells;
+  CellApi api(config, backend.get(), tokens ? &*tokens : nullptr, api_options);
+
+  auto server = HttpServer::Start(&api, options);
+  if (!server.ok()) {
+    std::cerr << "cellard: " << server.status().ToString() << "\n";
+    return server.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const std::string bound = options.host + ":" + std::to_string((*server)->port());
+  if (!f.ready_file.empty()) {
+    const std::string tmp = f.ready_file + ".tmp";
+    std::ofstream(tmp) << bound << "\n";
+    std::rename(tmp.c_str(), f.ready_file.c_str());  // appears whole
+  }
+  int sig = 0;
+  while ((sig = WaitForTerminationSignal(1000)) == 0) {
+  }
+  LogInfo("http", "signal received; stopping", {{"signal", std::to_string(sig)}});
+  (*server)->Stop();
+  store->Close();
+  LogInfo("http", "stopped", {{"address", bound}});
+  return 0;
+}
+
+}  // namespace cellar
