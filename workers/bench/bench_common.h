@@ -32,6 +32,8 @@ namespace cellar::bench {
 
 // Registers `put`; when it runs, its exit code is stored in *exit_code.
 void AddPutCommand(CLI::App& app, int* exit_code);
+// Registers `http`: the HTTP worker node vs. the in-process store (bench_http.cc).
+void AddHttpCommand(CLI::App& app, int* exit_code);
 
 // ---- Timing ----------------------------------------------------------------
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   cellar::bench::AddPutCommand(app, &exit_code);
+  cellar::bench::AddHttpCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
