@@ -98,6 +98,10 @@ Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEnd
     std::unique_ptr<sql::Statement> st(conn->createStatement());
     st->execute("SET time_zone = '+00:00'");
     st->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    // A lock wait must end with an error (1205, retryable) before the client's
+    // read timeout drops the connection.
+    st->execute("SET SESSION innodb_lock_wait_timeout = " +
+                std::to_string(std::max(1, e.io_timeout_ms / 1000 - 1)));
     std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SELECT @@auto_increment_increment"));
     uint64_t inc = 1;
     if (rs->next()) inc = rs->getUInt64(1);
@@ -129,7 +133,7 @@ Status MysqlConnection::Guard(const std::string& what, Fn&& fn) {
       return Unavailable(std::move(msg));
     }
     if (code == 1062) return Conflict(std::move(msg));
-    if (code == 1213 || code == 1205) return Aborted(std::move(msg));
+    if (code == 1213 || code == 1205 || code == 3572) return Aborted(std::move(msg));
     return Internal(std::move(msg));
   } catch (const std::exception& ex) {
     broken_ = true;  // state unknown: do not reuse

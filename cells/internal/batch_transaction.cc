@@ -72,13 +72,6 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
                        MicrosSinceEpoch now) {
   const std::string table = QualifiedTable(database, CellsTableName(datastore));
   auto fail = [&](Status s) { return s; };
-  auto locked = conn.Query(
-      "SELECT datastore FROM `" + database + "`.`commit_order` WHERE datastore = ? FOR UPDATE",
-      {datastore});
-  if (!locked.ok()) return fail(locked.status());
-  if (locked->empty())
-    return fail(Internal("shard " + std::to_string(shard) + " has no commit_order row for '" +
-                         datastore + "': run `cellar init`"));
 
   std::map<Address, Existing> existing;
   bool has_erase = false;
@@ -235,30 +228,96 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
 
 namespace cellar::internal {
 
-Status RunGroupTransaction(MysqlConnection& conn, const std::string& database_prefix,
-                           std::vector<ShardBatch>& batches) {
-  std::sort(batches.begin(), batches.end(), [](const ShardBatch& a, const ShardBatch& b) {
-    return std::tie(a.shard, a.datastore) < std::tie(b.shard, b.datastore);
-  });
-  for (bool look_up : {false, true}) {
-    CELLAR_RETURN_IF_ERROR(conn.Begin());
-    const MicrosSinceEpoch now = NowMicros();
-    Status st;
-    for (auto& b : batches) {
-      st = ApplyShardBatch(conn, database_prefix + "_s" + std::to_string(b.shard), b.datastore,
-                           b.shard, b.units, look_up, now);
-      if (!st.ok()) break;
-    }
-    if (st.ok()) st = conn.Commit();
-    if (st.ok()) return st;
+Status LockShardForCommit(MysqlConnection& conn, const std::string& database,
+                          const std::string& datastore, uint32_t shard, bool nowait) {
+  auto locked =
+      conn.Query("SELECT datastore FROM `" + database +
+                     "`.`commit_order` WHERE datastore = ? FOR UPDATE" + (nowait ? " NOWAIT" : ""),
+                 {datastore});
+  if (!locked.ok()) return locked.status();
+  if (locked->empty())
+    return Internal("shard " + std::to_string(shard) + " has no commit_order row for '" +
+                    datastore + "': run `cellar init`");
+  return Status::Ok();
+}
+
+namespace {
+
+// One transaction over `batches`. With try_locks, shards whose commit lock is
+// held elsewhere are moved to *busy instead of waited for.
+Status RunOnce(MysqlConnection& conn, const std::string& prefix, std::vector<ShardBatch*>& batches,
+               bool look_up, bool try_locks, std::vector<ShardBatch*>* busy) {
+  CELLAR_RETURN_IF_ERROR(conn.Begin());
+  auto abort = [&](Status s) {
     conn.Rollback();
-    for (auto& b : batches)
-      for (auto* u : b.units) u->results.clear();
+    for (auto* b : batches)
+      for (auto* u : b->units) u->results.clear();
+    return s;
+  };
+  std::vector<ShardBatch*> locked;
+  for (auto* b : batches) {
+    Status st = LockShardForCommit(conn, prefix + "_s" + std::to_string(b->shard), b->datastore,
+                                   b->shard, try_locks);
+    if (st.ok()) {
+      locked.push_back(b);
+    } else if (try_locks && st.code() == StatusCode::kAborted) {
+      busy->push_back(b);  // another writer is committing this shard: don't wait here
+    } else {
+      return abort(st);
+    }
+  }
+  const MicrosSinceEpoch now = NowMicros();
+  for (auto* b : locked) {
+    Status st = ApplyShardBatch(conn, prefix + "_s" + std::to_string(b->shard), b->datastore,
+                                b->shard, b->units, look_up, now);
+    if (!st.ok()) return abort(st);
+  }
+  if (Status st = conn.Commit(); !st.ok()) return abort(st);
+  batches = std::move(locked);
+  return Status::Ok();
+}
+
+// Runs `batches` optimistically, then with look-up after a duplicate key.
+Status RunWithLookupFallback(MysqlConnection& conn, const std::string& prefix,
+                             std::vector<ShardBatch*> batches, bool try_locks,
+                             std::vector<ShardBatch*>* busy) {
+  for (bool look_up : {false, true}) {
+    std::vector<ShardBatch*> attempt = batches;
+    std::vector<ShardBatch*> busy_now;
+    Status st = RunOnce(conn, prefix, attempt, look_up, try_locks, &busy_now);
+    if (st.ok()) {
+      busy->insert(busy->end(), busy_now.begin(), busy_now.end());
+      return st;
+    }
     // A duplicate key on the optimistic pass: some cell exists already. Redo
     // the transaction, this time reading existing cells first.
     if (look_up || st.code() != StatusCode::kConflict) return st;
   }
   return Internal("unreachable");
+}
+
+}  // namespace
+
+Status RunGroupTransaction(MysqlConnection& conn, const std::string& database_prefix,
+                           std::vector<ShardBatch*>& batches, std::vector<ShardBatch*>* busy) {
+  std::sort(batches.begin(), batches.end(), [](const ShardBatch* a, const ShardBatch* b) {
+    return std::tie(a->shard, a->datastore) < std::tie(b->shard, b->datastore);
+  });
+  // Several shards: take their commit locks without waiting, so one shard
+  // that another writer is committing does not hold up the rest.
+  const bool try_locks = batches.size() > 1;
+  std::vector<ShardBatch*> all = batches;
+  Status st = RunWithLookupFallback(conn, database_prefix, all, try_locks, busy);
+  if (st.ok()) {
+    batches.erase(std::remove_if(batches.begin(), batches.end(),
+                                 [&](ShardBatch* b) {
+                                   return std::find(busy->begin(), busy->end(), b) != busy->end();
+                                 }),
+                  batches.end());
+  } else {
+    busy->clear();
+  }
+  return st;
 }
 
 }  // namespace cellar::internal

@@ -17,8 +17,13 @@ struct ShardBatch {
   std::vector<WriteUnit*> units;
 };
 
-// Inside an open transaction on `conn`, for one (shard, datastore):
-//   1. lock commit_order's row for the datastore (serialises commits per shard),
+// Locks commit_order's row of `datastore` in the shard database (serialises
+// commits per shard). With nowait, Aborted when another transaction holds it.
+Status LockShardForCommit(MysqlConnection& conn, const std::string& database,
+                          const std::string& datastore, uint32_t shard, bool nowait);
+
+// Inside an open transaction on `conn` that holds the shard's commit lock, for
+// one (shard, datastore):
 //   2. if look_up_existing (or the batch erases), read the cells that already
 //      exist at the batch's addresses,
 //   3. decide each unit: all-new cells are planned; an identical existing cell
@@ -32,14 +37,18 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
                        const std::vector<WriteUnit*>& units, bool look_up_existing,
                        MicrosSinceEpoch now);
 
-// One transaction over several shards of one host: batches are applied in
-// (shard, datastore) order (a global lock order: no deadlocks between
-// writers), optimistically without reading existing cells first; a duplicate
-// key redoes the transaction with the look-up. One COMMIT, one fsync for all.
-// On OK every unit's results are filled. On error (Unavailable, Aborted for a
-// deadlock, Internal) nothing was committed, or the outcome is unknown (a lost
-// COMMIT): units' results are empty for the caller to fill.
+// One transaction over several shards of one host: commit locks are taken in
+// (shard, datastore) order, without waiting (NOWAIT) when there are several
+// shards; shards another writer is committing are left out and returned in
+// *busy (run them again alone: a single batch waits for its lock). Cells are
+// inserted optimistically without reading existing ones first; a duplicate key
+// redoes the transaction with the look-up. One COMMIT, one fsync for all the
+// shards that were free.
+// On OK, `batches` holds the committed batches (their units' results filled).
+// On error (Unavailable, Aborted for a deadlock or lock timeout, Internal)
+// nothing was committed, or the outcome is unknown (a lost COMMIT); *busy is
+// empty and units' results are empty for the caller to fill.
 Status RunGroupTransaction(MysqlConnection& conn, const std::string& database_prefix,
-                           std::vector<ShardBatch>& batches);
+                           std::vector<ShardBatch*>& batches, std::vector<ShardBatch*>* busy);
 
 }  // namespace cellar::internal

@@ -106,8 +106,34 @@ void GroupCommitter::WriterLoop() {
 
 void GroupCommitter::CommitBatches(std::unique_ptr<MysqlConnection>& conn,
                                    std::vector<ShardBatch>& batches) {
+  auto answer = [](const std::vector<ShardBatch*>& done, const Status& status) {
+    for (ShardBatch* b : done) {
+      Status mine = status.ok() ? status
+                                : Status(status.code(), "shard " + std::to_string(b->shard) + ": " +
+                                                            status.message());
+      for (WriteUnit* u : b->units) Finish(u, mine);
+    }
+  };
+  std::vector<ShardBatch*> free_shards;
+  for (auto& b : batches) free_shards.push_back(&b);
+  std::vector<ShardBatch*> busy;
+  // Answer this transaction's callers before waiting for busy shards.
+  answer(free_shards, CommitWithRetries(conn, free_shards, &busy));
+  // Shards whose commit lock another writer held: one at a time, waiting.
+  for (ShardBatch* b : busy) {
+    std::vector<ShardBatch*> one{b}, none;
+    answer(one, CommitWithRetries(conn, one, &none));
+  }
+}
+
+Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
+                                         std::vector<ShardBatch*>& batches,
+                                         std::vector<ShardBatch*>* busy) {
   Status status;
+  const std::vector<ShardBatch*> original = batches;
   for (int attempt = 0; attempt <= kDeadlockRetries; ++attempt) {
+    batches = original;
+    busy->clear();
     bool fresh = false;
     if (!conn || conn->broken()) {
       fresh = true;
@@ -119,7 +145,7 @@ void GroupCommitter::CommitBatches(std::unique_ptr<MysqlConnection>& conn,
       }
       conn = std::move(c).value();
     }
-    status = RunGroupTransaction(*conn, options_.database_prefix, batches);
+    status = RunGroupTransaction(*conn, options_.database_prefix, batches, busy);
     if (status.ok()) break;
     if (status.code() == StatusCode::kUnavailable) {
       // A pooled connection may have gone stale (server restarted): retry once
@@ -128,25 +154,21 @@ void GroupCommitter::CommitBatches(std::unique_ptr<MysqlConnection>& conn,
       if (!fresh) continue;
       break;
     }
-    if (status.code() != StatusCode::kAborted) break;  // only deadlocks are retried here
+    if (status.code() != StatusCode::kAborted) break;  // deadlocks and lock timeouts retry
   }
-  std::string shards;
-  size_t units = 0;
-  for (const auto& b : batches) {
-    shards += (shards.empty() ? "" : ",") + std::to_string(b.shard);
-    units += b.units.size();
-  }
-  if (!status.ok())
+  if (!status.ok()) {
+    batches = original;
+    busy->clear();
+    std::string shards;
+    size_t units = 0;
+    for (const auto* b : batches) {
+      shards += (shards.empty() ? "" : ",") + std::to_string(b->shard);
+      units += b->units.size();
+    }
     LogWarn("group_commit", "batch failed",
             {{"shards", shards}, {"units", std::to_string(units)}, {"error", status.ToString()}});
-  for (auto& b : batches) {
-    // Each caller hears about its own shard.
-    Status mine =
-        status.ok()
-            ? status
-            : Status(status.code(), "shard " + std::to_string(b.shard) + ": " + status.message());
-    for (WriteUnit* u : b.units) Finish(u, mine);
   }
+  return status;
 }
 
 }  // namespace cellar::internal

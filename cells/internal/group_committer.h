@@ -50,8 +50,12 @@ class GroupCommitter {
   using QueueKey = std::pair<std::string, uint32_t>;  // (datastore, shard)
 
   void WriterLoop();
-  // Commits `batches` in one transaction and fills every unit's results.
+  // Commits `batches` (one transaction for the free shards, then one per busy
+  // shard) and answers every unit.
   void CommitBatches(std::unique_ptr<MysqlConnection>& conn, std::vector<ShardBatch>& batches);
+  // RunGroupTransaction with reconnects and deadlock/lock-timeout retries.
+  Status CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
+                           std::vector<ShardBatch*>& batches, std::vector<ShardBatch*>* busy);
 
   const MysqlEndpoint endpoint_;
   const GroupCommitterOptions options_;
