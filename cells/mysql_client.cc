@@ -102,13 +102,19 @@ Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEnd
     // read timeout drops the connection.
     st->execute("SET SESSION innodb_lock_wait_timeout = " +
                 std::to_string(std::max(1, e.io_timeout_ms / 1000 - 1)));
-    std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SELECT @@auto_increment_increment"));
+    std::unique_ptr<sql::ResultSet> rs(
+        st->executeQuery("SELECT @@auto_increment_increment, VERSION()"));
     uint64_t inc = 1;
-    if (rs->next()) inc = rs->getUInt64(1);
+    bool mariadb = false;
+    if (rs->next()) {
+      inc = rs->getUInt64(1);
+      mariadb = rs->getString(2).asStdString().find("MariaDB") != std::string::npos;
+    }
     rs.reset();
     st.reset();
     auto c = std::unique_ptr<MysqlConnection>(new MysqlConnection(e, std::move(conn)));
     c->auto_increment_increment_ = inc == 0 ? 1 : inc;
+    c->supports_returning_ = mariadb;
     return c;
   } catch (const sql::SQLException& ex) {
     return Unavailable(where + " unreachable: " + ex.what() + " (error " +

@@ -91,6 +91,9 @@ class MysqlConnection {
   // @@auto_increment_increment of this session (1 unless Galera or replication set it).
   uint64_t auto_increment_increment() const { return auto_increment_increment_; }
 
+  // True on MariaDB (INSERT ... RETURNING, 10.5+); false on MySQL.
+  bool supports_returning() const { return supports_returning_; }
+
   // True after an Unavailable error: the caller must drop this connection.
   bool broken() const { return broken_; }
   const MysqlEndpoint& endpoint() const { return endpoint_; }
@@ -111,6 +114,7 @@ class MysqlConnection {
   std::unordered_map<std::string, CachedStatement> statements_;
   std::list<std::string> lru_;  // SQL texts, most recently used first
   uint64_t auto_increment_increment_ = 1;
+  bool supports_returning_ = false;
   bool broken_ = false;
 };
 

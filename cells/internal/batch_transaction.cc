@@ -165,7 +165,8 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
     }
   }
 
-  // added_id of each planned insert, from INSERT ... RETURNING (MariaDB >= 10.5).
+  // added_id of each planned insert: INSERT ... RETURNING on MariaDB (10.5+),
+  // LAST_INSERT_ID() on MySQL.
   std::vector<uint64_t> ids(inserts.size(), 0);
   if (!inserts.empty()) {
     std::string sql = "INSERT INTO " + table +
@@ -182,18 +183,29 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
       params.emplace_back(int64_t{c.tombstone ? 1 : 0});
       params.emplace_back(now);
     }
-    sql += " RETURNING row_key, column_name, ref_key, added_id";
-    // Conflict here (duplicate key) means a cell exists that was not looked up:
-    // the caller retries the transaction with look_up_existing.
-    auto rows = conn.Query(sql, params);
-    if (!rows.ok()) return fail(rows.status());
-    std::map<Address, uint64_t> by_address;
-    for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
-    for (size_t i = 0; i < inserts.size(); ++i) {
-      auto it = by_address.find(
-          Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
-      if (it == by_address.end()) return fail(Internal("INSERT ... RETURNING missed a row"));
-      ids[i] = it->second;
+    if (!conn.supports_returning()) {
+      // MySQL: the commit lock is held, so no other INSERT into this table
+      // runs and the statement's ids are consecutive (step = increment).
+      auto inserted = conn.Execute(sql, params);
+      if (!inserted.ok()) return fail(inserted.status());
+      auto first = conn.LastInsertId();
+      if (!first.ok()) return fail(first.status());
+      for (size_t i = 0; i < inserts.size(); ++i)
+        ids[i] = *first + i * conn.auto_increment_increment();
+    } else {
+      sql += " RETURNING row_key, column_name, ref_key, added_id";
+      // Conflict here (duplicate key) means a cell exists that was not looked
+      // up: the caller retries the transaction with look_up_existing.
+      auto rows = conn.Query(sql, params);
+      if (!rows.ok()) return fail(rows.status());
+      std::map<Address, uint64_t> by_address;
+      for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
+      for (size_t i = 0; i < inserts.size(); ++i) {
+        auto it = by_address.find(
+            Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
+        if (it == by_address.end()) return fail(Internal("INSERT ... RETURNING missed a row"));
+        ids[i] = it->second;
+      }
     }
   }
 
