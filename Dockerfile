@@ -1,0 +1,25 @@
+# Cellar's processes in one image (cellar, cellard, cellar-relay,
+# cellar-indexer, cellar-trigger, cellar-billing, cellar-webhook-sink).
+# Debian 12 packages only; nothing is downloaded at build time beyond apt.
+FROM debian:bookworm-20241111-slim AS build
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config libmysqlcppconn-dev librdkafka-dev nlohmann-json3-dev \
+      libyaml-cpp-dev libcli11-dev libzstd-dev libcpp-httplib-dev libssl-dev libgtest-dev \
+      libgmock-dev libbenchmark-dev mariadb-server \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
+    && cmake --build /build -j"$(nproc)" --target cellar cellard cellar-relay cellar-indexer \
+         cellar-trigger cellar-billing cellar-webhook-sink
+
+FROM debian:bookworm-20241111-slim
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libmysqlcppconn7v5 librdkafka++1 libyaml-cpp0.7 libzstd1 libcpp-httplib0.11 libssl3 curl \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /build/workers/cellar /build/workers/cellard /build/workers/cellar-relay \
+     /build/workers/cellar-indexer /build/workers/cellar-trigger /build/workers/cellar-billing \
+     /build/workers/cellar-webhook-sink /usr/local/bin/
+COPY config/examples /etc/cellar/examples
+COPY docker/entrypoint.sh /usr/local/bin/cellar-entrypoint
+ENTRYPOINT ["cellar-entrypoint"]
