@@ -19,7 +19,8 @@ cellar::Status Bill(const cellar::CellEvent& e, cellar::TriggerContext& ctx) {
   if (trip.contains("fare") && trip["fare"].is_object() && trip["fare"].contains("total") &&
       trip["fare"]["total"].is_number())
     total = trip["fare"]["total"].get<double>();
-  nlohmann::json status = {{"state", "billed"},
+  // A trip with nothing to charge is closed as "free" (no payment webhook).
+  nlohmann::json status = {{"state", total > 0 ? "billed" : "free"},
                            {"amount", total},
                            {"billed_ref_key", e.cell.ref_key},
                            {"trigger", ctx.trigger()}};
