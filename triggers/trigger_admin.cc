@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
+#include <map>
 
 #include "changelog/consumer_group_lag.h"
 #include "changelog/kafka_conf.h"
@@ -62,29 +63,61 @@ Result<TriggerLagReport> ReadTriggerLag(const ClusterConfig& config, const std::
 
 namespace {
 
-// Reads `topic` with `group` (subscribed) until idle; calls fn for each record
-// and, when `commit`, commits the record if fn returned true.
+// Reads the records `topic` holds when called, with `group` (subscribed,
+// starting at its committed offsets); calls fn for each record and, when
+// `commit`, commits the record if fn returned true. Records that arrive
+// meanwhile are left for the next call: otherwise a retry of a trigger that
+// still fails would read its own new dead letters and copy them forever.
+// Stops once every such record was read, or after idle_ms without one.
 template <typename Fn>
 Status ReadAll(const ClusterConfig& config, const std::string& group, const std::string& topic,
                bool commit, int idle_ms, Fn&& fn) {
   CELLAR_ASSIGN_OR_RETURN(auto c, MakeConsumer(config, group));
-  if (Partitions(c.get(), topic) == 0) {
+  const int partitions = Partitions(c.get(), topic);
+  if (partitions == 0) {
     c->close();
     return Status::Ok();  // no DLQ yet: nothing was set aside
+  }
+  std::map<int32_t, int64_t> end_at_start;  // partition -> high watermark when called
+  int64_t remaining = 0;                    // records between the group's offsets and those ends
+  {
+    std::vector<RdKafka::TopicPartition*> parts;
+    for (int p = 0; p < partitions; ++p) parts.push_back(RdKafka::TopicPartition::create(topic, p));
+    const bool have_committed = c->committed(parts, 5000) == RdKafka::ERR_NO_ERROR;
+    Status s;
+    for (auto* tp : parts) {
+      int64_t low = 0, high = 0;
+      if (c->query_watermark_offsets(topic, tp->partition(), &low, &high, 5000) !=
+          RdKafka::ERR_NO_ERROR) {
+        s = Unavailable("watermarks of " + topic + "/" + std::to_string(tp->partition()));
+        break;
+      }
+      end_at_start[tp->partition()] = high;
+      const int64_t from = have_committed && tp->offset() >= 0 ? std::max(tp->offset(), low) : low;
+      remaining += std::max<int64_t>(0, high - from);
+    }
+    RdKafka::TopicPartition::destroy(parts);
+    if (!s.ok() || remaining == 0) {
+      c->close();
+      return s;
+    }
   }
   RdKafka::ErrorCode err = c->subscribe({topic});
   if (err != RdKafka::ERR_NO_ERROR) return Unavailable("subscribe " + topic);
   auto last = std::chrono::steady_clock::now();
   bool assigned = false;
-  // Wait for the group assignment first (bounded), then until idle.
+  // Wait for the group assignment first (bounded), then until done or idle.
   auto give_up = last + std::chrono::seconds(20);
-  while (true) {
+  while (remaining > 0) {
     std::unique_ptr<RdKafka::Message> m(c->consume(100));
     auto now = std::chrono::steady_clock::now();
     if (m->err() == RdKafka::ERR_NO_ERROR) {
+      assigned = true;
+      auto end = end_at_start.find(m->partition());
+      if (end == end_at_start.end() || m->offset() >= end->second) continue;  // arrived later
       if (fn(*m) && commit) c->commitSync(m.get());
       last = now;
-      assigned = true;
+      --remaining;
       continue;
     }
     if (!assigned) {

@@ -30,13 +30,16 @@ struct TriggerLagReport {
 Result<TriggerLagReport> ReadTriggerLag(const ClusterConfig& config, const std::string& datastore,
                                         const std::string& trigger);
 
-// Every record of the trigger's DLQ (reads until no record arrives for idle_ms).
+// Every record the trigger's DLQ holds when called (records set aside meanwhile
+// are not waited for; gives up after idle_ms without a record).
 Result<std::vector<DeadLetter>> ListDeadLetters(const ClusterConfig& config,
                                                 const std::string& datastore,
                                                 const std::string& trigger, int idle_ms = 1500);
 
 // Copies DLQ records not copied before (its own consumer group remembers) to
-// the retry topic. Returns how many were copied.
+// the retry topic. Only records the DLQ held when called are copied: events
+// that fail again while it runs are left for the next call, so a retry of a
+// still-failing trigger ends. Returns how many were copied.
 Result<int> RetryDeadLetters(const ClusterConfig& config, const std::string& datastore,
                              const std::string& trigger, int idle_ms = 1500);
 

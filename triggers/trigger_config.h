@@ -35,7 +35,9 @@ struct RetryPolicy {
 // What happens to later events of a row whose earlier event was set aside.
 enum class LaterEventsPolicy {
   kContinue,  // default: they are handled normally (order between them still holds)
-  kSetAside,  // they are set aside too, so the handler never sees a row out of order
+  kSetAside,  // they are set aside too, so the handler never sees a row out of order;
+              // events re-run by `dlq retry` are handled (in DLQ order), new events of
+              // the row stay set aside until the trigger restarts
 };
 
 struct DeadLetterPolicy {

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <charconv>
 #include <stdexcept>
 #include <thread>
 
@@ -147,26 +148,38 @@ Status TriggerWorker::Replay(const std::string& name, const ReplayFrom& from) {
   return NotFound("no trigger named '" + name + "'");
 }
 
+namespace {
+
+// A whole string of decimal digits that fits in T.
+template <typename T>
+bool ParseDecimal(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, 10);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
 Result<ReplayFrom> ParseReplayFrom(const std::string& text) {
   ReplayFrom from;
   if (text == "beginning" || text == "0") return from;
   if (text.find(':') != std::string::npos && text.find('T') == std::string::npos &&
       text.find('-') == std::string::npos) {
+    // Every comma separates two pairs: an empty pair (e.g. a trailing comma)
+    // is an error, and so is a shard or added_id out of range.
     size_t start = 0;
-    while (start < text.size()) {
+    while (true) {
       size_t comma = text.find(',', start);
-      std::string part =
-          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string_view part = std::string_view(text).substr(
+          start, comma == std::string::npos ? std::string::npos : comma - start);
       size_t colon = part.find(':');
-      char* e1 = nullptr;
-      char* e2 = nullptr;
-      unsigned long shard = std::strtoul(part.c_str(), &e1, 10);
-      unsigned long long id =
-          colon == std::string::npos ? 0 : std::strtoull(part.c_str() + colon + 1, &e2, 10);
-      if (colon == std::string::npos || e1 != part.c_str() + colon || !e2 || *e2 != '\0' ||
-          colon == 0 || colon + 1 == part.size())
-        return InvalidArgument("--from: expected shard:added_id pairs, got '" + part + "'");
-      from.after_added_id[static_cast<uint32_t>(shard)] = id;
+      uint32_t shard = 0;
+      uint64_t id = 0;
+      if (colon == std::string_view::npos || !ParseDecimal(part.substr(0, colon), &shard) ||
+          !ParseDecimal(part.substr(colon + 1), &id))
+        return InvalidArgument("--from: expected shard:added_id pairs, got '" + std::string(part) +
+                               "' in '" + text + "'");
+      from.after_added_id[shard] = id;
       if (comma == std::string::npos) break;
       start = comma + 1;
     }

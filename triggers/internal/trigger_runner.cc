@@ -252,8 +252,11 @@ bool TriggerRunner::SleepUnlessStopping(int ms) {
 void TriggerRunner::Process(Work& w) {
   const std::string row = w.event.cell.row_key.ToString();
   if (paused_) return;  // abandoned: re-delivered after a restart
-  bool blocked;
-  {
+  // A row blocked by LaterEventsPolicy::kSetAside stays blocked for live
+  // events, but events copied back by `dlq retry` run: they are the row's
+  // set-aside events, in order (otherwise they could never be retried).
+  bool blocked = false;
+  if (w.source_topic != retry_topic_) {
     std::lock_guard<std::mutex> lock(dead_mu_);
     blocked = blocked_rows_.count(row) > 0;
   }

@@ -1,0 +1,357 @@
+// Unit tests of trigger definitions and their parsers: ParseTriggerDefinitions
+// (every value, and "file:line: key: message" errors), LoadTriggerDefinitions,
+// webhook URLs, ParseReplayFrom, and dead-letter encoding. Part of the
+// triggers_unit_test binary.
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_cluster.h"
+#include "triggers/dead_letter.h"
+#include "triggers/trigger_config.h"
+#include "triggers/trigger_worker.h"
+#include "triggers/webhook.h"
+
+namespace cellar {
+namespace {
+
+using ::testing::HasSubstr;
+using Op = FieldCondition::Op;
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------
+// Trigger definitions (YAML)
+
+ClusterConfig Cluster() {
+  const std::string yaml =
+      "shards: 4\n"
+      "mysql:\n  user: root\n  hosts:\n"
+      "    - { name: h1, address: 127.0.0.1, port: 3306, shards: \"0-3\" }\n"
+      "kafka:\n  brokers: \"127.0.0.1:9092\"\n"
+      "datastores:\n"
+      "  - name: trips\n    columns:\n      BASE: {}\n      STATUS: {}\n";
+  auto c = ParseClusterConfig(yaml, "<unit>");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? *c : ClusterConfig{};
+}
+
+// 1-based line of the first line of `yaml` containing `needle`.
+int LineOf(const std::string& yaml, const std::string& needle) {
+  std::istringstream in(yaml);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(needle) != std::string::npos) return n;
+  ADD_FAILURE() << "'" << needle << "' not in:\n" << yaml;
+  return -1;
+}
+
+std::vector<std::string> Errors(const std::string& yaml) {
+  auto r = ParseTriggerDefinitions(yaml, "hooks.yaml", Cluster());
+  if (r.ok()) {
+    ADD_FAILURE() << "accepted:\n" << yaml;
+    return {};
+  }
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  std::vector<std::string> lines;
+  std::istringstream in(r.status().message());
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
+  const std::string yaml = R"(triggers:
+  - name: billing_hook
+    datastore: trips
+    column: BASE
+    filter:
+      - { field: status, op: "=", value: requested }
+      - { field: fare.total, op: ">=", value: 20 }
+      - { field: code, value: "20" }
+      - { field: city, op: in, value: [ams, "ber", 3] }
+      - { field: promo, op: exists }
+      - { field: pooled, op: "!=", value: true }
+      - { field: x, op: "<", value: 1.5 }
+      - { field: y, op: "<=", value: -2 }
+      - { field: z, op: ">", value: null }
+      - { field: w, op: "==", value: "true" }
+    webhook: { url: "http://127.0.0.1:8080/hook", timeout_ms: 2000 }
+    retry: { max_attempts: 7, initial_backoff_ms: 50, max_backoff_ms: 900, on_4xx: drop }
+    dead_letter: { pause_after: 12, window: 90s, later_events_of_row: set_aside }
+  - name: minimal
+    datastore: trips
+    column: STATUS
+    webhook: { url: "https://example.com" }
+)";
+  auto r = ParseTriggerDefinitions(yaml, "hooks.yaml", Cluster());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 2u);
+  const WebhookTriggerConfig& w = (*r)[0];
+  EXPECT_EQ(w.name, "billing_hook");
+  EXPECT_EQ(w.datastore, "trips");
+  EXPECT_EQ(w.column, "BASE");
+  EXPECT_EQ(w.url, "http://127.0.0.1:8080/hook");
+  EXPECT_EQ(w.timeout_ms, 2000);
+  EXPECT_EQ(w.on_4xx, On4xx::kDrop);
+  EXPECT_EQ(w.retry.max_attempts, 7);
+  EXPECT_EQ(w.retry.initial_backoff_ms, 50);
+  EXPECT_EQ(w.retry.max_backoff_ms, 900);
+  EXPECT_EQ(w.dead_letter.pause_after, 12);
+  EXPECT_EQ(w.dead_letter.window_ms, 90000);
+  EXPECT_EQ(w.dead_letter.later_events_of_row, LaterEventsPolicy::kSetAside);
+  ASSERT_EQ(w.filter.size(), 10u);
+  auto cond = [&](size_t i, const std::string& field, Op op, const json& value) {
+    EXPECT_EQ(w.filter[i].field, field) << i;
+    EXPECT_EQ(w.filter[i].op, op) << i;
+    EXPECT_EQ(w.filter[i].value, value) << i << ": " << w.filter[i].value.dump();
+  };
+  cond(0, "status", Op::kEq, "requested");
+  cond(1, "fare.total", Op::kGe, 20);
+  EXPECT_TRUE(w.filter[1].value.is_number());
+  cond(2, "code", Op::kEq, "20");  // quoted: a string; op defaults to '='
+  EXPECT_TRUE(w.filter[2].value.is_string());
+  cond(3, "city", Op::kIn, json::array({"ams", "ber", 3}));
+  EXPECT_EQ(w.filter[4].field, "promo");
+  EXPECT_EQ(w.filter[4].op, Op::kExists);
+  cond(5, "pooled", Op::kNe, true);
+  cond(6, "x", Op::kLt, 1.5);
+  cond(7, "y", Op::kLe, -2);
+  cond(8, "z", Op::kGt, nullptr);
+  cond(9, "w", Op::kEq, "true");
+  // Defaults.
+  const WebhookTriggerConfig& m = (*r)[1];
+  EXPECT_EQ(m.name, "minimal");
+  EXPECT_EQ(m.column, "STATUS");
+  EXPECT_TRUE(m.filter.empty());
+  EXPECT_EQ(m.timeout_ms, 5000);
+  EXPECT_EQ(m.on_4xx, On4xx::kDeadLetter);
+  EXPECT_EQ(m.retry.max_attempts, RetryPolicy{}.max_attempts);
+  EXPECT_EQ(m.dead_letter.later_events_of_row, LaterEventsPolicy::kContinue);
+  EXPECT_EQ(m.dead_letter.pause_after, DeadLetterPolicy{}.pause_after);
+
+  // The options a worker gets carry the policies and the filter.
+  TriggerOptions o = WebhookTriggerOptions(w);
+  EXPECT_EQ(o.retry.max_attempts, 7);
+  EXPECT_EQ(o.dead_letter.pause_after, 12);
+  EXPECT_EQ(o.filter.size(), 10u);
+  EXPECT_TRUE(MakeWebhookHandler(w).ok());
+}
+
+TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
+  const std::string yaml = R"(triggers:
+  - name: Bad-Name
+    datastore: trips
+    column: NOPE
+    colour: red
+    filter:
+      - { field: a, op: "~=", value: 1 }
+      - { field: b, op: in, value: 3 }
+      - { op: "=", value: 1 }
+      - { field: c, op: "<" }
+      - { field: d, value: 1, extra: 2 }
+    webhook: { url: "ftp://example.com/x", timeout_ms: 0, method: PUT }
+    retry: { max_attempts: 0, initial_backoff_ms: soon, on_4xx: explode, jitter: full }
+    dead_letter: { pause_after: 0, window: forever, later_events_of_row: maybe }
+  - name: second
+    datastore: planes
+    column: BASE
+  - name: second
+    datastore: trips
+    column: BASE
+    webhook: { timeout_ms: 100 }
+)";
+  auto at = [&](const std::string& needle, int nth_line_offset = 0) {
+    return "hooks.yaml:" + std::to_string(LineOf(yaml, needle) + nth_line_offset) + ": ";
+  };
+  const std::vector<std::string> errors = Errors(yaml);
+  auto has = [&](const std::string& expected) {
+    EXPECT_TRUE(std::find(errors.begin(), errors.end(), expected) != errors.end())
+        << "missing error: " << expected << "\nall errors:\n"
+        << ::testing::PrintToString(errors);
+  };
+  auto has_prefix = [&](const std::string& prefix) {
+    EXPECT_TRUE(std::any_of(errors.begin(), errors.end(),
+                            [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }))
+        << "no error starting with: " << prefix << "\nall errors:\n"
+        << ::testing::PrintToString(errors);
+  };
+  has_prefix(at("Bad-Name") + "triggers[0].name: must match [a-z][a-z0-9_]{0,47}, got 'Bad-Name'");
+  has(at("column: NOPE") + "triggers[0].column: datastore 'trips' has no column 'NOPE'");
+  has_prefix(at("colour") + "triggers[0].colour: unknown key");
+  has_prefix(at("~=") + "triggers[0].filter[0].op: expected one of = != < <= > >= in exists");
+  has(at("op: in") + "triggers[0].filter[1].value: op 'in' needs a list value");
+  has(at("{ op: \"=\"") + "triggers[0].filter[2].field: missing required key");
+  has(at("field: c") + "triggers[0].filter[3].value: missing required key");
+  has_prefix(at("extra: 2") + "triggers[0].filter[4].extra: unknown key");
+  has(at("ftp://") + "triggers[0].webhook.url: expected an http:// or https:// URL");
+  has_prefix(at("ftp://") + "triggers[0].webhook.timeout_ms: must be between 1 and");
+  has_prefix(at("ftp://") + "triggers[0].webhook.method: unknown key");
+  has_prefix(at("max_attempts: 0") + "triggers[0].retry.max_attempts: must be between 1 and");
+  has_prefix(at("max_attempts: 0") + "triggers[0].retry.initial_backoff_ms: expected an integer");
+  has(at("max_attempts: 0") + "triggers[0].retry.on_4xx: expected dead_letter, drop or retry");
+  has_prefix(at("max_attempts: 0") + "triggers[0].retry.jitter: unknown key");
+  has_prefix(at("pause_after: 0") + "triggers[0].dead_letter.pause_after: must be between 1 and");
+  has_prefix(at("pause_after: 0") + "triggers[0].dead_letter.window: expected a duration");
+  has(at("pause_after: 0") +
+      "triggers[0].dead_letter.later_events_of_row: expected continue or set_aside");
+  has(at("datastore: planes") + "triggers[1].datastore: unknown datastore 'planes'");
+  has_prefix(at("datastore: planes", -1) + "triggers[1].webhook: missing required key");
+  has(at("name: second", 3) + "triggers[2].name: duplicate trigger 'second'");
+  has_prefix(at("webhook: { timeout_ms: 100 }") + "triggers[2].webhook.url: missing required key");
+  // Every error names the file, a line and a key.
+  for (const auto& e : errors)
+    EXPECT_THAT(e, ::testing::MatchesRegex("hooks\\.yaml:[0-9]+: triggers[^ ]*: .+")) << e;
+}
+
+TEST(TriggerDefinitionsTest, DocumentShapeErrors) {
+  auto errs = Errors("triggers: [\n");
+  ASSERT_FALSE(errs.empty());
+  EXPECT_THAT(errs[0], ::testing::StartsWith("hooks.yaml:"));
+  errs = Errors("hooks:\n  - name: a\n");
+  EXPECT_THAT(errs, ::testing::Contains(HasSubstr("hooks.yaml:1: hooks: unknown key")));
+  EXPECT_THAT(errs, ::testing::Contains(HasSubstr("triggers: missing required key")));
+  errs = Errors("triggers: {name: a}\n");
+  EXPECT_THAT(errs, ::testing::Contains("hooks.yaml:1: triggers: expected a list"));
+  errs = Errors("triggers:\n  - just a string\n");
+  EXPECT_THAT(errs, ::testing::Contains("hooks.yaml:2: triggers[0]: expected a mapping"));
+  errs = Errors(
+      "triggers:\n  - name: a\n    datastore: trips\n    column: BASE\n"
+      "    webhook: { url: \"http://h/x\" }\n    filter: { field: a }\n");
+  EXPECT_THAT(errs, ::testing::Contains("hooks.yaml:6: triggers[0].filter: expected a list"));
+  // An empty list is valid: no triggers.
+  auto none = ParseTriggerDefinitions("triggers: []\n", "hooks.yaml", Cluster());
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(TriggerDefinitionsTest, LoadFromFile) {
+  const std::string path = testing::WriteTempFile(
+      "triggers:\n  - name: from_file\n    datastore: trips\n    column: BASE\n"
+      "    webhook: { url: \"http://127.0.0.1:1/x\" }\n    colour: red\n",
+      ".yaml");
+  auto r = LoadTriggerDefinitions(path, Cluster());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(path + ":6: triggers[0].colour: unknown key"));
+  auto missing = LoadTriggerDefinitions(path + ".nope", Cluster());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr(path + ".nope"));
+}
+
+TEST(TriggerDefinitionsTest, WebhookHandlerRejectsUnusableUrls) {
+  WebhookTriggerConfig c;
+  c.name = "h";
+  c.datastore = "trips";
+  c.column = "BASE";
+  for (const char* url : {"127.0.0.1:80/x", "ftp://h/x", "http://", "http:///path"}) {
+    c.url = url;
+    auto h = MakeWebhookHandler(c);
+    EXPECT_FALSE(h.ok()) << url;
+    if (!h.ok()) {
+      EXPECT_EQ(h.status().code(), StatusCode::kInvalidArgument) << url;
+    }
+  }
+  for (const char* url :
+       {"http://127.0.0.1:8080/hook", "http://localhost", "https://h:1/a/b?c=d"}) {
+    c.url = url;
+    EXPECT_TRUE(MakeWebhookHandler(c).ok()) << url;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ParseReplayFrom
+
+TEST(ParseReplayFromTest, BeginningTimesAndShardPairs) {
+  for (const char* text : {"beginning", "0"}) {
+    auto b = ParseReplayFrom(text);
+    ASSERT_TRUE(b.ok()) << text;
+    EXPECT_FALSE(b->time) << text;
+    EXPECT_TRUE(b->after_added_id.empty()) << text;
+  }
+  auto t = ParseReplayFrom("2026-03-01T12:00:00.250000Z");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_TRUE(t->time);
+  EXPECT_EQ(*t->time, *ParseRfc3339("2026-03-01T12:00:00.25Z"));
+  EXPECT_TRUE(t->after_added_id.empty());
+  auto offset = ParseReplayFrom("2026-03-01T13:00:00+01:00");
+  ASSERT_TRUE(offset.ok()) << offset.status().ToString();
+  EXPECT_EQ(*offset->time, *ParseRfc3339("2026-03-01T12:00:00Z"));
+  auto date = ParseReplayFrom("2026-03-01");
+  ASSERT_TRUE(date.ok()) << date.status().ToString();
+  EXPECT_EQ(*date->time, *ParseRfc3339("2026-03-01T00:00:00Z"));
+
+  auto pairs = ParseReplayFrom("3:17,0:5,12:0");
+  ASSERT_TRUE(pairs.ok()) << pairs.status().ToString();
+  EXPECT_FALSE(pairs->time);
+  EXPECT_EQ(pairs->after_added_id, (std::map<uint32_t, uint64_t>{{0, 5}, {3, 17}, {12, 0}}));
+  auto big = ParseReplayFrom("7:123456789012,4294967295:1");
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(big->after_added_id.at(7), 123456789012u);
+  EXPECT_EQ(big->after_added_id.at(4294967295u), 1u);
+}
+
+TEST(ParseReplayFromTest, BadInputIsInvalidArgument) {
+  for (const char* bad :
+       {"", "yesterday", "now", "3:", ":5", "3:x", "x:3", "3:5,", ",3:5", "3:5,,4:1", "3:5:7",
+        "3;5", "3:5 4:6", "3:0x10", "2026-13-01T00:00:00Z", "2026-03-01T25:00:00Z", "4294967296:1",
+        "99999999999999999999:1", "3:99999999999999999999"}) {
+    auto r = ParseReplayFrom(bad);
+    EXPECT_FALSE(r.ok()) << "'" << bad << "' parsed";
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+      EXPECT_THAT(r.status().message(), HasSubstr("--from")) << bad;
+      EXPECT_THAT(r.status().message(), HasSubstr("'")) << "quotes the bad input: " << bad;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Dead letters
+
+TEST(DeadLetterTest, EncodeDecodeRoundTripAndTopicNames) {
+  KafkaConfig k;
+  k.topic_prefix = "px";
+  EXPECT_EQ(DeadLetterTopic(k, "trips", "billing"), "px.trips.billing.dlq");
+  EXPECT_EQ(RetryTopic(k, "trips", "billing"), "px.trips.billing.retry");
+  Cell c;
+  c.row_key = Uuid::Random();
+  c.column = "BASE";
+  c.ref_key = 4;
+  c.body = {{"fare", {{"total", 9}}}};
+  c.created_at = 1'700'000'000'123'456;
+  c.shard = 3;
+  c.added_id = 99;
+  DeadLetter d;
+  d.trigger = "billing";
+  d.datastore = "trips";
+  d.error = "Unavailable: \"quoted\"\nsecond line";
+  d.attempts = 5;
+  d.failed_at = 1'700'000'001'000'000;
+  d.source_topic = "px.trips.cells";
+  d.source_partition = 2;
+  d.source_offset = 17;
+  d.event_json = EncodeCellEvent("trips", c, INT64_MAX);
+  auto back = DecodeDeadLetter(EncodeDeadLetter(d));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->trigger, d.trigger);
+  EXPECT_EQ(back->datastore, d.datastore);
+  EXPECT_EQ(back->error, d.error);
+  EXPECT_EQ(back->attempts, 5);
+  EXPECT_EQ(back->failed_at, d.failed_at);
+  EXPECT_EQ(back->source_topic, d.source_topic);
+  EXPECT_EQ(back->source_partition, 2);
+  EXPECT_EQ(back->source_offset, 17);
+  auto ev = DecodeCellEvent(back->event_json);
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  EXPECT_EQ(ev->cell.row_key, c.row_key);
+  EXPECT_EQ(ev->cell.ref_key, 4);
+  EXPECT_EQ(ev->cell.added_id, 99u);
+  EXPECT_EQ(ev->cell.body, c.body);
+  for (const char* bad : {"", "{}", "[1]", "{\"event\": 3}", "not json"})
+    EXPECT_FALSE(DecodeDeadLetter(bad).ok()) << bad;
+}
+
+}  // namespace
+}  // namespace cellar

@@ -1,0 +1,347 @@
+#include "tests/trigger_test_util.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/support/test_cluster.h"
+
+namespace cellar::trigtest {
+namespace {
+
+std::unique_ptr<testing::PrivateMariaDb> g_db;
+std::unique_ptr<testing::LocalBroker> g_broker;
+
+// Started on the main thread before the first test (PrivateMariaDb's
+// PDEATHSIG is bound to the starting thread), stopped after the last.
+class TriggerEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    g_db = testing::PrivateMariaDb::Start("trigtest");
+    g_broker = testing::LocalBroker::Start();
+  }
+  void TearDown() override {
+    g_broker.reset();
+    g_db.reset();
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new TriggerEnvironment);
+
+}  // namespace
+
+testing::PrivateMariaDb& Db() { return *g_db; }
+testing::LocalBroker& Broker() { return *g_broker; }
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds step) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(step);
+  }
+}
+
+std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
+  std::string yaml = testing::MakeClusterYaml({&Db()}, kShards, bootstrap, prefix);
+  // MakeClusterYaml writes "kafka:\n  brokers: ...\n"; add our topic prefix and partitions.
+  const std::string::size_type kafka = yaml.find("kafka:\n");
+  EXPECT_NE(kafka, std::string::npos) << yaml;
+  const std::string::size_type line_end = yaml.find('\n', yaml.find("brokers:", kafka));
+  yaml.insert(line_end + 1, "  topic_prefix: " + prefix +
+                                "\n  partitions: " + std::to_string(kPartitions) + "\n");
+  yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 20\n";
+  return yaml;
+}
+
+ClusterConfig ClusterConfigFor(const std::string& prefix, const std::string& bootstrap) {
+  const std::string yaml = ClusterYaml(prefix, bootstrap);
+  auto cfg = ParseClusterConfig(yaml, "<trigger_test>");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().ToString() << "\n" << yaml;
+  return cfg.ok() ? std::move(cfg).value() : ClusterConfig{};
+}
+
+void CreateTopics(testing::LocalBroker& broker, const std::string& prefix) {
+  for (const char* ds : {"trips", "users"}) {
+    Status s = broker.CreateTopic(prefix + "." + ds + ".cells", kPartitions);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+}
+
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker) {
+  auto c = std::make_unique<Cluster>();
+  // A fresh prefix when a test runs again in this process (--gtest_repeat).
+  static std::map<std::string, int> runs;
+  const int run = ++runs[prefix];
+  c->prefix = run == 1 ? prefix : prefix + "_r" + std::to_string(run);
+  c->yaml = ClusterYaml(c->prefix, broker.bootstrap());
+  c->config_path = testing::WriteTempFile(c->yaml, ".yaml");
+  auto cfg = ParseClusterConfig(c->yaml, c->config_path);
+  EXPECT_TRUE(cfg.ok()) << cfg.status().ToString() << "\n" << c->yaml;
+  if (!cfg.ok()) return nullptr;
+  c->config = std::move(cfg).value();
+  CreateTopics(broker, c->prefix);
+  c->store = CellStore::Open(c->config);
+  Status s = c->store->Init();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (!s.ok()) return nullptr;
+  return c;
+}
+
+std::unique_ptr<Relay> StartRelay(CellStore* store, const std::string& id) {
+  auto relay = std::make_unique<Relay>(store, id);
+  Status s = relay->Start();
+  EXPECT_TRUE(s.ok()) << "relay " << id << ": " << s.ToString();
+  if (!s.ok()) return nullptr;
+  return relay;
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  EXPECT_GT(port, 0) << "no free port";
+  return port;
+}
+
+CellAddr AddrOf(const Cell& c) { return {c.row_key.ToString(), c.column, c.ref_key}; }
+
+std::string Describe(const CellAddr& a) {
+  return std::get<0>(a) + "/" + std::get<1>(a) + "/" + std::to_string(std::get<2>(a));
+}
+
+void HandledLog::Add(const CellEvent& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(e.cell);
+  ++counts_[AddrOf(e.cell)];
+}
+
+std::vector<Cell> HandledLog::Events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+size_t HandledLog::total() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_.size();
+}
+
+size_t HandledLog::distinct() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_.size();
+}
+
+size_t HandledLog::Count(const CellAddr& a) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = counts_.find(a);
+  return it == counts_.end() ? 0 : it->second;
+}
+
+std::set<CellAddr> HandledLog::Missing(const std::set<CellAddr>& want) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<CellAddr> missing;
+  for (const auto& a : want)
+    if (!counts_.count(a)) missing.insert(a);
+  return missing;
+}
+
+std::pair<size_t, size_t> HandledLog::Duplicates() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t events = 0, extra = 0;
+  for (const auto& [a, n] : counts_)
+    if (n > 1) {
+      ++events;
+      extra += n - 1;
+    }
+  return {events, extra};
+}
+
+TriggerWorkerOptions Opts(const std::string& client_id) {
+  TriggerWorkerOptions o;
+  o.client_id = client_id;
+  o.drain_timeout_ms = 10000;
+  return o;
+}
+
+std::set<CellAddr> PutVersion(CellStore& store, const std::vector<Uuid>& rows,
+                              const std::string& column, int64_t ref_key,
+                              const std::function<nlohmann::json(size_t)>& body,
+                              std::vector<PutResult>* results) {
+  std::vector<CellWrite> writes;
+  for (size_t i = 0; i < rows.size(); ++i)
+    writes.push_back(CellWrite{rows[i], column, ref_key, body(i)});
+  std::set<CellAddr> addrs;
+  auto res = store.PutBatch("trips", writes);
+  for (size_t i = 0; i < res.size(); ++i) {
+    EXPECT_TRUE(res[i].ok()) << res[i].status().ToString();
+    if (!res[i].ok()) continue;
+    addrs.emplace(rows[i].ToString(), column, ref_key);
+    if (results) results->push_back(*res[i]);
+  }
+  return addrs;
+}
+
+std::vector<Uuid> NewRows(size_t n) {
+  std::vector<Uuid> rows;
+  for (size_t i = 0; i < n; ++i) rows.push_back(Uuid::Random());
+  return rows;
+}
+
+bool PutCell(CellStore& store, const Uuid& row, const std::string& column, int64_t ref_key,
+             const nlohmann::json& body) {
+  auto r = store.Put("trips", CellWrite{row, column, ref_key, body});
+  EXPECT_TRUE(r.ok()) << CellAddress("trips", row, column, ref_key) << ": "
+                      << r.status().ToString();
+  return r.ok();
+}
+
+double MetricValue(const std::string& text, const std::string& name,
+                   const std::map<std::string, std::string>& labels) {
+  std::istringstream in(text);
+  std::string line;
+  double sum = 0;
+  bool found = false;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.compare(0, name.size(), name) != 0) continue;
+    const size_t after = name.size();
+    if (after < line.size() && line[after] != '{' && line[after] != ' ') continue;  // a longer name
+    std::string label_text;
+    size_t value_at = after;
+    if (after < line.size() && line[after] == '{') {
+      const size_t close = line.find('}', after);
+      if (close == std::string::npos) continue;
+      label_text = line.substr(after + 1, close - after - 1);
+      value_at = close + 1;
+    }
+    bool match = true;
+    for (const auto& [k, v] : labels)
+      match &= label_text.find(k + "=\"" + v + "\"") != std::string::npos;
+    if (!match) continue;
+    sum += std::strtod(line.c_str() + value_at, nullptr);
+    found = true;
+  }
+  return found ? sum : -1;
+}
+
+TriggerTotals Totals(TriggerWorker& w, const std::string& name) {
+  TriggerTotals t;
+  const std::string text = w.metrics().Render();
+  auto get = [&](const char* metric) {
+    double v = MetricValue(text, metric, {{"trigger", name}});
+    return v < 0 ? uint64_t{0} : static_cast<uint64_t>(v);
+  };
+  t.handled = get("cellar_trigger_handled_total");
+  t.retried = get("cellar_trigger_retried_total");
+  t.set_aside = get("cellar_trigger_set_aside_total");
+  for (const auto& st : w.status())
+    if (st.name == name) {
+      t.found = true;
+      t.paused = st.paused;
+    }
+  return t;
+}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& args, const std::string& log_path)
+    : log_path_(log_path) {
+  // Everything the child needs is prepared before fork(): after it, the child
+  // only makes system calls (this process has many threads).
+  std::vector<std::string> argv_strings = args;
+  std::vector<char*> argv;
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).substr(0, 17) != "CELLAR_LOG_LEVEL=") env_strings.emplace_back(*e);
+  env_strings.emplace_back("CELLAR_LOG_LEVEL=info");
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  EXPECT_GE(fd, 0) << "cannot open " << log_path;
+  if (fd < 0) return;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+    if (::getppid() != parent) ::_exit(126);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close_range(3, ~0u, 0);  // no inherited MySQL or Kafka sockets of the test
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  EXPECT_GT(pid, 0) << "fork failed";
+  pid_ = pid;
+}
+
+ChildProcess::~ChildProcess() { Kill(); }
+
+bool ChildProcess::Exited() {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  pid_ = -1;
+  return true;
+}
+
+void ChildProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  exit_code_ = -1;
+}
+
+int ChildProcess::Terminate(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return exit_code_;
+  ::kill(pid_, SIGTERM);
+  if (WaitFor([&] { return Exited(); }, timeout)) return exit_code_;
+  Kill();
+  return -1;
+}
+
+std::string ChildProcess::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  constexpr size_t kMax = 20000;  // the tail is what explains a failure
+  return s.size() > kMax ? "...\n" + s.substr(s.size() - kMax) : s;
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(1, 0);
+  client.set_read_timeout(2, 0);
+  auto res = client.Get(path.c_str());
+  if (!res || res->status != 200) return "";
+  return res->body;
+}
+
+}  // namespace cellar::trigtest

@@ -1,0 +1,366 @@
+// Unit tests of the trigger building blocks that need no MariaDB or Kafka:
+// body filters (MatchesFilter), the keyed pool (KeyedExecutor) and commit
+// points (PartitionOffsets). Same binary: trigger YAML, ParseReplayFrom and
+// dead-letter encoding (trigger_config_unit_test.cc).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "changelog/keyed_executor.h"
+#include "changelog/partition_offsets.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "triggers/trigger_config.h"
+
+namespace cellar {
+namespace {
+
+using namespace std::chrono_literals;
+using Op = FieldCondition::Op;
+using nlohmann::json;
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+bool Match(Op op, const std::string& field, const json& value, const json& body) {
+  return MatchesFilter({FieldCondition{field, op, value}}, body);
+}
+
+// ---------------------------------------------------------------------------
+// MatchesFilter
+
+const json kTrip = {
+    {"status", "requested"}, {"fare", {{"total", 25.5}, {"currency", "EUR"}, {"lines", {1, 2}}}},
+    {"passengers", 2},       {"pooled", false},
+    {"promo", nullptr},      {"driver", {{"id", "d-7"}, {"rating", {{"stars", 4}}}}}};
+
+TEST(MatchesFilterTest, EmptyFilterMatchesEverything) {
+  EXPECT_TRUE(MatchesFilter({}, kTrip));
+  EXPECT_TRUE(MatchesFilter({}, json::object()));
+  EXPECT_TRUE(MatchesFilter({}, nullptr));
+}
+
+TEST(MatchesFilterTest, EqualityAndInequalityOnEveryScalarKind) {
+  EXPECT_TRUE(Match(Op::kEq, "status", "requested", kTrip));
+  EXPECT_FALSE(Match(Op::kEq, "status", "completed", kTrip));
+  EXPECT_TRUE(Match(Op::kNe, "status", "completed", kTrip));
+  EXPECT_FALSE(Match(Op::kNe, "status", "requested", kTrip));
+  EXPECT_TRUE(Match(Op::kEq, "passengers", 2, kTrip));
+  EXPECT_TRUE(Match(Op::kEq, "passengers", 2.0, kTrip)) << "integers and doubles compare by value";
+  EXPECT_FALSE(Match(Op::kEq, "passengers", 3, kTrip));
+  EXPECT_TRUE(Match(Op::kEq, "pooled", false, kTrip));
+  EXPECT_FALSE(Match(Op::kEq, "pooled", true, kTrip));
+  EXPECT_TRUE(Match(Op::kNe, "pooled", true, kTrip));
+  EXPECT_TRUE(Match(Op::kEq, "promo", nullptr, kTrip));
+  EXPECT_FALSE(Match(Op::kNe, "promo", nullptr, kTrip));
+}
+
+TEST(MatchesFilterTest, OrderingOnNumbersAndStrings) {
+  EXPECT_TRUE(Match(Op::kLt, "fare.total", 30, kTrip));
+  EXPECT_FALSE(Match(Op::kLt, "fare.total", 25.5, kTrip));
+  EXPECT_TRUE(Match(Op::kLe, "fare.total", 25.5, kTrip));
+  EXPECT_FALSE(Match(Op::kLe, "fare.total", 25, kTrip));
+  EXPECT_TRUE(Match(Op::kGt, "fare.total", 25, kTrip));
+  EXPECT_FALSE(Match(Op::kGt, "fare.total", 25.5, kTrip));
+  EXPECT_TRUE(Match(Op::kGe, "fare.total", 25.5, kTrip));
+  EXPECT_FALSE(Match(Op::kGe, "fare.total", 26, kTrip));
+  EXPECT_TRUE(Match(Op::kGe, "passengers", -1, kTrip));
+  // Strings compare lexicographically.
+  EXPECT_TRUE(Match(Op::kLt, "status", "s", kTrip));
+  EXPECT_TRUE(Match(Op::kGt, "status", "requeste", kTrip));
+  EXPECT_TRUE(Match(Op::kGe, "status", "requested", kTrip));
+  EXPECT_FALSE(Match(Op::kGt, "status", "requested", kTrip));
+  EXPECT_TRUE(Match(Op::kLe, "driver.id", "d-7", kTrip));
+}
+
+TEST(MatchesFilterTest, InAndExists) {
+  EXPECT_TRUE(Match(Op::kIn, "status", json::array({"accepted", "requested"}), kTrip));
+  EXPECT_FALSE(Match(Op::kIn, "status", json::array({"accepted", "completed"}), kTrip));
+  EXPECT_FALSE(Match(Op::kIn, "status", json::array(), kTrip));
+  EXPECT_TRUE(Match(Op::kIn, "passengers", json::array({1, 2.0, "2"}), kTrip));
+  EXPECT_FALSE(Match(Op::kIn, "passengers", json::array({"2", true}), kTrip))
+      << "'in' compares with the same type rules as '='";
+  EXPECT_TRUE(Match(Op::kExists, "fare", nullptr, kTrip));
+  EXPECT_TRUE(Match(Op::kExists, "fare.currency", nullptr, kTrip));
+  EXPECT_TRUE(Match(Op::kExists, "promo", nullptr, kTrip)) << "a null field exists";
+  EXPECT_FALSE(Match(Op::kExists, "tip", nullptr, kTrip));
+  EXPECT_FALSE(Match(Op::kExists, "fare.tip", nullptr, kTrip));
+}
+
+TEST(MatchesFilterTest, NestedFields) {
+  EXPECT_TRUE(Match(Op::kEq, "driver.rating.stars", 4, kTrip));
+  EXPECT_TRUE(Match(Op::kGt, "driver.rating.stars", 3, kTrip));
+  EXPECT_FALSE(Match(Op::kEq, "driver.rating.stars", 5, kTrip));
+  // A path through a non-object is a missing field.
+  EXPECT_FALSE(Match(Op::kEq, "passengers.count", 2, kTrip));
+  EXPECT_FALSE(Match(Op::kExists, "fare.lines.0", nullptr, kTrip)) << "no array indexing";
+  EXPECT_FALSE(Match(Op::kExists, "status.length", nullptr, kTrip));
+  // A whole object compares as not comparable.
+  EXPECT_FALSE(Match(Op::kEq, "driver", json{{"id", "d-7"}}, kTrip));
+  // Empty path segments never match.
+  EXPECT_FALSE(Match(Op::kExists, "fare.", nullptr, kTrip));
+  EXPECT_FALSE(Match(Op::kExists, ".fare", nullptr, kTrip));
+}
+
+TEST(MatchesFilterTest, MissingFieldsFailEveryConditionButNotEqual) {
+  for (Op op : {Op::kEq, Op::kLt, Op::kLe, Op::kGt, Op::kGe, Op::kIn, Op::kExists}) {
+    const json value = op == Op::kIn ? json::array({1}) : json(1);
+    EXPECT_FALSE(Match(op, "tip", value, kTrip)) << static_cast<int>(op);
+    EXPECT_FALSE(Match(op, "fare.tip.amount", value, kTrip)) << static_cast<int>(op);
+    EXPECT_FALSE(Match(op, "tip", value, json::object())) << static_cast<int>(op);
+    EXPECT_FALSE(Match(op, "tip", value, nullptr)) << "a null body";
+    EXPECT_FALSE(Match(op, "tip", value, json::array({1}))) << "an array body";
+  }
+  EXPECT_TRUE(Match(Op::kNe, "tip", 1, kTrip));
+  EXPECT_TRUE(Match(Op::kNe, "fare.tip.amount", 1, kTrip));
+  EXPECT_TRUE(Match(Op::kNe, "tip", 1, nullptr));
+}
+
+TEST(MatchesFilterTest, TypeMismatchesNeverMatchAndNeverThrow) {
+  // "25.5" the string is not 25.5 the number.
+  EXPECT_FALSE(Match(Op::kEq, "fare.total", "25.5", kTrip));
+  EXPECT_TRUE(Match(Op::kNe, "fare.total", "25.5", kTrip));
+  for (Op op : {Op::kLt, Op::kLe, Op::kGt, Op::kGe}) {
+    EXPECT_FALSE(Match(op, "fare.total", "100", kTrip)) << static_cast<int>(op);
+    EXPECT_FALSE(Match(op, "status", 1, kTrip)) << static_cast<int>(op);
+    EXPECT_FALSE(Match(op, "pooled", true, kTrip)) << "booleans have no order";
+    EXPECT_FALSE(Match(op, "pooled", 0, kTrip)) << "false is not 0";
+    EXPECT_FALSE(Match(op, "promo", 0, kTrip)) << "null is not 0";
+    EXPECT_FALSE(Match(op, "fare", 1, kTrip)) << "objects are not comparable";
+    EXPECT_FALSE(Match(op, "fare.lines", 1, kTrip)) << "arrays are not comparable";
+  }
+  EXPECT_FALSE(Match(Op::kEq, "pooled", 0, kTrip));
+  EXPECT_FALSE(Match(Op::kEq, "promo", 0, kTrip));
+  EXPECT_FALSE(Match(Op::kEq, "passengers", true, kTrip));
+  // null orders like an equal value against null only.
+  EXPECT_TRUE(Match(Op::kLe, "promo", nullptr, kTrip));
+  EXPECT_FALSE(Match(Op::kLt, "promo", nullptr, kTrip));
+  EXPECT_NO_THROW(Match(Op::kIn, "status", "requested", kTrip));  // 'in' with a scalar
+}
+
+TEST(MatchesFilterTest, AllConditionsMustHold) {
+  std::vector<FieldCondition> f = {{"status", Op::kEq, "requested"},
+                                   {"fare.total", Op::kGe, 20},
+                                   {"fare.currency", Op::kIn, json::array({"EUR", "USD"})}};
+  EXPECT_TRUE(MatchesFilter(f, kTrip));
+  json cheap = kTrip;
+  cheap["fare"]["total"] = 19.99;
+  EXPECT_FALSE(MatchesFilter(f, cheap));
+  json other = kTrip;
+  other["fare"]["currency"] = "GBP";
+  EXPECT_FALSE(MatchesFilter(f, other));
+  json cancelled = kTrip;
+  cancelled["status"] = "cancelled";
+  EXPECT_FALSE(MatchesFilter(f, cancelled));
+}
+
+// ---------------------------------------------------------------------------
+// KeyedExecutor
+
+TEST(KeyedExecutorTest, TasksOfOneKeyRunInSubmissionOrderOneAtATime) {
+  KeyedExecutor ex(8);
+  constexpr int kKeys = 12, kTasks = 150;
+  std::mutex mu;
+  std::map<std::string, std::vector<int>> order;
+  std::map<std::string, int> running;
+  std::atomic<int> overlaps{0}, concurrent{0}, max_concurrent{0};
+  for (int t = 0; t < kTasks; ++t)
+    for (int k = 0; k < kKeys; ++k) {
+      const std::string key = "row" + std::to_string(k);
+      ex.Submit(key, [&, key, t] {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (running[key]++ > 0) ++overlaps;
+        }
+        int now = ++concurrent, m = max_concurrent;
+        while (now > m && !max_concurrent.compare_exchange_weak(m, now)) {
+        }
+        thread_local std::mt19937 rng(std::random_device{}());
+        if (rng() % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+        --concurrent;
+        std::lock_guard<std::mutex> lock(mu);
+        --running[key];
+        order[key].push_back(t);
+      });
+    }
+  ASSERT_TRUE(ex.WaitIdle(30000));
+  EXPECT_EQ(ex.pending(), 0u);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_GT(max_concurrent.load(), 1);
+  EXPECT_LE(max_concurrent.load(), 8);
+  ASSERT_EQ(order.size(), static_cast<size_t>(kKeys));
+  std::vector<int> expected(kTasks);
+  for (int t = 0; t < kTasks; ++t) expected[t] = t;
+  for (const auto& [key, seq] : order) EXPECT_EQ(seq, expected) << key;
+}
+
+// Blocks tasks until released (bounded, so a bug cannot hang the test).
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, 20s, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+TEST(KeyedExecutorTest, DifferentKeysRunConcurrentlyAndASlowKeyStallsOnlyItself) {
+  KeyedExecutor ex(4);
+  Gate gate;
+  std::atomic<int> started{0};
+  // Three keys blocked at once: they must all be running together.
+  for (const char* key : {"a", "b", "c"})
+    ex.Submit(key, [&] {
+      ++started;
+      gate.Wait();
+    });
+  ASSERT_TRUE(WaitFor([&] { return started == 3; }, 5s)) << "only " << started << " ran at once";
+  // A second task of a blocked key waits for it...
+  std::atomic<bool> a2_ran{false};
+  ex.Submit("a", [&] { a2_ran = true; });
+  // ...while another key's tasks flow on the free thread.
+  std::atomic<int> d_done{0};
+  for (int i = 0; i < 100; ++i) ex.Submit("d", [&] { ++d_done; });
+  ASSERT_TRUE(WaitFor([&] { return d_done == 100; }, 5s)) << d_done;
+  EXPECT_FALSE(a2_ran.load()) << "a task overtook the running task of its key";
+  EXPECT_EQ(ex.pending(), 4u);  // a, b, c running; a's second task queued
+  EXPECT_FALSE(ex.WaitIdle(50));
+  gate.Open();
+  EXPECT_TRUE(ex.WaitIdle(5000));
+  EXPECT_TRUE(a2_ran.load());
+  EXPECT_EQ(ex.pending(), 0u);
+}
+
+TEST(KeyedExecutorTest, WaitIdleAndShutdown) {
+  {
+    KeyedExecutor ex(2);
+    EXPECT_TRUE(ex.WaitIdle(0)) << "a new pool is idle";
+    Gate gate;
+    ex.Submit("k", [&] { gate.Wait(); });
+    ex.Submit("k", [] {});
+    EXPECT_EQ(ex.pending(), 2u);
+    EXPECT_FALSE(ex.WaitIdle(30));
+    gate.Open();
+    EXPECT_TRUE(ex.WaitIdle(5000));
+    EXPECT_EQ(ex.pending(), 0u);
+  }
+  // Shutdown runs what is queued, then joins; it is idempotent.
+  std::atomic<int> ran{0};
+  KeyedExecutor ex(1);
+  Gate gate;
+  ex.Submit("x", [&] {
+    gate.Wait();
+    ++ran;
+  });
+  for (int i = 0; i < 20; ++i) ex.Submit(i % 2 ? "x" : "y", [&] { ++ran; });
+  std::thread opener([&] {
+    std::this_thread::sleep_for(20ms);  // lets Shutdown() start while work is queued
+    gate.Open();
+  });
+  ex.Shutdown();
+  opener.join();
+  EXPECT_EQ(ran.load(), 21);
+  EXPECT_EQ(ex.pending(), 0u);
+  ex.Shutdown();
+}
+
+// ---------------------------------------------------------------------------
+// PartitionOffsets
+
+TEST(PartitionOffsetsTest, OutOfOrderCompletionCommitsOnlyTheContiguousPrefix) {
+  PartitionOffsets p;
+  EXPECT_EQ(p.committable(), -1);
+  for (int64_t o = 10; o < 20; ++o) p.Track(o);
+  EXPECT_EQ(p.open(), 10u);
+  p.Done(12);
+  p.Done(11);
+  EXPECT_EQ(p.committable(), -1) << "10 is not done";
+  p.Done(10);
+  EXPECT_EQ(p.committable(), 12);
+  EXPECT_EQ(p.open(), 7u);
+  p.Done(15);
+  p.Done(19);
+  EXPECT_EQ(p.committable(), 12);
+  p.Done(13);
+  EXPECT_EQ(p.committable(), 13);
+  p.Done(14);
+  EXPECT_EQ(p.committable(), 15);
+  p.Done(16);
+  p.Done(17);
+  EXPECT_EQ(p.committable(), 17);
+  p.Done(18);
+  EXPECT_EQ(p.committable(), 19);
+  EXPECT_EQ(p.open(), 0u);
+  // Done twice, or for an offset never tracked, changes nothing.
+  p.Done(18);
+  p.Done(100);
+  EXPECT_EQ(p.committable(), 19);
+  // Later records continue from there.
+  p.Track(20);
+  p.Track(21);
+  p.Done(21);
+  EXPECT_EQ(p.committable(), 19);
+  p.Done(20);
+  EXPECT_EQ(p.committable(), 21);
+}
+
+TEST(PartitionOffsetsTest, GapsInOffsetsAndRandomCompletionOrder) {
+  PartitionOffsets gaps;  // offsets need not be contiguous (e.g. transaction markers)
+  for (int64_t o : {5, 8, 9, 30}) gaps.Track(o);
+  gaps.Done(8);
+  EXPECT_EQ(gaps.committable(), -1);
+  gaps.Done(5);
+  EXPECT_EQ(gaps.committable(), 8);
+  gaps.Done(30);
+  EXPECT_EQ(gaps.committable(), 8);
+  gaps.Done(9);
+  EXPECT_EQ(gaps.committable(), 30);
+
+  std::mt19937 rng(42);
+  for (int round = 0; round < 50; ++round) {
+    PartitionOffsets p;
+    std::vector<int64_t> offs(200);
+    for (int i = 0; i < 200; ++i) {
+      offs[i] = i;
+      p.Track(i);
+    }
+    std::shuffle(offs.begin(), offs.end(), rng);
+    std::set<int64_t> done;
+    int64_t last = -1;
+    for (int64_t o : offs) {
+      p.Done(o);
+      done.insert(o);
+      int64_t prefix = -1;
+      while (done.count(prefix + 1)) ++prefix;
+      ASSERT_EQ(p.committable(), prefix) << "round " << round;
+      ASSERT_GE(p.committable(), last) << "the commit point moved back";
+      last = p.committable();
+    }
+    EXPECT_EQ(p.committable(), 199);
+  }
+}
+
+}  // namespace
+}  // namespace cellar
