@@ -10,18 +10,36 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
+
+#include "gtest/gtest.h"
 
 namespace cellar::testing {
 namespace {
 
 std::atomic<int> g_counter{0};
 
+// A sanitizer report in the child's log fails the running test.
+void CheckLogForSanitizerReports(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string log = ss.str();
+  for (const char* marker : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"})
+    if (log.find(marker) != std::string::npos) {
+      ADD_FAILURE() << "cellard (" << log_path << ") reported: " << marker << "\n"
+                    << log.substr(log.find(marker) >= 2000 ? log.find(marker) - 2000 : 0, 8000);
+      return;
+    }
+}
+
 }  // namespace
 
 std::unique_ptr<CellardProcess> CellardProcess::Start(const std::string& config_path,
                                                       const std::vector<std::string>& extra) {
-  static TempDir* dir = new TempDir("cellard");  // lives for the whole test binary
+  static TempDir dir_holder("cellard");  // removed at exit with the logs
+  TempDir* dir = &dir_holder;
   const int n = ++g_counter;
   const std::string ready = dir->File("ready-" + std::to_string(n));
   std::unique_ptr<CellardProcess> p(new CellardProcess());
@@ -86,6 +104,7 @@ void CellardProcess::Kill() {
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
+  CheckLogForSanitizerReports(log_path_);
 }
 
 int CellardProcess::Stop() {
@@ -95,6 +114,7 @@ int CellardProcess::Stop() {
   for (int i = 0; i < 3000; ++i) {
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
+      CheckLogForSanitizerReports(log_path_);
       return status;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

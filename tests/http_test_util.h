@@ -18,7 +18,9 @@ namespace cellar::testing {
 // child (binary from the CELLARD_BIN compile definition). Start() waits until
 // it listens (up to 30 s) and returns null on failure after printing why. The
 // child dies with the starting thread (PR_SET_PDEATHSIG) and is killed by the
-// destructor. Its stderr goes to <dir>/cellard-<n>.log.
+// destructor. Its stderr goes to <dir>/cellard-<n>.log (removed at exit); a
+// sanitizer report found there when the child is stopped or killed fails the
+// running test.
 class CellardProcess {
  public:
   static std::unique_ptr<CellardProcess> Start(const std::string& config_path,
