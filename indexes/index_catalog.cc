@@ -10,7 +10,9 @@ std::string SqlType(IndexFieldType t) {
     case IndexFieldType::kUuid:
       return "BINARY(16)";
     case IndexFieldType::kString:
-      return "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin";
+      // Bytes, compared and ordered as bytes (= code points for UTF-8). Not a
+      // utf8mb4_bin VARCHAR: that collation is PAD SPACE, so 'done' = 'done '.
+      return "VARBINARY(255)";
     case IndexFieldType::kInt:
       return "BIGINT";
     case IndexFieldType::kFloat:
@@ -152,7 +154,16 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
   nlohmann::json definition = {{"table", def.table},
                                {"datastore", def.datastore},
                                {"shard_field", def.shard_field},
-                               {"source", def.source}};
+                               {"source", def.source},
+                               {"column_defs", nlohmann::json::array()}};
+  for (const auto& cd : def.column_defs) {
+    nlohmann::json fields = nlohmann::json::array();
+    for (const auto& f : cd.fields)
+      fields.push_back({{"field", f.path},
+                        {"type", std::string(IndexFieldTypeName(f.type))},
+                        {"sql_column", f.sql_column}});
+    definition["column_defs"].push_back({{"column_key", cd.column_key}, {"fields", fields}});
+  }
   CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
   CELLAR_RETURN_IF_ERROR(
       lease
@@ -182,6 +193,65 @@ Status IndexCatalog::MarkReady(const std::string& table, int version) {
     return !a.ok() ? a.status() : b.status();
   }
   return lease->Commit();
+}
+
+Result<IndexDefinition> IndexCatalog::DefinitionOf(const IndexDefinition& current,
+                                                   const IndexVersion& v) {
+  if (v.fingerprint == current.Fingerprint()) return current;
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows,
+      lease->Query("SELECT definition FROM " +
+                       QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                       " WHERE table_name = ? AND version = ?",
+                   {v.table, int64_t{v.version}}));
+  if (rows.empty())
+    return NotFound("index '" + v.table + "' has no version " + std::to_string(v.version));
+  const auto j = nlohmann::json::parse(rows[0].Bytes(0), nullptr, false);
+  const auto bad = FailedPrecondition(
+      "index '" + v.table + "' version " + std::to_string(v.version) +
+      " was created from another definition that the registry does not hold; apply the "
+      "current definition and backfill it");
+  if (j.is_discarded() || !j.is_object() || !j.contains("column_defs") ||
+      !j["column_defs"].is_array() || !j.value("shard_field", nlohmann::json()).is_string() ||
+      !j.value("datastore", nlohmann::json()).is_string())
+    return bad;
+  IndexDefinition d;
+  d.table = v.table;
+  d.datastore = j["datastore"].get<std::string>();
+  d.shard_field = j["shard_field"].get<std::string>();
+  d.source =
+      j.value("source", nlohmann::json("")).is_string() ? j["source"].get<std::string>() : "";
+  for (const auto& c : j["column_defs"]) {
+    if (!c.is_object() || !c.contains("column_key") || !c["column_key"].is_string() ||
+        !c.contains("fields") || !c["fields"].is_array())
+      return bad;
+    IndexColumnDef cd;
+    cd.column_key = c["column_key"].get<std::string>();
+    for (const auto& f : c["fields"]) {
+      if (!f.is_object() || !f.contains("field") || !f["field"].is_string() ||
+          !f.contains("type") || !f["type"].is_string() || !f.contains("sql_column") ||
+          !f["sql_column"].is_string())
+        return bad;
+      IndexField field;
+      field.path = f["field"].get<std::string>();
+      field.sql_column = f["sql_column"].get<std::string>();
+      const std::string type = f["type"].get<std::string>();
+      bool known = false;
+      for (auto t : {IndexFieldType::kUuid, IndexFieldType::kString, IndexFieldType::kInt,
+                     IndexFieldType::kFloat, IndexFieldType::kBool, IndexFieldType::kDatetime})
+        if (IndexFieldTypeName(t) == type) {
+          field.type = t;
+          known = true;
+        }
+      if (!known) return bad;
+      cd.fields.push_back(std::move(field));
+    }
+    d.column_defs.push_back(std::move(cd));
+  }
+  if (d.column_defs.empty() || d.Fingerprint() != v.fingerprint) return bad;
+  return d;
 }
 
 }  // namespace cellar

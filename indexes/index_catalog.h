@@ -1,7 +1,8 @@
 // IndexCatalog: which physical versions of each index exist and which serves.
 //
 // Registry: table `index_versions` in shard 0's database (the catalog shard):
-//   (table_name, version) -> fingerprint, state, definition JSON, created_at.
+//   (table_name, version) -> fingerprint, state, definition JSON (the whole
+//   definition: datastore, shard field, column_defs), created_at.
 // States: building (written by the worker, being backfilled), ready (serves
 // queries), retired (superseded; no longer written). A changed definition
 // (new fingerprint) gets version N+1 in state building; the old version keeps
@@ -28,6 +29,11 @@
 #include "indexes/index_definition.h"
 
 namespace cellar {
+
+// How long an index worker may go on using a list of writable versions it read
+// from the registry. BackfillIndex waits this long after it starts before its
+// final catch-up pass, so that a version applied while workers run misses no cell.
+constexpr int kWritableVersionsCacheMs = 2000;
 
 enum class IndexState { kBuilding, kReady, kRetired };
 std::string_view IndexStateName(IndexState s);
@@ -66,6 +72,13 @@ class IndexCatalog {
   Result<std::vector<IndexVersion>> Writable(const std::string& table);
   // Marks `version` ready and retires older ready versions.
   Status MarkReady(const std::string& table, int version);
+
+  // The definition version `v` was created from (stored by Apply), so that each
+  // physical version is read and written with its own columns whatever YAML
+  // the caller loaded: `current` itself when its fingerprint matches.
+  // NotFound for an unknown version; FailedPrecondition when the registry row
+  // predates stored definitions and `current` does not match it.
+  Result<IndexDefinition> DefinitionOf(const IndexDefinition& current, const IndexVersion& v);
 
  private:
   Status EnsureRegistry(MysqlConnection& conn);

@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,6 +36,15 @@ std::string SqlColumnFor(const std::string& path) {
     start = dot + 1;
   }
   return out.size() <= 64 ? out : "";
+}
+
+bool SameSqlColumn(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
 }
 
 bool ParseType(const std::string& s, IndexFieldType* t) {
@@ -104,6 +114,22 @@ void ParseOne(YamlReader& r, const YAML::Node& n, const std::string& p,
             for (const auto& o : cd.fields)
               if (o.path == field.path)
                 r.Error(f["field"], fp + ".field", "duplicate field '" + field.path + "'");
+            // Different paths must not share a SQL column: MySQL column names are
+            // case-insensitive and '.' becomes "__" ("fare.total" vs "fare__total").
+            if (!field.sql_column.empty()) {
+              const IndexField* clash = nullptr;
+              for (const auto& o : cd.fields)
+                if (o.path != field.path && SameSqlColumn(o.sql_column, field.sql_column))
+                  clash = &o;
+              for (const auto& ocd : d.column_defs)
+                for (const auto& o : ocd.fields)
+                  if (o.path != field.path && SameSqlColumn(o.sql_column, field.sql_column))
+                    clash = &o;
+              if (clash)
+                r.Error(f["field"], fp + ".field",
+                        "'" + field.path + "' and '" + clash->path +
+                            "' map to the same SQL column " + field.sql_column);
+            }
           }
           if (r.Require(f, "type", fp) && r.ReadString(f, "type", fp, &type) &&
               !ParseType(type, &field.type))
@@ -127,7 +153,10 @@ void ParseOne(YamlReader& r, const YAML::Node& n, const std::string& p,
     for (const auto& x : d.column_defs[i].fields)
       if (x.path == d.shard_field) f = &x;
     if (!f) {
-      r.Error(n, pp + "column_defs[" + std::to_string(i) + "]",
+      // Point at the column_def itself (its line), not at the whole definition.
+      const YAML::Node defs = n["column_defs"];
+      r.Error(defs.IsSequence() && i < defs.size() ? defs[i] : n,
+              pp + "column_defs[" + std::to_string(i) + "]",
               "does not contain the shard field '" + d.shard_field + "'");
     } else if (shard_type && *shard_type != f->type) {
       r.Error(n, pp + "shard_field", "'" + d.shard_field + "' has different types in column_defs");

@@ -1,6 +1,7 @@
 #include "indexes/index_entry.h"
 
 #include <charconv>
+#include <limits>
 
 #include "cells/shard_map.h"
 
@@ -57,6 +58,10 @@ Result<SqlParam> JsonToFieldValue(const IndexField& f, const nlohmann::json& v) 
       return SqlParam(s);
     }
     case IndexFieldType::kInt:
+      // An unsigned beyond INT64_MAX would wrap to a negative BIGINT.
+      if (v.is_number_unsigned() &&
+          v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        return bad("an integer");
       if (v.is_number_integer()) return SqlParam(v.get<int64_t>());
       return bad("an integer");
     case IndexFieldType::kFloat:
@@ -128,7 +133,7 @@ uint32_t ShardForFieldValue(const IndexField& f, const SqlParam& v, uint32_t sha
   } else if (auto* i = std::get_if<int64_t>(&v)) {
     canonical = f.type == IndexFieldType::kBool ? (*i ? "true" : "false") : std::to_string(*i);
   } else if (auto* d = std::get_if<double>(&v)) {
-    canonical = ShortestDouble(*d);
+    canonical = ShortestDouble(*d == 0 ? 0.0 : *d);  // -0 = 0 in SQL: one shard for both
   }
   return static_cast<uint32_t>(Fnv1a(canonical) % shards);
 }

@@ -4,7 +4,7 @@
 // Shard of an entry = shard of its shard-field value: for a UUID, exactly
 // ShardForRow(value) (so an index sharded on a row key co-locates with that
 // row); for other types FNV-1a-64 of its canonical text (string bytes; int and
-// datetime-microseconds in decimal; float in shortest round-trip form;
+// datetime-microseconds in decimal; float in shortest round-trip form, -0 as 0;
 // true/false) modulo the shard count.
 #pragma once
 

@@ -1,7 +1,11 @@
 #include "indexes/index_maintenance.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
+#include <optional>
+#include <thread>
 
 #include "base/log.h"
 #include "cells/mysql_client.h"
@@ -19,6 +23,18 @@ std::string ProgressKey(const std::string& table, int version) {
   return EntryTableName(table, version);
 }
 
+// IndexWriter::Apply, retried while it reports Aborted (a deadlock or lock
+// wait timeout with a concurrent writer of the row, e.g. the live worker):
+// nothing was committed, so trying again is safe.
+Status ApplyWithRetry(IndexWriter& writer, const IndexDefinition& def, int version,
+                      const Cell& cell) {
+  for (int attempt = 0;; ++attempt) {
+    auto r = writer.Apply(def, version, cell);
+    if (r.ok() || r.status().code() != StatusCode::kAborted || attempt >= 20) return r.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 << std::min(attempt, 6)));
+  }
+}
+
 }  // namespace
 
 Status BackfillIndex(CellStore* store, const IndexDefinition& def,
@@ -28,9 +44,13 @@ Status BackfillIndex(CellStore* store, const IndexDefinition& def,
   CELLAR_ASSIGN_OR_RETURN(auto writable, catalog.Writable(def.table));
   if (writable.empty()) return NotFound("index '" + def.table + "' has not been applied");
   const IndexVersion target = writable.back();
+  // Build the version with the definition it was created from (`def` may be
+  // an older or newer YAML than the one applied last).
+  CELLAR_ASSIGN_OR_RETURN(const IndexDefinition vdef, catalog.DefinitionOf(def, target));
   const ClusterConfig& cfg = store->config();
   IndexWriter writer(store, nullptr);
   const std::string key = ProgressKey(def.table, target.version);
+  const auto started = std::chrono::steady_clock::now();
 
   // Where each shard stands, and the total to do.
   std::vector<uint64_t> after(cfg.shards, 0);
@@ -47,41 +67,66 @@ Status BackfillIndex(CellStore* store, const IndexDefinition& def,
       after[s] = rows[0].Uint(0);
       finished[s] = rows[0].Int(1) != 0;
     }
-    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store->ShardHead(def.datastore, s));
+    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store->ShardHead(vdef.datastore, s));
     p.cells_total += std::max(head, after[s]);
     p.cells_done += after[s];
   }
   const uint64_t done_at_start = p.cells_done;
   const auto t0 = std::chrono::steady_clock::now();
+  // Applies the next page of shard `s`; *last when the shard log is exhausted.
+  auto page_of = [&](uint32_t s, bool* last) -> Status {
+    CELLAR_ASSIGN_OR_RETURN(ShardLogPage page, store->ShardLog(vdef.datastore, s, after[s], kPage));
+    for (const Cell& c : page.cells) {
+      if (!vdef.FindColumnDef(c.column)) continue;
+      CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, vdef, target.version, c));
+    }
+    *last = page.cells.size() < static_cast<size_t>(kPage);
+    p.cells_done += page.next_after - after[s];
+    p.cells_total = std::max(p.cells_total, p.cells_done);  // cells written meanwhile
+    after[s] = page.next_after;
+    finished[s] = *last;
+    CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(s).Acquire());
+    CELLAR_RETURN_IF_ERROR(
+        lease
+            ->Execute("INSERT INTO " + QualifiedTable(cfg.ShardDatabase(s), "index_backfill") +
+                          " (table_version, after_added_id, finished) VALUES (?, ?, ?)"
+                          " ON DUPLICATE KEY UPDATE after_added_id = GREATEST(after_added_id,"
+                          " VALUES(after_added_id)), finished = VALUES(finished)",
+                      {key, after[s], int64_t{*last ? 1 : 0}})
+            .status());
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    p.cells_per_s = secs > 0 ? (p.cells_done - done_at_start) / secs : 0;
+    p.eta_s = p.cells_per_s > 0 && p.cells_total > p.cells_done
+                  ? (p.cells_total - p.cells_done) / p.cells_per_s
+                  : 0;
+    if (on_progress) on_progress(p);
+    return Status::Ok();
+  };
   for (uint32_t s = 0; s < cfg.shards; ++s) {
     while (!finished[s]) {
       if (stop && stop->load()) return Aborted("backfill interrupted; run it again to resume");
-      CELLAR_ASSIGN_OR_RETURN(ShardLogPage page,
-                              store->ShardLog(def.datastore, s, after[s], kPage));
-      for (const Cell& c : page.cells) {
-        if (!def.FindColumnDef(c.column)) continue;
-        CELLAR_RETURN_IF_ERROR(writer.Apply(def, target.version, c).status());
-      }
-      const bool last = page.cells.size() < static_cast<size_t>(kPage);
-      p.cells_done += page.next_after - after[s];
-      after[s] = page.next_after;
-      finished[s] = last;
-      CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(s).Acquire());
-      CELLAR_RETURN_IF_ERROR(
-          lease
-              ->Execute("INSERT INTO " + QualifiedTable(cfg.ShardDatabase(s), "index_backfill") +
-                            " (table_version, after_added_id, finished) VALUES (?, ?, ?)"
-                            " ON DUPLICATE KEY UPDATE after_added_id = GREATEST(after_added_id,"
-                            " VALUES(after_added_id)), finished = VALUES(finished)",
-                        {key, after[s], int64_t{last ? 1 : 0}})
-              .status());
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      p.cells_per_s = secs > 0 ? (p.cells_done - done_at_start) / secs : 0;
-      p.eta_s = p.cells_per_s > 0 && p.cells_total > p.cells_done
-                    ? (p.cells_total - p.cells_done) / p.cells_per_s
-                    : 0;
-      if (on_progress) on_progress(p);
+      bool last = false;
+      CELLAR_RETURN_IF_ERROR(page_of(s, &last));
+    }
+  }
+  // Catch-up. A live worker may use a list of writable versions read up to
+  // kWritableVersionsCacheMs before `target` was applied; it does not write
+  // `target` for events it handles meanwhile, and the pass above may have read
+  // those cells' shard before they committed. This run started after the
+  // apply, so once that long has passed here every later event reaches
+  // `target` through the worker: read every shard's log once more from where
+  // it ended.
+  const bool recent = NowMicros() - target.created_at < 60'000'000;  // else long settled
+  const auto settled = started + std::chrono::milliseconds(kWritableVersionsCacheMs + 500);
+  while (recent && std::chrono::steady_clock::now() < settled) {
+    if (stop && stop->load()) return Aborted("backfill interrupted; run it again to resume");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (uint32_t s = 0; s < cfg.shards; ++s) {
+    for (bool last = false; !last;) {
+      if (stop && stop->load()) return Aborted("backfill interrupted; run it again to resume");
+      CELLAR_RETURN_IF_ERROR(page_of(s, &last));
     }
   }
   if (target.state != IndexState::kReady)
@@ -91,9 +136,11 @@ Status BackfillIndex(CellStore* store, const IndexDefinition& def,
   return Status::Ok();
 }
 
-Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def, bool repair) {
+Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& current, bool repair) {
   IndexCatalog catalog(store);
-  CELLAR_ASSIGN_OR_RETURN(IndexVersion v, catalog.Serving(def.table));
+  CELLAR_ASSIGN_OR_RETURN(IndexVersion v, catalog.Serving(current.table));
+  // Compare with the definition the serving version was built from.
+  CELLAR_ASSIGN_OR_RETURN(const IndexDefinition def, catalog.DefinitionOf(current, v));
   const ClusterConfig& cfg = store->config();
   IndexCheckReport report;
   report.version = v.version;
@@ -103,6 +150,7 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def
     Cell latest;
     bool has_entry = false;
     uint32_t target = 0;
+    std::vector<SqlParam> values;  // parallel to the column_def's fields
     bool seen = false;
   };
   std::map<std::pair<std::string, std::string>, Expect> expect;
@@ -130,6 +178,7 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def
     if (!entry.ok()) continue;
     e.has_entry = true;
     e.target = entry->target_shard;
+    e.values = std::move(entry->values);
     ++report.expected;
   }
   auto note = [&](const std::string& what, const std::string& row, const std::string& col) {
@@ -137,13 +186,45 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def
       report.examples.push_back(what + " " + def.datastore + "/" + Uuid::FromBytes(row).ToString() +
                                 "/" + col);
   };
-  std::vector<const Cell*> reapply;
+  // Whether the stored field columns (from column 3 on, in AllFields order)
+  // hold what the latest cell says: its column_def's fields, NULL elsewhere.
+  const auto all = def.AllFields();
+  auto same_values = [&](const SqlRow& r, const Expect& e) {
+    const IndexColumnDef& cd = *def.FindColumnDef(e.latest.column);
+    for (size_t i = 0; i < all.size(); ++i) {
+      const size_t col = 3 + i;
+      const SqlParam* want = nullptr;
+      for (size_t k = 0; k < cd.fields.size(); ++k)
+        if (cd.fields[k].path == all[i].path) want = &e.values[k];
+      if (!want) {
+        if (!r.IsNull(col)) return false;
+        continue;
+      }
+      if (r.IsNull(col)) return false;
+      if (auto* d = std::get_if<double>(want)) {
+        // Stored DOUBLEs come back as text: allow for its rounding only.
+        const double got = r.Double(col);
+        if (std::fabs(got - *d) > 1e-12 * std::max(1.0, std::fabs(*d))) return false;
+      } else if (auto* i64 = std::get_if<int64_t>(want)) {
+        if (r.Int(col) != *i64) return false;
+      } else if (auto* str = std::get_if<std::string>(want)) {
+        if (r.Bytes(col) != *str) return false;
+      }
+    }
+    return true;
+  };
+  std::string columns = "row_key, column_key, ref_key";
+  for (const auto& f : all) columns += ", " + f.sql_column;
+  struct Reapply {
+    const Cell* cell;
+    std::optional<uint32_t> clear_shard;  // a wrong entry to delete first
+  };
+  std::vector<Reapply> reapply;
   for (uint32_t s = 0; s < cfg.shards; ++s) {
     const std::string table =
         QualifiedTable(cfg.ShardDatabase(s), EntryTableName(def.table, v.version));
     CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(s).Acquire());
-    CELLAR_ASSIGN_OR_RETURN(auto rows,
-                            lease->Query("SELECT row_key, column_key, ref_key FROM " + table));
+    CELLAR_ASSIGN_OR_RETURN(auto rows, lease->Query("SELECT " + columns + " FROM " + table));
     for (const auto& r : rows) {
       ++report.present;
       auto it = expect.find({r.Bytes(0), r.Bytes(1)});
@@ -162,10 +243,12 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def
         continue;
       }
       it->second.seen = true;
-      if (r.Int(2) != it->second.latest.ref_key) {
+      // Stale: an older (or, corrupted, newer) ref_key, or values that are not
+      // the latest cell's.
+      if (r.Int(2) != it->second.latest.ref_key || !same_values(r, it->second)) {
         ++report.stale;
         note("stale", r.Bytes(0), r.Bytes(1));
-        reapply.push_back(&it->second.latest);
+        reapply.push_back({&it->second.latest, s});
       }
     }
   }
@@ -173,11 +256,24 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def
     if (e.has_entry && !e.seen) {
       ++report.missing;
       note("missing", k.first, k.second);
-      reapply.push_back(&e.latest);
+      reapply.push_back({&e.latest, std::nullopt});
     }
   if (repair) {
     IndexWriter writer(store, nullptr);
-    for (const Cell* c : reapply) {
+    for (const auto& [c, clear_shard] : reapply) {
+      // A stale entry goes first: the writer never replaces an entry whose
+      // ref_key is not older than the cell's (a corrupted one may be newer).
+      if (clear_shard) {
+        CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(*clear_shard).Acquire());
+        CELLAR_RETURN_IF_ERROR(
+            lease
+                ->Execute("DELETE FROM " +
+                              QualifiedTable(cfg.ShardDatabase(*clear_shard),
+                                             EntryTableName(def.table, v.version)) +
+                              " WHERE row_key = ? AND column_key = ?",
+                          {c->row_key.ToBytes(), c->column})
+                .status());
+      }
       // Forget what the pointer says was applied, so the latest cell is applied again.
       const uint32_t src = ShardForRow(c->row_key, cfg.shards);
       CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(src).Acquire());
@@ -189,7 +285,7 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def
                             " SET ref_key = -1 WHERE row_key = ? AND column_key = ?",
                         {c->row_key.ToBytes(), c->column})
               .status());
-      CELLAR_RETURN_IF_ERROR(writer.Apply(def, v.version, *c).status());
+      CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, def, v.version, *c));
       ++report.repaired;
     }
   }

@@ -7,11 +7,16 @@
 // serialises per row and ignores older versions). When every shard is done
 // the version is marked ready (it then serves queries; older versions retire).
 //
-// Check compares, for the serving version, what the latest cells say the
-// index must hold with what it holds: missing entries, stale entries (older
-// ref_key than the latest cell) and extra entries (no live cell, or on the
-// wrong shard). Repair re-applies the latest cell of each missing/stale row
-// and deletes extra entries.
+// Check compares, for the serving version (with the definition it was built
+// from), what the latest cells say the index must hold with what it holds:
+// missing entries, stale entries (another ref_key than the latest cell, or
+// field values that are not the latest cell's) and extra entries (no live
+// cell, or on the wrong shard). Repair deletes extra and stale entries and
+// re-applies the latest cell of each missing/stale row.
+//
+// Backfill builds the version with the definition it was created from, and
+// ends with a catch-up pass over the shard logs once workers that may have
+// cached the registry from before the version existed have refreshed it.
 #pragma once
 
 #include <atomic>

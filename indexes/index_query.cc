@@ -1,5 +1,7 @@
 #include "indexes/index_query.h"
 
+#include <cctype>
+
 #include "indexes/index_entry.h"
 
 namespace cellar {
@@ -134,48 +136,69 @@ SqlParam StoredParam(const IndexFieldType t, const SqlRow& row, size_t i) {
 }  // namespace
 
 Result<IndexFilter> ParseIndexFilter(const IndexDefinition& def, const std::string& text) {
-  static const std::pair<const char*, IndexFilter::Op> kOps[] = {
-      {"!=", IndexFilter::Op::kNe}, {"<=", IndexFilter::Op::kLe}, {">=", IndexFilter::Op::kGe},
-      {"=", IndexFilter::Op::kEq},  {"<", IndexFilter::Op::kLt},  {">", IndexFilter::Op::kGt}};
+  // field := [A-Za-z0-9_.]+ ; op := = != < <= > >= | in ; the rest is the value
+  // (or the comma-separated list of `in`), each optionally in '...' or "...":
+  // quoted text is data, whatever it contains (operators, " in ", commas).
+  auto syntax = [&] {
+    return InvalidArgument("filter '" + text +
+                           "': expected 'field op value' with op one of = != < <= > >= in");
+  };
+  auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  size_t i = 0;
+  while (i < text.size() && is_space(text[i])) ++i;
+  const size_t field_start = i;
+  while (i < text.size() &&
+         (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '.'))
+    ++i;
   IndexFilter f;
+  f.field = text.substr(field_start, i - field_start);
+  if (f.field.empty()) return syntax();
+  while (i < text.size() && is_space(text[i])) ++i;
   std::string rhs;
-  size_t in_pos = text.find(" in ");
-  if (in_pos == std::string::npos) in_pos = text.find(" IN ");
-  if (in_pos != std::string::npos) {
-    f.field = Trim(text.substr(0, in_pos));
+  if (i + 2 <= text.size() && (text[i] == 'i' || text[i] == 'I') &&
+      (text[i + 1] == 'n' || text[i + 1] == 'N') &&
+      (i + 2 == text.size() || is_space(text[i + 2]) || text[i + 2] == '(')) {
     f.op = IndexFilter::Op::kIn;
-    rhs = Trim(text.substr(in_pos + 4));
+    rhs = Trim(text.substr(i + 2));
     if (rhs.size() >= 2 && rhs.front() == '(' && rhs.back() == ')')
       rhs = rhs.substr(1, rhs.size() - 2);
   } else {
-    size_t best = std::string::npos;
-    size_t len = 0;
+    static const std::pair<const char*, IndexFilter::Op> kOps[] = {
+        {"!=", IndexFilter::Op::kNe}, {"<=", IndexFilter::Op::kLe}, {">=", IndexFilter::Op::kGe},
+        {"=", IndexFilter::Op::kEq},  {"<", IndexFilter::Op::kLt},  {">", IndexFilter::Op::kGt}};
+    bool found = false;
     for (const auto& [tok, op] : kOps) {
-      size_t p = text.find(tok);
-      if (p != std::string::npos && (best == std::string::npos || p < best)) {
-        best = p;
-        len = std::string_view(tok).size();
+      const std::string_view t(tok);
+      if (text.compare(i, t.size(), t) == 0) {
         f.op = op;
+        rhs = Trim(text.substr(i + t.size()));
+        found = true;
+        break;
       }
     }
-    if (best == std::string::npos)
-      return InvalidArgument("filter '" + text +
-                             "': expected 'field op value' with op one of = != < <= > >= in");
-    f.field = Trim(text.substr(0, best));
-    rhs = Trim(text.substr(best + len));
+    if (!found) return syntax();
   }
   const IndexField* field = def.FindField(f.field);
   if (!field) return InvalidArgument("index '" + def.table + "' has no field '" + f.field + "'");
   std::vector<std::string> parts;
   if (f.op == IndexFilter::Op::kIn) {
-    size_t start = 0;
-    while (true) {
-      size_t comma = rhs.find(',', start);
-      parts.push_back(
-          Trim(rhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+    std::string cur;
+    char quote = 0;
+    for (char ch : rhs) {
+      if (quote) {
+        if (ch == quote) quote = 0;
+        cur += ch;
+      } else if (ch == ',') {
+        parts.push_back(Trim(cur));
+        cur.clear();
+      } else {
+        if ((ch == '\'' || ch == '"') && Trim(cur).empty()) quote = ch;
+        cur += ch;
+      }
     }
+    parts.push_back(Trim(cur));
+    if (parts.size() == 1 && parts[0].empty())
+      return InvalidArgument("filter '" + text + "': in needs at least one value");
   } else {
     parts.push_back(rhs);
   }
@@ -194,33 +217,74 @@ const IndexDefinition* IndexReader::Find(const std::string& index) const {
   return nullptr;
 }
 
+Result<IndexDefinition> IndexReader::VersionDefinition(const IndexDefinition& current,
+                                                       const IndexVersion& v) {
+  if (v.fingerprint == current.Fingerprint()) return current;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = version_defs_.find({v.table, v.version});
+    if (it != version_defs_.end()) return it->second;
+  }
+  CELLAR_ASSIGN_OR_RETURN(IndexDefinition d, catalog_.DefinitionOf(current, v));
+  std::lock_guard<std::mutex> lock(mu_);
+  version_defs_.emplace(std::make_pair(v.table, v.version), d);  // versions never change
+  return d;
+}
+
 Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
-  const IndexDefinition* def = Find(q.index);
-  if (!def) return NotFound("unknown index '" + q.index + "'");
+  const IndexDefinition* current = Find(q.index);
+  if (!current) return NotFound("unknown index '" + q.index + "'");
   if (q.limit < 1 || q.limit > 1000)
     return InvalidArgument("limit must be between 1 and 1000, got " + std::to_string(q.limit));
-  const auto all = def->AllFields();
-  const IndexField& shard_field = all.front();
-  if (q.shard_value.empty())
-    return InvalidArgument("index '" + q.index + "' needs a value for its shard field '" +
-                           shard_field.path + "'");
-  CELLAR_ASSIGN_OR_RETURN(SqlParam shard_value, TextToFieldValue(shard_field, q.shard_value));
-  std::vector<IndexField> out_fields;
-  for (const auto& name : q.fields) {
-    const IndexField* f = def->FindField(name);
-    if (!f) return InvalidArgument("index '" + q.index + "' has no field '" + name + "'");
-    out_fields.push_back(*f);
-  }
-  if (out_fields.empty()) out_fields = all;
+
+  // Resolves the query's fields against a definition. First against the
+  // caller's (a bad query fails without touching MySQL), then against the
+  // definition of the version that serves, which may be an older one while a
+  // changed definition's version is being built.
+  std::vector<IndexField> all, out_fields;
+  SqlParam shard_value;
   const IndexField* order_field = nullptr;
-  if (!q.order_by.empty()) {
-    order_field = def->FindField(q.order_by);
-    if (!order_field) return InvalidArgument("cannot order by unknown field '" + q.order_by + "'");
+  std::string note;
+  auto resolve = [&](const IndexDefinition& d) -> Status {
+    all = d.AllFields();
+    const IndexField& shard_field = all.front();
+    if (q.shard_value.empty())
+      return InvalidArgument("index '" + q.index + "' needs a value for its shard field '" +
+                             shard_field.path + "'");
+    CELLAR_ASSIGN_OR_RETURN(shard_value, TextToFieldValue(shard_field, q.shard_value));
+    out_fields.clear();
+    for (const auto& name : q.fields) {
+      const IndexField* f = d.FindField(name);
+      if (!f) return InvalidArgument("index '" + q.index + "' has no field '" + name + "'" + note);
+      out_fields.push_back(*f);
+    }
+    if (out_fields.empty()) out_fields = all;
+    order_field = nullptr;
+    if (!q.order_by.empty()) {
+      order_field = d.FindField(q.order_by);
+      if (!order_field)
+        return InvalidArgument("cannot order by unknown field '" + q.order_by + "'" + note);
+    }
+    for (const auto& f : q.filters) {
+      const IndexField* field = d.FindField(f.field);
+      if (!field)
+        return InvalidArgument("index '" + q.index + "' has no field '" + f.field + "'" + note);
+      if (f.values.empty()) return InvalidArgument("filter on '" + f.field + "' has no value");
+    }
+    return Status::Ok();
+  };
+  CELLAR_RETURN_IF_ERROR(resolve(*current));
+  CELLAR_ASSIGN_OR_RETURN(IndexVersion version, catalog_.Serving(q.index));
+  CELLAR_ASSIGN_OR_RETURN(const IndexDefinition vdef, VersionDefinition(*current, version));
+  const IndexDefinition* def = &vdef;
+  if (vdef.Fingerprint() != current->Fingerprint()) {
+    note = " in version " + std::to_string(version.version) +
+           ", which serves until the current definition's version is built";
+    CELLAR_RETURN_IF_ERROR(resolve(vdef));
   }
+  const IndexField& shard_field = all.front();
   const std::string order_col = order_field ? order_field->sql_column : "created_at";
   const IndexFieldType order_type = order_field ? order_field->type : IndexFieldType::kInt;
-
-  CELLAR_ASSIGN_OR_RETURN(IndexVersion version, catalog_.Serving(q.index));
   const ClusterConfig& cfg = store_->config();
   const uint32_t shard = ShardForFieldValue(shard_field, shard_value, cfg.shards);
 

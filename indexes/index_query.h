@@ -11,9 +11,15 @@
 // `verify` re-reads each hit's latest cell and drops hits whose cell no longer
 // matches the query (FriendFeed's read-time re-filter): use it when stale
 // entries must never be returned.
+// Queries read the serving version with the definition it was built from:
+// while a changed definition's new version is building, the old version keeps
+// answering with its own fields (asking for a field only the new one has is
+// InvalidArgument until it serves).
 // Thread-safe.
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -74,9 +80,14 @@ class IndexReader {
   const IndexDefinition* Find(const std::string& index) const;
 
  private:
+  // The definition of physical version `v` (the serving one may predate `current`).
+  Result<IndexDefinition> VersionDefinition(const IndexDefinition& current, const IndexVersion& v);
+
   CellStore* store_;
   std::vector<IndexDefinition> defs_;
   IndexCatalog catalog_;
+  std::mutex mu_;
+  std::map<std::pair<std::string, int>, IndexDefinition> version_defs_;  // guarded by mu_
 };
 
 }  // namespace cellar

@@ -37,7 +37,10 @@ struct IndexWorker::Impl {
   std::map<std::pair<std::string, int32_t>, int64_t> committed;
 
   std::mutex versions_mu;
-  std::map<std::string, std::vector<int>> versions;  // index -> writable versions
+  // index -> writable versions, each with the definition it was created from
+  // (a changed definition's new version has other columns than the old one).
+  std::map<std::string, std::vector<std::pair<int, IndexDefinition>>> versions;
+  std::map<std::pair<std::string, int>, IndexDefinition> version_defs;  // never change
   std::chrono::steady_clock::time_point versions_at{};
 
   Impl(CellStore* s, std::vector<IndexDefinition> d, IndexWorkerOptions o)
@@ -45,20 +48,43 @@ struct IndexWorker::Impl {
     lag = &metrics.GetHistogram("cellar_index_lag_seconds", "Cell commit to index entry written");
   }
 
-  std::vector<int> WritableVersions(const std::string& table) {
+  // Re-reads the writable versions of `d`; false (keeping the previous answer)
+  // when the catalog cannot be read. REQUIRES: versions_mu held.
+  bool RefreshVersions(const IndexDefinition& d) {
+    auto v = catalog.Writable(d.table);
+    if (!v.ok()) return false;
+    std::vector<std::pair<int, IndexDefinition>> out;
+    for (const auto& x : *v) {
+      auto cached = version_defs.find({d.table, x.version});
+      if (cached == version_defs.end()) {
+        auto def = catalog.DefinitionOf(d, x);
+        if (!def.ok() && def.status().code() != StatusCode::kFailedPrecondition) return false;
+        if (!def.ok())  // a registry row without its definition: assume ours (as before)
+          LogWarn("index", "version without a stored definition; writing it with ours",
+                  {{"index", d.table},
+                   {"version", std::to_string(x.version)},
+                   {"error", def.status().ToString()}});
+        cached =
+            version_defs.emplace(std::make_pair(d.table, x.version), def.ok() ? *def : d).first;
+      }
+      out.emplace_back(x.version, cached->second);
+    }
+    versions[d.table] = std::move(out);
+    return true;
+  }
+
+  std::vector<std::pair<int, IndexDefinition>> WritableVersions(const IndexDefinition& d) {
     std::lock_guard<std::mutex> lock(versions_mu);
     auto now = std::chrono::steady_clock::now();
-    if (now - versions_at > std::chrono::seconds(2)) {
-      for (const auto& d : defs) {
-        auto v = catalog.Writable(d.table);
-        if (!v.ok()) continue;  // keep the previous answer
-        std::vector<int> ids;
-        for (const auto& x : *v) ids.push_back(x.version);
-        versions[d.table] = ids;
-      }
+    if (now - versions_at > std::chrono::milliseconds(kWritableVersionsCacheMs)) {
+      for (const auto& x : defs) RefreshVersions(x);  // on failure keep the previous answer
       versions_at = now;
+    } else if (versions[d.table].empty()) {
+      // Not applied when last looked: an index applied since then over an
+      // empty datastore is ready at once and must not miss these events.
+      RefreshVersions(d);
     }
-    return versions[table];
+    return versions[d.table];
   }
 
   // Applies `cell` to every writable version of every matching index, retrying
@@ -66,9 +92,10 @@ struct IndexWorker::Impl {
   bool ApplyEverywhere(const std::string& datastore, const Cell& cell) {
     for (const auto& d : defs) {
       if (d.datastore != datastore || !d.FindColumnDef(cell.column)) continue;
-      for (int version : WritableVersions(d.table)) {
+      for (const auto& [version, vdef] : WritableVersions(d)) {
+        if (!vdef.FindColumnDef(cell.column)) continue;
         for (int attempt = 0;; ++attempt) {
-          auto r = writer.Apply(d, version, cell);
+          auto r = writer.Apply(vdef, version, cell);
           if (r.ok()) {
             metrics
                 .GetCounter("cellar_index_applied_total", "Cell versions applied to an index",

@@ -3,12 +3,15 @@
 // One Kafka consumer group (<prefix>.indexer) over the change logs of every
 // datastore that has an index. Each event is applied (IndexWriter) to every
 // writable version (building or ready) of every index with a column_def for
-// the event's column, on a pool keyed by row. Offsets are committed only for
-// events applied everywhere; Unavailable shards are retried with backoff, so
-// nothing is skipped. Exports cellar_index_lag_seconds (cell commit to entry
-// written), cellar_index_applied_total{index,outcome} and
-// cellar_index_skipped_total{index}.
-// Threading: Start/Stop from one thread.
+// the event's column, on a pool keyed by row. Each version is written with the
+// definition it was created from (the registry keeps it), so a worker started
+// with an older or newer YAML than a version's still writes it correctly. The
+// list of writable versions is cached for kWritableVersionsCacheMs, except
+// that an index with no version yet is looked up again on each of its events. Offsets are committed
+// only for events applied everywhere; Unavailable shards are retried with backoff, so nothing is
+// skipped. Exports cellar_index_lag_seconds (cell commit to entry written),
+// cellar_index_applied_total{index,outcome} and cellar_index_skipped_total{index}. Threading:
+// Start/Stop from one thread.
 #pragma once
 
 #include <memory>

@@ -26,10 +26,13 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
     c.Rollback();
     return s;
   };
-  if (auto s =
-          c.Execute("INSERT IGNORE INTO " + pointer +
-                        " (row_key, column_key, ref_key, target_shard) VALUES (?, ?, -1, NULL)",
-                    {row, cell.column});
+  // Not INSERT IGNORE: on an existing row that takes a shared lock, and two
+  // writers of one row (worker and backfill) upgrading it FOR UPDATE deadlock.
+  // ON DUPLICATE KEY UPDATE locks the row exclusively at once.
+  if (auto s = c.Execute("INSERT INTO " + pointer +
+                             " (row_key, column_key, ref_key, target_shard) VALUES (?, ?, -1, NULL)"
+                             " ON DUPLICATE KEY UPDATE ref_key = ref_key",
+                         {row, cell.column});
       !s.ok())
     return fail(s.status());
   auto ptr = c.Query("SELECT ref_key, target_shard FROM " + pointer +

@@ -2,8 +2,10 @@
 //
 // Per (row, column) the row's own shard keeps a pointer (idx_T_vN_rows): the
 // ref_key last applied and the shard of its entry. Applying cell version k:
-//   1. lock the pointer row (SELECT ... FOR UPDATE, on the row's shard): one
-//      writer per row at a time, across the live worker, backfill and repair;
+//   1. lock the pointer row (created if missing with INSERT ... ON DUPLICATE
+//      KEY UPDATE, which locks it exclusively, then SELECT ... FOR UPDATE, on
+//      the row's shard): one writer per row at a time, across the live
+//      worker, backfill and repair;
 //   2. if the pointer already has ref_key >= k: nothing to do (older or
 //      duplicate event: replays and out-of-order delivery change nothing);
 //   3. extract the entry (a tombstone or a body without valid fields yields

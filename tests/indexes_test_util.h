@@ -1,0 +1,155 @@
+// Helpers shared by the index integration tests (indexes_test.cc,
+// indexes_model_test.cc): the binary's MariaDB and local broker, a per-test
+// cluster with an in-process relay and index worker, trip bodies, and a
+// brute-force model of what an index must return, computed from the latest
+// cells (shard logs) independently of the index code.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cells/cell_store.h"
+#include "changelog/relay.h"
+#include "config/cluster_config.h"
+#include "indexes/index_catalog.h"
+#include "indexes/index_definition.h"
+#include "indexes/index_maintenance.h"
+#include "indexes/index_query.h"
+#include "indexes/index_worker.h"
+#include "tests/support/local_broker.h"
+#include "tests/support/private_mariadb.h"
+
+namespace cellar::idxtest {
+
+constexpr uint32_t kShards = 8;
+constexpr int kPartitions = 4;
+
+// The binary's MariaDB and broker (started once by a gtest Environment on the
+// main thread, stopped after the last test).
+testing::PrivateMariaDb& Db();
+testing::LocalBroker& Broker();
+
+// Polls `done` every `step` until it is true or `timeout` passed. Returns its last value.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds step = std::chrono::milliseconds(25));
+
+// One test's cluster: shard databases <prefix>_s<n> on Db(), change-log topics
+// <prefix>.{trips,users}.cells (kPartitions each) on Broker(). The destructor
+// stops the worker and the relay and closes the store.
+struct Cluster {
+  std::string prefix;
+  ClusterConfig config;
+  std::unique_ptr<CellStore> store;
+  std::unique_ptr<Relay> relay;
+  std::unique_ptr<IndexWorker> worker;
+
+  ~Cluster();
+  void StartRelay();
+  void StartWorker(const std::vector<IndexDefinition>& defs);
+  void StopWorker();
+  // Consumer group lag of the index worker ("<prefix>.indexer") on the trips
+  // and users change logs; -1 if it cannot be read.
+  int64_t WorkerLag() const;
+  // Every shard's relay checkpoint reached its head (all cells are in Kafka).
+  bool RelayCaughtUp() const;
+};
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix);
+
+// The example config/examples/indexes/driver_partner_index.yaml.
+IndexDefinition DriverPartnerDef(const ClusterConfig& config);
+IndexDefinition ParseDef(const std::string& yaml, const ClusterConfig& config);
+
+// Applies `def` and returns the version created or found.
+IndexVersion ApplyIndex(CellStore& store, const IndexDefinition& def);
+
+// ---------------------------------------------------------------------------
+// Trips
+
+struct Trip {
+  Uuid driver;
+  Uuid city;
+  MicrosSinceEpoch when = 0;  // trip_created_at
+  double fare = 0;
+  std::string status = "completed";
+  Uuid rider;
+};
+nlohmann::json TripBody(const Trip& t);
+// A random trip over the given drivers and cities.
+Trip RandomTrip(std::mt19937_64& rng, const std::vector<Uuid>& drivers,
+                const std::vector<Uuid>& cities);
+std::vector<Uuid> RandomUuids(int n);
+// A random UUID whose shard (kShards) differs from / equals that of `other`.
+Uuid UuidOnOtherShard(const Uuid& other);
+Uuid UuidOnSameShard(const Uuid& other);
+// Puts `body` as the next version of (row, BASE); returns the ref_key written.
+int64_t PutTrip(CellStore& store, const Uuid& row, int64_t ref_key, const nlohmann::json& body);
+
+// ---------------------------------------------------------------------------
+// Brute force
+
+// The latest version (highest ref_key, tombstones included) of every
+// (row, column) of `datastore`, read from every shard's log.
+std::map<std::pair<Uuid, std::string>, Cell> LatestCells(CellStore& store,
+                                                         const std::string& datastore);
+
+struct ModelHit {
+  Uuid row_key;
+  std::string column;
+  int64_t ref_key = 0;
+  nlohmann::json fields;  // path -> value, as queries return them
+  bool operator==(const ModelHit&) const = default;
+};
+std::string Describe(const std::vector<ModelHit>& hits, size_t max = 8);
+
+// What the index must hold: the entries the latest cells call for (its own
+// field extraction, not ExtractEntry), keyed by (row, column).
+class Model {
+ public:
+  Model(const IndexDefinition& def, const std::map<std::pair<Uuid, std::string>, Cell>& latest);
+  // The full, ordered answer of `q` (cursor and limit ignored: every page).
+  std::vector<ModelHit> Answer(const IndexQuery& q) const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    ModelHit hit;
+    MicrosSinceEpoch created_at = 0;
+  };
+  IndexDefinition def_;
+  std::vector<Entry> entries_;
+};
+
+// Runs `q` page by page (q.limit per page) and returns every hit in order.
+// Fails the test (and returns what it has) on an error, a repeated hit or a
+// runaway cursor.
+std::vector<ModelHit> QueryAll(IndexReader& reader, IndexQuery q, int* pages = nullptr);
+// A single Query; the result converted to ModelHits.
+std::vector<ModelHit> ToHits(const IndexQueryResult& r);
+
+// Polls until QueryAll(q) equals the model of the latest cells (or timeout);
+// returns the last difference ("" when equal).
+std::string WaitForConverge(CellStore& store, IndexReader& reader, const IndexDefinition& def,
+                            const IndexQuery& q,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(30));
+// "" when `got` equals `want`, else a description of the difference.
+std::string Diff(const std::vector<ModelHit>& want, const std::vector<ModelHit>& got);
+
+// Filters built with ParseIndexFilter (fails the test on a parse error).
+IndexFilter Filter(const IndexDefinition& def, const std::string& text);
+
+// Runs CheckIndex (no repair) and describes problems ("" when clean).
+std::string CheckProblems(CellStore& store, const IndexDefinition& def);
+
+// Hex of a row key without dashes (for SQL UNHEX()).
+std::string RowHex(const Uuid& row);
+
+}  // namespace cellar::idxtest
