@@ -2,11 +2,60 @@
 
 #include <zstd.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace cellar {
 namespace {
 constexpr char kZstdMsgpack = 0x01;
 constexpr unsigned long long kMaxDecodedBytes = 256ull << 20;  // guards against zip bombs
+// Checks nesting before the recursive DOM decoder runs: stops at the first
+// container deeper than kMaxBodyDepth, so its own recursion stays bounded.
+class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool too_deep = false;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return Enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return Leave(); }
+  bool start_array(std::size_t) override { return Enter(); }
+  bool end_array() override { return Leave(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool Enter() {
+    if (++depth_ > kMaxBodyDepth) too_deep = true;
+    return !too_deep;
+  }
+  bool Leave() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+};
+
 }  // namespace
+
+int JsonDepth(const nlohmann::json& value) {
+  int deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, int>> stack{{&value, 0}};
+  while (!stack.empty()) {
+    auto [v, d] = stack.back();
+    stack.pop_back();
+    if (!v->is_structured()) continue;
+    deepest = std::max(deepest, d + 1);
+    for (const auto& child : *v) stack.emplace_back(&child, d + 1);
+  }
+  return deepest;
+}
 
 std::string EncodeBody(const nlohmann::json& body) {
   std::vector<uint8_t> packed = nlohmann::json::to_msgpack(body);
@@ -34,6 +83,12 @@ Result<nlohmann::json> DecodeBody(std::string_view stored) {
   if (ZSTD_isError(n) || n != size)
     return InvalidArgument(std::string("stored body is a corrupt zstd frame: ") +
                            (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
+  DepthCheck depth;
+  nlohmann::json::sax_parse(packed, &depth, nlohmann::json::input_format_t::msgpack,
+                            /*strict=*/true);
+  if (depth.too_deep)
+    return InvalidArgument("stored body nests deeper than " + std::to_string(kMaxBodyDepth) +
+                           " levels");
   nlohmann::json j =
       nlohmann::json::from_msgpack(packed, /*strict=*/true, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("stored body is not valid MessagePack");

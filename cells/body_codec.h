@@ -14,11 +14,21 @@
 
 namespace cellar {
 
+// Deepest nesting of objects/arrays a body may have. The codec (nlohmann's
+// MessagePack writer and reader) recurses per level, so deeper bodies are
+// refused at write (InvalidArgument) and at read (never a stack overflow).
+inline constexpr int kMaxBodyDepth = 100;
+
+// Nesting depth of `value` (0 for a scalar, 1 for {} or []), computed without recursion.
+int JsonDepth(const nlohmann::json& value);
+
 // Encodes any JSON value. Never fails for a valid nlohmann::json.
+// REQUIRES: JsonDepth(body) <= kMaxBodyDepth (deeper input may exhaust the stack).
 std::string EncodeBody(const nlohmann::json& body);
 
 // Decodes bytes made by EncodeBody. InvalidArgument (naming what is wrong:
-// empty input, unknown format byte, corrupt zstd frame, bad MessagePack) otherwise.
+// empty input, unknown format byte, corrupt zstd frame, bad MessagePack,
+// nesting deeper than kMaxBodyDepth) otherwise.
 // Never throws, whatever the input.
 Result<nlohmann::json> DecodeBody(std::string_view stored);
 

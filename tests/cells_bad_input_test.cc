@@ -241,6 +241,18 @@ TEST_F(BadInputTest, TwentyMegabyteBodyOverDefaultLimit) {
                       "body is 1048577 bytes, over the limit of 1048576 bytes");
 }
 
+// Bodies nested ~20,000 deep overflowed the stack in the codec; the store
+// refuses anything deeper than kMaxBodyDepth (1,000 here: deep enough to prove
+// the limit, shallow enough for nlohmann's recursive copy in this test).
+TEST_F(BadInputTest, BodyNestedTooDeep) {
+  const Uuid row = Uuid::Random();
+  json deep = json::object();
+  json* cur = &deep;
+  for (int i = 0; i < 1000; ++i) cur = &((*cur)["a"] = json::object());
+  ExpectWriteRejected(store_, "trips", {row, "BASE", 0, deep}, "body nests deeper than 100 levels",
+                      CellAddress("trips", row, "BASE", 0));
+}
+
 TEST_F(BadInputTest, ConfiguredSmallerBodyLimit) {
   CellStore* small = env->small_store.get();
   ASSERT_NE(nullptr, small);

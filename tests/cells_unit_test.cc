@@ -219,12 +219,14 @@ TEST(BodyCodecTest, RoundTripKeepsTypesAndValues) {
 TEST(BodyCodecTest, DeepNestingAndLargeBodies) {
   json deep = json::object();
   json* cur = &deep;
-  for (int i = 0; i < 200; ++i) {
+  // As deep as a body may be (kMaxBodyDepth): the arrays add two levels.
+  for (int i = 0; i < kMaxBodyDepth - 2; ++i) {
     (*cur)["level"] = i;
     (*cur)["arr"] = json::array({i, json::array({i})});
     (*cur)["child"] = json::object();
     cur = &(*cur)["child"];
   }
+  ASSERT_EQ(kMaxBodyDepth, JsonDepth(deep));
   EXPECT_EQ(deep, MustDecode(EncodeBody(deep)));
 
   // A large, repetitive (realistic) body compresses well; a random one round-trips.
@@ -562,6 +564,37 @@ TEST(DurationTest, RejectsOverflow) {
     Result<int64_t> r = ParseDurationMillis(text);
     EXPECT_FALSE(r.ok()) << text << " parsed as " << *r;
   }
+}
+
+}  // namespace
+}  // namespace cellar
+
+namespace cellar {
+namespace {
+
+// Found by the body codec fuzzer: nesting ~20,000 deep overflowed the stack in
+// the recursive MessagePack reader. Decoding refuses anything deeper than the
+// limit before that reader runs (writes refuse it too: cells_bad_input_test).
+TEST(BodyCodecTest, DeeplyNestedStoredBodyIsRejectedNotACrash) {
+  nlohmann::json deep = nullptr;
+  for (int i = 0; i < 1000; ++i) deep = nlohmann::json::array({std::move(deep)});
+  auto r = DecodeBody(EncodeBody(deep));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("deeper than"));
+}
+
+TEST(BodyCodecTest, DepthLimitIsExact) {
+  nlohmann::json deep = nlohmann::json::object();
+  for (int i = 1; i < kMaxBodyDepth; ++i) deep = nlohmann::json{{"a", deep}};
+  EXPECT_EQ(JsonDepth(deep), kMaxBodyDepth);
+  auto ok = DecodeBody(EncodeBody(deep));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, deep);
+  nlohmann::json deeper = nlohmann::json::array({deep});
+  EXPECT_EQ(JsonDepth(deeper), kMaxBodyDepth + 1);
+  EXPECT_FALSE(DecodeBody(EncodeBody(deeper)).ok());
+  EXPECT_EQ(JsonDepth(nlohmann::json(3)), 0);
 }
 
 }  // namespace

@@ -34,6 +34,9 @@ Result<PendingCell> ValidateWrite(const ClusterConfig& config, const std::string
   if (!cell.body.is_object())
     return InvalidArgument("cell " + where + ": body must be a JSON object, got " +
                            std::string(cell.body.type_name()));
+  if (JsonDepth(cell.body) > kMaxBodyDepth)
+    return InvalidArgument("cell " + where + ": body nests deeper than " +
+                           std::to_string(kMaxBodyDepth) + " levels");
   // The limit is on the body as a client sends it: compact JSON text.
   const size_t size =
       cell.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
