@@ -23,6 +23,7 @@ struct RequestContext {
   std::string principal;
   std::vector<uint32_t> failed_shards;
   size_t batch_cells = 0;
+  size_t in_bytes = 0;  // request body bytes read (after any Content-Encoding)
 };
 thread_local RequestContext t_request;
 
@@ -96,6 +97,7 @@ struct HttpServer::Impl {
     for (const auto& [k, v] : r.headers) res.set_header(k, v);
     res.set_content(std::move(r.body), "application/json");
     t_request.route = r.route;
+    t_request.in_bytes = a.body.size();
     t_request.principal = std::move(r.principal);
     t_request.failed_shards = std::move(r.failed_shards);
     t_request.batch_cells = r.batch_cells;
@@ -127,6 +129,7 @@ struct HttpServer::Impl {
     } catch (const std::exception&) {
       read = false;
     }
+    t_request.in_bytes = body.size();
     if (!read) {
       t_request.route = MatchRoute(req.method, req.path).kind;
       if (too_large || res.status == 413)
@@ -167,7 +170,7 @@ struct HttpServer::Impl {
              {"path", path},
              {"status", std::to_string(res.status)},
              {"ms", std::to_string(seconds * 1e3)},
-             {"in_bytes", std::to_string(req.body.size())},
+             {"in_bytes", std::to_string(ctx.in_bytes)},
              {"out_bytes", std::to_string(res.body.size())},
              {"client", req.remote_addr},
              {"token", ctx.principal.empty() ? "-" : ctx.principal}});
