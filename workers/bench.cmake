@@ -4,7 +4,11 @@
 add_executable(cellar-bench
   bench/bench_main.cc
   bench/bench_common.cc
-  bench/bench_put.cc)
+  bench/bench_put.cc
+  bench/bench_relay.cc
+  bench/bench_trigger.cc
+  bench/bench_index.cc)
 target_include_directories(cellar-bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(cellar-bench PRIVATE cellar_cells cellar_test_support CLI11::CLI11
+target_link_libraries(cellar-bench PRIVATE cellar_cells cellar_changelog cellar_triggers
+  cellar_indexes cellar_test_support CLI11::CLI11
   nlohmann_json::nlohmann_json Threads::Threads)

@@ -8,6 +8,13 @@
 
 #include "workers/bench/bench_common.h"
 
+namespace cellar::bench {
+// Registered like AddPutCommand (bench_common.h); defined in bench_<name>.cc.
+void AddRelayCommand(CLI::App& app, int* exit_code);
+void AddTriggerCommand(CLI::App& app, int* exit_code);
+void AddIndexCommand(CLI::App& app, int* exit_code);
+}  // namespace cellar::bench
+
 int main(int argc, char** argv) {
   // First, before any thread exists: every thread inherits the blocked mask.
   cellar::bench::InstallStopSignals();
@@ -16,6 +23,9 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   cellar::bench::AddPutCommand(app, &exit_code);
   cellar::bench::AddHttpCommand(app, &exit_code);
+  cellar::bench::AddRelayCommand(app, &exit_code);
+  cellar::bench::AddTriggerCommand(app, &exit_code);
+  cellar::bench::AddIndexCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -1,0 +1,966 @@
+// `cellar-bench relay`: change-log relay throughput and commit-to-consume latency.
+//
+// Kafka: with a private MariaDB the benchmark also starts a private local
+// broker (tests/support/local_broker.h, librdkafka's in-memory mock cluster
+// reached over TCP) and creates the change-log topics on it first (the mock
+// cannot CreateTopics on request). With --config it uses the config's
+// kafka.brokers; no other relay may be running on that cluster (the
+// benchmark's relay must own every shard).
+//
+// Phase A (throughput): N trip-like cells are written with PutBatch while no
+// relay runs, then a cellar::Relay starts. Reported: the time until Kafka
+// acknowledged all N (RelayStats::acknowledged), until an ungrouped
+// ChangeLogConsumer has seen every one of them, and until every shard's
+// checkpoint reached its head. events/s = N / (all acknowledged - first record
+// handed to the producer): the relay's one-time start-up (topic metadata,
+// checkpoint tables, shard locks) is shown separately.
+//
+// Baseline: the same N event payloads (EncodeCellEvent of the same cells, same
+// keys and partitions), encoded before the clock starts, produced by a bare
+// librdkafka producer with the relay's producer settings (idempotent,
+// acks=all, linger.ms=1) to a separate topic on the same broker, timed from
+// the first produce to the end of flush(). ratio = relay events/s / baseline.
+//
+// Phase B (latency): a paced writer puts single cells at --rate writes/s for
+// --seconds (call k starts at start + k/rate on a pool of --writer-threads, so
+// slow puts do not slow the schedule down); the consumer measures, for every
+// event of the phase, its arrival time minus the cell's created_at (the
+// store's commit timestamp, same machine clock).
+//
+// Where the latency goes (after phase B): the Kafka path alone (a bare
+// producer with the relay's settings -> the same consumer settings, one record
+// at a time at --rate), and the relay's per-round work: its heads query, one
+// ShardLog read, one checkpoint save (timed alone, and once per 50 ms during
+// phase B together with a SELECT 1 round trip), and how many shards each
+// 100 ms window of phase B dirtied (the relay saves each dirty stream's
+// checkpoint every 100 ms, one autocommit upsert after the other, on the host
+// thread that also publishes).
+//
+// Cells of this run carry "bench_run" and "bench_phase" fields in their body,
+// so the consumer ignores anything else the topic holds.
+#include <librdkafka/rdkafkacpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "base/log.h"
+#include "base/time.h"
+#include "base/uuid.h"
+#include "cells/cell_store.h"
+#include "cells/mysql_client.h"
+#include "changelog/cell_event.h"
+#include "changelog/change_log_consumer.h"
+#include "changelog/kafka_conf.h"
+#include "changelog/relay.h"
+#include "changelog/relay_checkpoint.h"
+#include "tests/support/local_broker.h"
+#include "workers/bench/bench_common.h"
+
+namespace cellar::bench {
+namespace {
+
+struct RelayBenchOptions {
+  ClusterOptions cluster;
+  int cells = 50000;
+  int body_bytes = 400;
+  int partitions = 8;  // private broker only
+  int prefill_threads = 4;
+  double rate = 500;  // phase B writes/s
+  double seconds = 10;
+  int writer_threads = 16;
+  int timeout_s = 120;
+};
+
+// ---- Kafka for the run ------------------------------------------------------
+
+// A private broker with the change-log topics of every datastore, when the
+// cluster is private; otherwise checks that the config names brokers.
+Result<std::unique_ptr<testing::LocalBroker>> AttachKafka(BenchCluster& cluster, int partitions) {
+  ClusterConfig& cfg = cluster.config;
+  if (!cluster.db) {
+    if (cfg.kafka.brokers.empty())
+      return InvalidArgument(cluster.description + ": kafka.brokers is not set");
+    return std::unique_ptr<testing::LocalBroker>();
+  }
+  std::unique_ptr<testing::LocalBroker> broker;
+  try {
+    broker = testing::LocalBroker::Start();
+  } catch (const std::exception& e) {
+    return Unavailable(std::string("could not start a local broker: ") + e.what());
+  }
+  cfg.kafka.brokers = broker->bootstrap();
+  cfg.kafka.topic_prefix = "bench";
+  cfg.kafka.partitions = partitions;
+  for (const auto& ds : cfg.datastores)
+    CELLAR_RETURN_IF_ERROR(broker->CreateTopic(ChangeLogTopic(cfg.kafka, ds.name), partitions));
+  return broker;
+}
+
+// ---- Trip-like bodies -------------------------------------------------------
+
+constexpr const char* kCities[] = {"san_francisco", "new_york", "london",    "sao_paulo",
+                                   "mumbai",        "paris",    "amsterdam", "mexico_city"};
+
+nlohmann::json MakeBody(std::mt19937_64& rng, int target_bytes, const std::string& run,
+                        const char* phase) {
+  nlohmann::json body = {
+      {"bench_run", run},
+      {"bench_phase", phase},
+      {"rider_uuid", Uuid::Random().ToString()},
+      {"driver_uuid", Uuid::Random().ToString()},
+      {"city", kCities[rng() % std::size(kCities)]},
+      {"status", "completed"},
+      {"requested_at", FormatRfc3339(NowMicros() - static_cast<int64_t>(rng() % 86400) * 1000000)},
+      {"duration_s", 300 + static_cast<int64_t>(rng() % 3000)},
+      {"fare", {{"currency", "USD"}, {"total", Round(5 + (rng() % 10000) / 100.0, 2)}}},
+  };
+  const int pad = target_bytes - static_cast<int>(body.dump().size()) - 11;  // ,"route":""
+  if (pad > 0) {
+    std::string route(static_cast<size_t>(pad), '?');
+    for (char& c : route) c = static_cast<char>('?' + rng() % 64);
+    body["route"] = route;
+  }
+  return body;
+}
+
+uint64_t EventKey(uint32_t shard, uint64_t added_id) {
+  return (static_cast<uint64_t>(shard) << 44) | added_id;
+}
+
+// ---- Paced writes -----------------------------------------------------------
+
+struct PacedResult {
+  double seconds = 0;
+  uint64_t late = 0;  // calls that started more than 10 ms after their slot
+};
+
+// Calls op(k) for k = 0..total-1 from `threads` threads; call k starts at
+// start + k / rate, or as soon as a thread is free after that.
+PacedResult RunPaced(int threads, int64_t total, double rate,
+                     const std::function<void(int64_t)>& op) {
+  using Clock = std::chrono::steady_clock;
+  std::atomic<int64_t> next{0};
+  std::atomic<uint64_t> late{0};
+  const auto start = Clock::now() + std::chrono::milliseconds(5);
+  const auto period = std::chrono::duration<double>(1.0 / rate);
+  {
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        while (!StopRequested()) {
+          const int64_t k = next.fetch_add(1);
+          if (k >= total) break;
+          const auto slot = start + std::chrono::duration_cast<Clock::duration>(period * k);
+          std::this_thread::sleep_until(slot);
+          if (Clock::now() - slot > std::chrono::milliseconds(10)) late.fetch_add(1);
+          op(k);
+        }
+      });
+  }
+  return {std::chrono::duration<double>(Clock::now() - start).count(), late.load()};
+}
+
+// ---- The consumer -------------------------------------------------------------
+
+// One latency observation: the cell's commit time and how long it took.
+struct Sample {
+  MicrosSinceEpoch created_at = 0;
+  double ms = 0;
+};
+
+std::vector<double> Millis(const std::vector<Sample>& samples) {
+  std::vector<double> out;
+  out.reserve(samples.size());
+  for (const auto& s : samples) out.push_back(s.ms);
+  return out;
+}
+
+// The p-th percentile of the samples of each whole second after t0, e.g. "12, 14, 95".
+std::string PerSecond(const std::vector<Sample>& samples, MicrosSinceEpoch t0, double p) {
+  std::vector<std::vector<double>> by_second;
+  for (const auto& s : samples) {
+    const auto sec = static_cast<size_t>(std::max<int64_t>(0, (s.created_at - t0) / 1000000));
+    if (by_second.size() <= sec) by_second.resize(sec + 1);
+    by_second[sec].push_back(s.ms);
+  }
+  std::string out;
+  for (auto& v : by_second) out += (out.empty() ? "" : ", ") + FormatNumber(Percentile(v, p), 0);
+  return out;
+}
+
+// Reads the change log (no group, from the beginning) in a background thread
+// and keeps what the phases need about this run's events.
+class Collector {
+ public:
+  Collector(std::unique_ptr<ChangeLogConsumer> consumer, std::string run)
+      : consumer_(std::move(consumer)), run_(std::move(run)) {
+    thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+  }
+  ~Collector() {
+    thread_.request_stop();
+    thread_.join();
+    consumer_->Close();
+  }
+
+  uint64_t prefill_seen() const { return prefill_seen_.load(); }
+  // When the newest pre-fill event arrived (steady clock).
+  Stopwatch::Clock::time_point last_prefill_at() const {
+    return Stopwatch::Clock::time_point(Stopwatch::Clock::duration(last_prefill_at_.load()));
+  }
+  uint64_t latency_seen() const { return latency_seen_.load(); }
+  uint64_t duplicates() const { return duplicates_.load(); }
+  uint64_t errors() const { return errors_.load(); }
+  std::vector<Sample> Latencies() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latencies_;
+  }
+
+ private:
+  void Run(std::stop_token st) {
+    while (!st.stop_requested() && !StopRequested()) {
+      auto r = consumer_->Poll(100);
+      if (!r.ok()) {
+        errors_++;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // broker hiccup
+        continue;
+      }
+      if (!r->has_value()) continue;
+      const MicrosSinceEpoch now = NowMicros();
+      const Cell& c = (*r)->event.cell;
+      if (!c.body.is_object()) continue;
+      auto run = c.body.find("bench_run");
+      if (run == c.body.end() || *run != run_) continue;
+      if (!seen_.insert(EventKey(c.shard, c.added_id)).second) {
+        duplicates_++;
+        continue;
+      }
+      if (c.body.value("bench_phase", "") == "latency") {
+        std::lock_guard<std::mutex> lock(mu_);
+        latencies_.push_back({c.created_at, static_cast<double>(now - c.created_at) / 1e3});
+        latency_seen_++;
+      } else {
+        last_prefill_at_ = Stopwatch::Clock::now().time_since_epoch().count();
+        prefill_seen_++;
+      }
+    }
+  }
+
+  std::unique_ptr<ChangeLogConsumer> consumer_;
+  const std::string run_;
+  std::unordered_set<uint64_t> seen_;  // consumer thread only
+  std::atomic<uint64_t> prefill_seen_{0}, latency_seen_{0}, duplicates_{0}, errors_{0};
+  std::atomic<Stopwatch::Clock::rep> last_prefill_at_{0};
+  mutable std::mutex mu_;
+  std::vector<Sample> latencies_;
+  std::jthread thread_;
+};
+
+// ---- Baseline: a bare producer ------------------------------------------------
+
+class CountingReports : public RdKafka::DeliveryReportCb {
+ public:
+  std::atomic<uint64_t> ok{0}, failed{0};
+  void dr_cb(RdKafka::Message& m) override {
+    (m.err() == RdKafka::ERR_NO_ERROR ? ok : failed).fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+struct Payload {
+  std::string key, value;
+  int32_t partition = 0;
+  int64_t timestamp_ms = 0;
+};
+
+struct BaselineResult {
+  double seconds = 0;
+  uint64_t acknowledged = 0, failed = 0;
+  std::string error;
+};
+
+BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroker* broker,
+                                   const std::string& topic, const std::vector<Payload>& payloads) {
+  BaselineResult out;
+  if (broker) {
+    if (Status s = broker->CreateTopic(topic, cfg.kafka.partitions); !s.ok()) {
+      out.error = s.ToString();
+      return out;
+    }
+  }
+  CountingReports reports;
+  // The relay's producer settings (changelog/relay.cc).
+  auto conf = MakeKafkaConf(cfg.kafka, {{"enable.idempotence", "true"},
+                                        {"acks", "all"},
+                                        {"linger.ms", "1"},
+                                        {"message.timeout.ms", "30000"},
+                                        {"queue.buffering.max.messages", "1000000"},
+                                        {"allow.auto.create.topics", "false"},
+                                        {"client.id", "cellar-bench-baseline"}});
+  if (!conf.ok()) {
+    out.error = conf.status().ToString();
+    return out;
+  }
+  std::string err;
+  (*conf)->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&reports), err);
+  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf->get(), err));
+  if (!p) {
+    out.error = "Kafka producer: " + err;
+    return out;
+  }
+  if (!broker) {
+    if (Status s = EnsureTopic(p.get(), topic, cfg.kafka.partitions, 5000); !s.ok()) {
+      out.error = s.ToString();
+      return out;
+    }
+  }
+  // Warm-up: connection, metadata and producer id before the clock starts.
+  for (int32_t part = 0; part < cfg.kafka.partitions; ++part)
+    p->produce(topic, part, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>("warm-up"), 7,
+               nullptr, 0, 0, nullptr);
+  p->flush(10000);
+  const uint64_t warm = reports.ok.load();
+  Stopwatch clock;
+  size_t i = 0;
+  while (i < payloads.size() && !StopRequested()) {
+    const Payload& m = payloads[i];
+    RdKafka::ErrorCode e = p->produce(topic, m.partition, RdKafka::Producer::RK_MSG_COPY,
+                                      const_cast<char*>(m.value.data()), m.value.size(),
+                                      m.key.data(), m.key.size(), m.timestamp_ms, nullptr);
+    if (e == RdKafka::ERR__QUEUE_FULL) {
+      p->poll(1);
+      continue;
+    }
+    if (e != RdKafka::ERR_NO_ERROR) {
+      out.error = "produce: " + RdKafka::err2str(e);
+      break;
+    }
+    if (++i % 1000 == 0) p->poll(0);
+  }
+  while (!StopRequested() && p->outq_len() > 0) p->flush(100);
+  out.seconds = clock.Seconds();
+  out.acknowledged = reports.ok.load() - warm;
+  out.failed = reports.failed.load();
+  return out;
+}
+
+// Calls `done` every `step_ms` until it is true (true), the timeout passed or
+// a stop was requested (false).
+bool WaitUntil(const std::function<bool()>& done, double timeout_s, int step_ms = 2) {
+  Stopwatch clock;
+  while (!done()) {
+    if (StopRequested() || clock.Seconds() > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+  }
+  return true;
+}
+
+// ---- Where the latency goes ---------------------------------------------------
+
+// A scratch database holding a relay_checkpoint table (created and written by
+// the relay's own EnsureCheckpointTable/SaveCheckpoint), dropped on
+// destruction: times what one checkpoint save costs. One thread at a time.
+class ScratchCheckpoints {
+ public:
+  static Result<std::unique_ptr<ScratchCheckpoints>> Create(const ClusterConfig& cfg,
+                                                            const std::string& run) {
+    CELLAR_ASSIGN_OR_RETURN(auto conn,
+                            MysqlConnection::Connect(EndpointFor(cfg, cfg.mysql.hosts.front())));
+    std::unique_ptr<ScratchCheckpoints> s(new ScratchCheckpoints);
+    s->conn_ = std::move(conn);
+    s->db_ = cfg.mysql.database_prefix + "_bench_probe_" + run;
+    CELLAR_RETURN_IF_ERROR(s->conn_->ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + s->db_ + "`"));
+    CELLAR_RETURN_IF_ERROR(EnsureCheckpointTable(*s->conn_, s->db_));
+    return s;
+  }
+  ~ScratchCheckpoints() {
+    if (conn_ && !conn_->broken())
+      conn_->ExecuteDdl("DROP DATABASE IF EXISTS `" + db_ + "`").IgnoreError();
+  }
+  // Milliseconds one `SELECT 1` round trip took; -1 on error.
+  double TimeRoundTrip() {
+    Stopwatch clock;
+    return conn_->Query("SELECT 1").ok() ? clock.Millis() : -1;
+  }
+  // Milliseconds one SaveCheckpoint took (an autocommit upsert); -1 on error.
+  double TimeSave() {
+    Stopwatch clock;
+    const uint64_t id = next_++;
+    Status st = SaveCheckpoint(*conn_, db_, "trips",
+                               RelayCheckpoint{id, static_cast<int64_t>(id), NowMicros()});
+    return st.ok() ? clock.Millis() : -1;
+  }
+
+ private:
+  ScratchCheckpoints() = default;
+  std::unique_ptr<MysqlConnection> conn_;
+  std::string db_;
+  uint64_t next_ = 1;
+};
+
+// The relay's per-round work, timed alone (relay stopped): one heads query
+// over every stream of the first host, one ShardLog read of a shard with one
+// new cell, one checkpoint save.
+struct RelayProbes {
+  size_t heads_streams = 0;
+  double heads_p50_ms = 0;
+  double shard_log_p50_ms = 0;
+  double save_p50_ms = 0;
+  std::string error;
+};
+
+RelayProbes ProbeRelayWork(CellStore& store, ScratchCheckpoints& scratch,
+                           const std::string& datastore, int rounds) {
+  RelayProbes out;
+  const ClusterConfig& cfg = store.config();
+  const MysqlHostConfig& host = cfg.mysql.hosts.front();
+  auto lease = store.PoolForShard(host.first_shard).Acquire();
+  if (!lease.ok()) {
+    out.error = lease.status().ToString();
+    return out;
+  }
+  MysqlConnection& conn = **lease;
+  std::string heads;
+  for (uint32_t s = host.first_shard; s <= host.last_shard && s < cfg.shards; ++s)
+    for (const auto& ds : cfg.datastores) {
+      if (!heads.empty()) heads += " UNION ALL ";
+      heads += "SELECT " + std::to_string(out.heads_streams++) +
+               ", IFNULL(MAX(added_id), 0) FROM " +
+               QualifiedTable(cfg.ShardDatabase(s), "cells_" + ds.name);
+    }
+  std::vector<double> heads_ms, log_ms, save_ms;
+  for (int i = 0; i < rounds; ++i) {
+    Stopwatch clock;
+    if (auto r = conn.Query(heads); !r.ok()) {
+      out.error = r.status().ToString();
+      return out;
+    }
+    heads_ms.push_back(clock.Millis());
+    const uint32_t shard =
+        host.first_shard + static_cast<uint32_t>(i) % (host.last_shard - host.first_shard + 1);
+    auto head = store.ShardHead(datastore, shard);
+    if (!head.ok()) {
+      out.error = head.status().ToString();
+      return out;
+    }
+    clock.Restart();
+    auto page = store.ShardLog(datastore, shard, *head > 0 ? *head - 1 : 0, cfg.relay.batch_cells);
+    if (!page.ok()) {
+      out.error = page.status().ToString();
+      return out;
+    }
+    log_ms.push_back(clock.Millis());
+    const double save = scratch.TimeSave();
+    if (save >= 0) save_ms.push_back(save);
+  }
+  out.heads_p50_ms = Percentile(heads_ms, 50);
+  out.shard_log_p50_ms = Percentile(log_ms, 50);
+  out.save_p50_ms = Percentile(save_ms, 50);
+  return out;
+}
+
+// Mean number of distinct shards written per `window_ms` window: the streams
+// a relay round finds dirty, and the checkpoints it saves every 100 ms.
+double DirtyShardsPerWindow(const std::vector<PutResult>& puts, int64_t window_ms) {
+  std::map<int64_t, std::set<uint32_t>> windows;
+  for (const auto& p : puts)
+    if (p.created_at > 0) windows[p.created_at / (window_ms * 1000)].insert(p.shard);
+  if (windows.size() <= 2) return 0;
+  // Leave out the first and last (partial) windows.
+  double sum = 0;
+  size_t n = 0;
+  for (auto it = std::next(windows.begin()); it != std::prev(windows.end()); ++it, ++n)
+    sum += static_cast<double>(it->second.size());
+  return n ? sum / static_cast<double>(n) : 0;
+}
+
+// The Kafka path alone: one record at a time at `rate`/s for `seconds`, from a
+// producer with the relay's settings to an ungrouped ChangeLogConsumer (same
+// consumer settings as phase B) on `topic`; produce-to-consume latency in ms.
+Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::LocalBroker* broker,
+                                           const std::string& topic, double rate, double seconds,
+                                           const std::string& payload) {
+  if (broker) CELLAR_RETURN_IF_ERROR(broker->CreateTopic(topic, cfg.kafka.partitions));
+  CELLAR_ASSIGN_OR_RETURN(auto conf,
+                          MakeKafkaConf(cfg.kafka, {{"enable.idempotence", "true"},
+                                                    {"acks", "all"},
+                                                    {"linger.ms", "1"},
+                                                    {"message.timeout.ms", "30000"},
+                                                    {"client.id", "cellar-bench-probe"}}));
+  std::string err;
+  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
+  if (!p) return InvalidArgument("Kafka producer: " + err);
+  if (!broker) CELLAR_RETURN_IF_ERROR(EnsureTopic(p.get(), topic, cfg.kafka.partitions, 5000));
+  ConsumerOptions copts;
+  copts.from_beginning = true;
+  copts.client_id = "cellar-bench-probe";
+  copts.extra_topics = {topic};
+  CELLAR_ASSIGN_OR_RETURN(auto consumer, ChangeLogConsumer::Create(cfg, {}, copts));
+  std::mutex mu;
+  std::vector<double> ms;
+  std::atomic<uint64_t> received{0};
+  std::jthread reader([&](std::stop_token st) {
+    while (!st.stop_requested() && !StopRequested()) {
+      auto r = consumer->PollRecord(100);
+      if (!r.ok() || !r->has_value()) continue;
+      const MicrosSinceEpoch now = NowMicros();
+      const MicrosSinceEpoch sent = std::atoll((*r)->key.c_str());
+      if (sent <= 0) continue;  // the warm-up record
+      std::lock_guard<std::mutex> lock(mu);
+      ms.push_back(static_cast<double>(now - sent) / 1e3);
+      received++;
+    }
+  });
+  // Warm-up: connections and metadata.
+  p->produce(topic, 0, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>("warm-up"), 7, nullptr, 0,
+             0, nullptr);
+  p->flush(5000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t total = static_cast<int64_t>(rate * seconds);
+  const auto start = Stopwatch::Clock::now();
+  for (int64_t k = 0; k < total && !StopRequested(); ++k) {
+    std::this_thread::sleep_until(
+        start + std::chrono::duration_cast<Stopwatch::Clock::duration>(
+                    std::chrono::duration<double>(static_cast<double>(k) / rate)));
+    const std::string key = std::to_string(NowMicros());
+    p->produce(topic, static_cast<int32_t>(k % cfg.kafka.partitions),
+               RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(payload.data()), payload.size(),
+               key.data(), key.size(), 0, nullptr);
+    p->poll(0);
+  }
+  p->flush(10000);
+  WaitUntil([&] { return received.load() >= static_cast<uint64_t>(total); }, 10);
+  reader.request_stop();
+  reader.join();
+  consumer->Close();
+  std::lock_guard<std::mutex> lock(mu);
+  return ms;
+}
+
+// ---- The run ------------------------------------------------------------------
+
+int RunRelayBench(const RelayBenchOptions& o) {
+  if (!std::getenv("CELLAR_LOG_LEVEL")) SetLogLevel(LogLevel::kWarn);
+  auto cluster_or = OpenBenchCluster(o.cluster);
+  if (!cluster_or.ok()) {
+    Progress(cluster_or.status().ToString());
+    return 2;
+  }
+  BenchCluster cluster = std::move(cluster_or).value();
+  auto broker_or = AttachKafka(cluster, o.partitions);
+  if (!broker_or.ok()) {
+    Progress(broker_or.status().ToString());
+    return 2;
+  }
+  std::unique_ptr<testing::LocalBroker> broker = std::move(broker_or).value();
+  const ClusterConfig& cfg = cluster.config;
+  const std::string datastore = cfg.datastores[0].name;
+  const std::string column = cfg.datastores[0].columns[0].name;
+  const std::string run = Uuid::Random().ToString().substr(0, 8);
+
+  std::unique_ptr<CellStore> store = CellStore::Open(cfg);
+  Progress("creating shard databases and tables (" + std::to_string(cfg.shards) + " shards)");
+  if (Status s = store->Init(); !s.ok()) {
+    Progress("init failed: " + s.ToString());
+    return 1;
+  }
+  for (const auto& st : ReadRelayStatus(*store))
+    if (st.owned) {
+      Progress("shard " + std::to_string(st.shard) +
+               " is owned by a running relay: stop the cluster's relays first");
+      return 2;
+    }
+  if (StopRequested()) return 130;
+
+  // ---- Phase A: pre-fill with the relay stopped ----
+  Progress("phase A: writing " + std::to_string(o.cells) + " cells with PutBatch (relay stopped)");
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<CellWrite> cells(static_cast<size_t>(o.cells));
+  for (auto& c : cells) {
+    c.row_key = Uuid::Random();
+    c.column = column;
+    c.body = MakeBody(rng, o.body_bytes, run, "prefill");
+  }
+  std::vector<PutResult> written(cells.size());
+  std::atomic<uint64_t> prefill_errors{0};
+  std::string first_error;
+  std::mutex error_mu;
+  const size_t chunk = static_cast<size_t>(std::max(1, std::min(1000, cfg.limits.max_batch_cells)));
+  Stopwatch prefill_clock;
+  {
+    std::atomic<size_t> next{0};
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < o.prefill_threads; ++t)
+      pool.emplace_back([&] {
+        while (!StopRequested()) {
+          const size_t begin = next.fetch_add(chunk);
+          if (begin >= cells.size()) break;
+          const size_t end = std::min(cells.size(), begin + chunk);
+          std::vector<CellWrite> batch(cells.begin() + begin, cells.begin() + end);
+          auto results = store->PutBatch(datastore, batch);
+          for (size_t i = 0; i < results.size(); ++i) {
+            if (results[i].ok()) {
+              written[begin + i] = *results[i];
+            } else if (prefill_errors++ == 0) {
+              std::lock_guard<std::mutex> lock(error_mu);
+              first_error = results[i].status().ToString();
+            }
+          }
+        }
+      });
+  }
+  const double prefill_s = prefill_clock.Seconds();
+  if (StopRequested()) return 130;
+  if (prefill_errors > 0) {
+    Progress("pre-fill failed (" + std::to_string(prefill_errors.load()) +
+             " errors), first: " + first_error);
+    return 1;
+  }
+
+  // The baseline's payloads: what the relay will publish for these cells.
+  std::vector<Payload> payloads;
+  payloads.reserve(cells.size());
+  uint64_t payload_bytes = 0;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    Cell c;
+    c.row_key = cells[i].row_key;
+    c.column = cells[i].column;
+    c.ref_key = cells[i].ref_key;
+    c.body = cells[i].body;
+    c.created_at = written[i].created_at;
+    c.shard = written[i].shard;
+    c.added_id = written[i].added_id;
+    Payload p{c.row_key.ToString(), EncodeCellEvent(datastore, c, cfg.kafka.max_event_body_bytes),
+              ChangeLogPartition(cfg.kafka, c.shard), c.created_at / 1000};
+    payload_bytes += p.value.size();
+    payloads.push_back(std::move(p));
+  }
+
+  ConsumerOptions copts;
+  copts.from_beginning = true;
+  copts.client_id = "cellar-bench-relay";
+  auto consumer = ChangeLogConsumer::Create(cfg, {datastore}, copts);
+  if (!consumer.ok()) {
+    Progress("consumer: " + consumer.status().ToString());
+    return 1;
+  }
+  Collector collector(std::move(consumer).value(), run);
+
+  Progress("phase A: starting the relay");
+  Relay relay(store.get(), "bench-" + run);
+  const auto relay_started = Stopwatch::Clock::now();
+  Stopwatch relay_clock;
+  if (Status s = relay.Start(); !s.ok()) {
+    Progress("relay start failed: " + s.ToString());
+    return 1;
+  }
+  const double start_returned_s = relay_clock.Seconds();
+  double first_published_s = -1, all_acked_s = -1, all_consumed_s = -1, checkpoints_s = -1;
+  const uint64_t n = cells.size();
+  const bool acked_ok = WaitUntil(
+      [&] {
+        const RelayStats st = relay.stats();
+        const double t = relay_clock.Seconds();
+        if (first_published_s < 0 && st.published > 0) first_published_s = t;
+        return st.acknowledged >= n;
+      },
+      o.timeout_s);
+  all_acked_s = relay_clock.Seconds();
+  if (StopRequested()) return 130;
+  if (!acked_ok) {
+    Progress("timed out: Kafka acknowledged " + std::to_string(relay.stats().acknowledged) +
+             " of " + std::to_string(n) + " events");
+    return 1;
+  }
+  WaitUntil(
+      [&] {
+        if (all_consumed_s < 0 && collector.prefill_seen() >= n)
+          all_consumed_s =
+              std::chrono::duration<double>(collector.last_prefill_at() - relay_started).count();
+        if (checkpoints_s < 0) {
+          bool at_head = true;
+          for (const auto& st : ReadRelayStatus(*store))
+            if (st.datastore == datastore && (!st.error.empty() || st.checkpoint < st.head))
+              at_head = false;
+          if (at_head) checkpoints_s = relay_clock.Seconds();
+        }
+        return all_consumed_s >= 0 && checkpoints_s >= 0;
+      },
+      o.timeout_s, 20);
+  if (StopRequested()) return 130;
+  const double publish_window_s = all_acked_s - std::max(0.0, first_published_s);
+  const double events_per_s = n / publish_window_s;
+  const double events_per_s_incl_startup = n / all_acked_s;
+
+  // ---- Phase B: steady writes, commit-to-consume latency ----
+  const int64_t latency_writes = static_cast<int64_t>(o.rate * o.seconds);
+  Progress("phase B: " + FormatNumber(o.rate, 0) + " writes/s for " + FormatNumber(o.seconds, 1) +
+           " s from " + std::to_string(o.writer_threads) + " writer threads");
+  std::vector<nlohmann::json> latency_bodies(static_cast<size_t>(latency_writes));
+  for (auto& b : latency_bodies) b = MakeBody(rng, o.body_bytes, run, "latency");
+  std::vector<double> put_ms(static_cast<size_t>(latency_writes), -1);
+  std::vector<PutResult> latency_puts(static_cast<size_t>(latency_writes));
+  std::atomic<uint64_t> latency_errors{0};
+  auto scratch_or = ScratchCheckpoints::Create(cfg, run);
+  if (!scratch_or.ok()) {
+    Progress("scratch checkpoint table: " + scratch_or.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<ScratchCheckpoints> scratch = std::move(scratch_or).value();
+  // One checkpoint-like save every 50 ms during the phase: what a save costs
+  // while the writers commit (the relay saves each dirty stream every 100 ms).
+  std::vector<double> loaded_save_ms, loaded_rtt_ms;
+  std::jthread saver([&](std::stop_token st) {
+    while (!st.stop_requested() && !StopRequested()) {
+      const double ms = scratch->TimeSave();
+      if (ms >= 0) loaded_save_ms.push_back(ms);
+      const double rtt = scratch->TimeRoundTrip();
+      if (rtt >= 0) loaded_rtt_ms.push_back(rtt);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  const MicrosSinceEpoch phase_b_start = NowMicros();
+  const double cpu_before = ProcessCpuSeconds();
+  const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
+  PacedResult paced = RunPaced(o.writer_threads, latency_writes, o.rate, [&](int64_t k) {
+    CellWrite w{Uuid::Random(), column, 0, std::move(latency_bodies[static_cast<size_t>(k)])};
+    Stopwatch put_clock;
+    auto r = store->Put(datastore, w);
+    if (!r.ok()) {
+      if (latency_errors++ == 0) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        first_error = r.status().ToString();
+      }
+      return;
+    }
+    put_ms[static_cast<size_t>(k)] = put_clock.Millis();
+    latency_puts[static_cast<size_t>(k)] = *r;
+  });
+  const double client_cpu = ProcessCpuSeconds() - cpu_before;
+  const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
+  saver.request_stop();
+  saver.join();
+  const double loaded_save_p50 = Percentile(loaded_save_ms, 50),
+               loaded_save_p99 = Percentile(loaded_save_ms, 99);
+  const double loaded_rtt_p50 = Percentile(loaded_rtt_ms, 50),
+               loaded_rtt_p99 = Percentile(loaded_rtt_ms, 99);
+  if (StopRequested()) return 130;
+  const uint64_t latency_written = static_cast<uint64_t>(latency_writes) - latency_errors.load();
+  WaitUntil([&] { return collector.latency_seen() >= latency_written; }, 30);
+  if (StopRequested()) return 130;
+  const RelayStats relay_stats = relay.stats();
+  relay.Stop();
+
+  const std::vector<Sample> samples = collector.Latencies();
+  std::vector<double> lat = Millis(samples);
+  const double p50 = Percentile(lat, 50), p99 = Percentile(lat, 99),
+               max_ms = lat.empty() ? 0 : lat.back();
+  std::vector<double> puts;
+  for (double v : put_ms)
+    if (v >= 0) puts.push_back(v);
+  const double put_p50 = Percentile(puts, 50), put_p99 = Percentile(puts, 99);
+  const uint64_t missing = latency_written - std::min(latency_written, collector.latency_seen());
+
+  // ---- Baseline ----
+  const std::string baseline_topic = cfg.kafka.topic_prefix + ".bench_baseline_" + run;
+  Progress("baseline: producing the same " + std::to_string(n) +
+           " payloads with a bare librdkafka producer to " + baseline_topic);
+  BaselineResult base = RunProducerBaseline(cfg, broker.get(), baseline_topic, payloads);
+  if (StopRequested()) return 130;
+  if (!base.error.empty() || base.acknowledged < n) {
+    Progress("baseline failed: " + (base.error.empty()
+                                        ? std::to_string(base.failed) + " delivery failures"
+                                        : base.error));
+    return 1;
+  }
+  const double baseline_per_s = base.acknowledged / base.seconds;
+  const double ratio = events_per_s / baseline_per_s;
+
+  // ---- Where the latency goes ----
+  Progress("probes: the Kafka path alone at the same rate, and the relay's per-round work");
+  const std::string probe_topic = cfg.kafka.topic_prefix + ".bench_probe_" + run;
+  auto kafka_ms = ProbeKafkaPath(cfg, broker.get(), probe_topic, o.rate, std::min(5.0, o.seconds),
+                                 payloads.front().value);
+  if (StopRequested()) return 130;
+  if (!kafka_ms.ok()) {
+    Progress("Kafka path probe failed: " + kafka_ms.status().ToString());
+    return 1;
+  }
+  const double kafka_p50 = Percentile(*kafka_ms, 50), kafka_p99 = Percentile(*kafka_ms, 99);
+  const RelayProbes work = ProbeRelayWork(*store, *scratch, datastore, 50);
+  if (!work.error.empty()) Progress("relay probes: " + work.error);
+  const double dirty_per_save = DirtyShardsPerWindow(latency_puts, 100);
+  store->Close();
+
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  Table t("cellar-bench relay");
+  t.Section("settings");
+  DescribeCluster(cluster, t);
+  t.Add("kafka",
+        broker ? "private local broker (librdkafka mock) " + cfg.kafka.brokers : cfg.kafka.brokers);
+  t.Add("kafka.partitions", std::to_string(cfg.kafka.partitions));
+  t.Add("topic", ChangeLogTopic(cfg.kafka, datastore));
+  t.Add("relay.batch_cells", std::to_string(cfg.relay.batch_cells));
+  t.Add("relay.poll_min_ms / poll_max_ms", std::to_string(cfg.relay.poll_min_ms) + " / " +
+                                               std::to_string(cfg.relay.poll_max_ms) +
+                                               " (idle poll doubles from min to max)");
+  t.Add("relay producer", "idempotent, acks=all, linger.ms=1 (changelog/relay.cc)");
+  t.Add("consumer", "ungrouped ChangeLogConsumer, fetch.wait.max.ms=10");
+  t.Add("cells (N)", std::to_string(n));
+  t.Add("event bytes (mean)", FormatNumber(static_cast<double>(payload_bytes) / n, 1));
+  t.Section("phase A: pre-filled shards, then the relay starts");
+  t.Add("pre-fill (PutBatch, " + std::to_string(o.prefill_threads) + " threads)",
+        FormatNumber(prefill_s, 2) + " s (" + FormatNumber(n / prefill_s, 0) + " cells/s)");
+  t.Add("Relay::Start() returned after", FormatNumber(start_returned_s * 1e3, 1) + " ms");
+  t.Add("first record produced at", FormatNumber(first_published_s * 1e3, 1) + " ms");
+  t.Add("all N acknowledged by Kafka at", FormatNumber(all_acked_s, 3) + " s");
+  t.Add("consumer had seen all N at",
+        all_consumed_s < 0 ? "not within the timeout" : FormatNumber(all_consumed_s, 3) + " s");
+  t.Add("every checkpoint at its head at",
+        checkpoints_s < 0 ? "not within the timeout"
+                          : FormatNumber(checkpoints_s, 3) + " s (checkpoints saved every 100 ms)");
+  t.Add("events/s (first produced .. all acked)", FormatNumber(events_per_s, 0));
+  t.Add("events/s including start-up", FormatNumber(events_per_s_incl_startup, 0));
+  t.Section("phase B: commit-to-consume latency under steady writes");
+  t.Add("target rate", FormatNumber(o.rate, 0) + " writes/s for " + FormatNumber(o.seconds, 1) +
+                           " s (" + std::to_string(o.writer_threads) + " writer threads)");
+  t.Add("writes", std::to_string(latency_written) + " ok, " +
+                      std::to_string(latency_errors.load()) + " failed" +
+                      (latency_errors ? " (first: " + first_error + ")" : std::string()));
+  t.Add("achieved rate", FormatNumber(latency_writes / paced.seconds, 1) + " writes/s (" +
+                             std::to_string(paced.late) + " started > 10 ms late)");
+  t.Add("put latency p50 / p99 ms", FormatNumber(put_p50, 2) + " / " + FormatNumber(put_p99, 2));
+  t.Add("events consumed", std::to_string(collector.latency_seen()) + " (" +
+                               std::to_string(missing) + " missing after 30 s)");
+  t.Add("commit-to-consume p50 ms", FormatNumber(p50, 2));
+  t.Add("commit-to-consume p99 ms",
+        FormatNumber(p99, 2) + " (issue 3 target: publish < 50 ms p99)");
+  t.Add("commit-to-consume max ms", FormatNumber(max_ms, 2));
+  t.Add("relay: published / acknowledged",
+        std::to_string(relay_stats.published) + " / " + std::to_string(relay_stats.acknowledged));
+  t.Add("relay: rewinds", std::to_string(relay_stats.rewinds));
+  t.Add("duplicates seen by the consumer", std::to_string(collector.duplicates()));
+  t.Add("p99 ms per second of the phase", PerSecond(samples, phase_b_start, 99));
+  t.Add("client CPU during the phase", FormatNumber(client_cpu, 2) + " s");
+  if (server_cpu_before && server_cpu_after)
+    t.Add("CPU busy, client + server",
+          FormatNumber(100.0 * (client_cpu + *server_cpu_after - *server_cpu_before) /
+                           (paced.seconds * cores),
+                       0) +
+              " % of " + FormatNumber(cores, 0) + " cores");
+  t.Section("where the latency goes (probes after phase B)");
+  t.Add("Kafka path alone p50 / p99 ms",
+        FormatNumber(kafka_p50, 2) + " / " + FormatNumber(kafka_p99, 2) +
+            " (bare producer -> same consumer settings, " + FormatNumber(o.rate, 0) +
+            " records/s, " + std::to_string(kafka_ms->size()) + " records)");
+  t.Add("relay round: heads query p50 ms", FormatNumber(work.heads_p50_ms, 2) + " (" +
+                                               std::to_string(work.heads_streams) +
+                                               " streams: shards x datastores, every round)");
+  t.Add("relay round: ShardLog read p50 ms",
+        FormatNumber(work.shard_log_p50_ms, 2) + " (per dirty stream, sequential)");
+  t.Add("relay: checkpoint save p50 ms",
+        FormatNumber(work.save_p50_ms, 2) + " (autocommit upsert, per dirty stream)");
+  t.Add("checkpoint save during phase B p50 / p99 ms",
+        FormatNumber(loaded_save_p50, 2) + " / " + FormatNumber(loaded_save_p99, 2) + " (" +
+            std::to_string(loaded_save_ms.size()) + " probe saves, one per 50 ms)");
+  t.Add("SELECT 1 round trip during phase B p50 / p99 ms",
+        FormatNumber(loaded_rtt_p50, 2) + " / " + FormatNumber(loaded_rtt_p99, 2));
+  t.Add("dirty shards per 100 ms (phase B)",
+        FormatNumber(dirty_per_save, 1) + " (= checkpoint saves per save round)");
+  t.Add("est. save round during phase B", FormatNumber(dirty_per_save * loaded_save_p50, 1) +
+                                              " ms every 100 ms, sequential, on the "
+                                              "thread that also publishes");
+  t.Add("est. relay round trips per 100 ms",
+        FormatNumber(1 + 2 * dirty_per_save, 0) +
+            " (heads + a ShardLog read and a save per dirty "
+            "stream) x " +
+            FormatNumber(loaded_rtt_p50, 2) + " ms = " +
+            FormatNumber((1 + 2 * dirty_per_save) * loaded_rtt_p50, 1) + " ms + flushes");
+  t.Section("baseline: bare librdkafka producer, same payloads and broker");
+  t.Add("topic", baseline_topic);
+  t.Add("events acknowledged", std::to_string(base.acknowledged));
+  t.Add("seconds (first produce .. flush done)", FormatNumber(base.seconds, 3));
+  t.Add("baseline events/s", FormatNumber(baseline_per_s, 0));
+  t.Section("result");
+  t.Add("ratio (relay events/s / baseline)", FormatNumber(ratio, 3));
+  t.Print();
+
+  nlohmann::ordered_json j;
+  j["bench"] = "relay";
+  j["cells"] = n;
+  j["events_per_s"] = Round(events_per_s, 1);
+  j["events_per_s_incl_startup"] = Round(events_per_s_incl_startup, 1);
+  j["p50_ms"] = Round(p50, 3);
+  j["p99_ms"] = Round(p99, 3);
+  j["max_ms"] = Round(max_ms, 3);
+  j["baseline_events_per_s"] = Round(baseline_per_s, 1);
+  j["ratio"] = Round(ratio, 3);
+  j["kafka_path_p50_ms"] = Round(kafka_p50, 3);
+  j["kafka_path_p99_ms"] = Round(kafka_p99, 3);
+  j["checkpoint_save_p50_ms"] = Round(loaded_save_p50, 3);
+  j["dirty_shards_per_100ms"] = Round(dirty_per_save, 1);
+  j["rate"] = o.rate;
+  j["achieved_rate"] = Round(latency_writes / paced.seconds, 1);
+  j["latency_events"] = collector.latency_seen();
+  j["missing"] = missing;
+  j["duplicates"] = collector.duplicates();
+  j["shards"] = cfg.shards;
+  j["partitions"] = cfg.kafka.partitions;
+  j["poll_min_ms"] = cfg.relay.poll_min_ms;
+  j["poll_max_ms"] = cfg.relay.poll_max_ms;
+  j["batch_cells"] = cfg.relay.batch_cells;
+  j["errors"] = latency_errors.load();
+  PrintJsonLine(j);
+  return latency_errors || missing ? 1 : 0;
+}
+
+}  // namespace
+
+void AddRelayCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<RelayBenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "relay",
+      "change-log relay: events/s from pre-filled shards vs a bare librdkafka producer, and "
+      "commit-to-consume latency at a steady write rate (starts a private broker with the "
+      "private MariaDB)");
+  AddClusterOptions(cmd, &o->cluster);
+  cmd->add_option("--cells", o->cells, "cells N written before the relay starts")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a cell body")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--prefill-threads", o->prefill_threads, "threads calling PutBatch")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--rate", o->rate, "phase B writes per second")
+      ->check(CLI::Range(1.0, 100000.0))
+      ->capture_default_str();
+  cmd->add_option("--seconds", o->seconds, "phase B duration")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--paced-threads", o->writer_threads,
+                  "threads of the paced writer (puts in flight at most)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "seconds to wait for the relay to publish N")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  cmd->callback([o, exit_code] { *exit_code = RunRelayBench(*o); });
+}
+
+}  // namespace cellar::bench
