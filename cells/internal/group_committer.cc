@@ -14,7 +14,9 @@ void Finish(WriteUnit* u, const Status& error) {
   u->done.set_value();
 }
 
-constexpr int kDeadlockRetries = 3;
+// Deadlocks and lock-wait timeouts (each wait is io_timeout - 1 s) are retried:
+// a shard whose commit lock another writer holds keeps waiting for minutes.
+constexpr int kDeadlockRetries = 30;
 
 }  // namespace
 
