@@ -14,9 +14,7 @@ void Finish(WriteUnit* u, const Status& error) {
   u->done.set_value();
 }
 
-// Deadlocks and lock-wait timeouts (each wait is io_timeout - 1 s) are retried:
-// a shard whose commit lock another writer holds keeps waiting for minutes.
-constexpr int kDeadlockRetries = 30;
+constexpr int kDeadlockRetries = 3;
 
 }  // namespace
 
