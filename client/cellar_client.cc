@@ -339,6 +339,38 @@ Result<ShardLogPage> Client::ShardLog(const std::string& ds, uint32_t shard,
   return page;
 }
 
+Result<IndexQueryPage> Client::QueryIndex(const std::string& ds, const std::string& index,
+                                          const IndexQueryRequest& q) {
+  std::string path = "/v1/" + Escape(ds) + "/indexes/" + Escape(index) +
+                     "?shard_value=" + Escape(q.shard_value) + "&limit=" + std::to_string(q.limit) +
+                     "&order=" + (q.descending ? "desc" : "asc");
+  for (const auto& w : q.where) path += "&where=" + Escape(w);
+  for (const auto& f : q.fields) path += "&field=" + Escape(f);
+  if (!q.order_by.empty()) path += "&order_by=" + Escape(q.order_by);
+  if (!q.cursor.empty()) path += "&cursor=" + Escape(q.cursor);
+  if (q.verify) path += "&verify=true";
+  CELLAR_ASSIGN_OR_RETURN(json doc, impl_->Call("GET", path));
+  IndexQueryPage page;
+  try {
+    page.version = doc.at("version").get<int>();
+    page.next_cursor = doc.value("next_cursor", "");
+    page.dropped_by_verify = doc.value("dropped_by_verify", 0);
+    for (const json& h : doc.at("hits")) {
+      IndexQueryHit hit;
+      auto row = Uuid::Parse(h.at("row_key").get<std::string>());
+      if (!row.ok()) return Internal("malformed answer: bad row_key in hits");
+      hit.row_key = *row;
+      hit.column = h.at("column").get<std::string>();
+      hit.ref_key = h.at("ref_key").get<int64_t>();
+      hit.fields = h.at("fields");
+      page.hits.push_back(std::move(hit));
+    }
+  } catch (const std::exception& e) {
+    return Internal(std::string("malformed index answer: ") + e.what());
+  }
+  return page;
+}
+
 Status Client::Ready() {
   Status last = Unavailable("no endpoint");
   for (auto& e : impl_->endpoints) {

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,34 @@ struct ClientOptions {
   // false skips verification (tests with self-signed certificates only).
   std::string ca_cert_file;
   bool verify_tls = true;
+};
+
+// An index query over HTTP (GET /v1/<ds>/indexes/<name>; see
+// indexes/index_query.h for the semantics and workers/http/index_request.h
+// for the wire format).
+struct IndexQueryRequest {
+  std::string shard_value;          // required: the shard field's value, as text
+  std::vector<std::string> where;   // "field op value": = != < <= > >= in (a, b)
+  std::vector<std::string> fields;  // fields to return; empty = all
+  std::string order_by;             // a field; empty = newest first
+  bool descending = true;
+  int limit = 100;      // 1..1000
+  std::string cursor;   // next_cursor of the previous page
+  bool verify = false;  // drop hits whose latest cell no longer matches
+};
+
+struct IndexQueryHit {
+  Uuid row_key;
+  std::string column;
+  int64_t ref_key = 0;
+  nlohmann::json fields;  // field path -> value
+};
+
+struct IndexQueryPage {
+  std::vector<IndexQueryHit> hits;
+  std::string next_cursor;  // empty on the last page
+  int version = 0;          // the physical index version that answered
+  int dropped_by_verify = 0;
 };
 
 // Counters of one client since creation.
@@ -88,6 +117,11 @@ class Client {
                                         const std::string& column);
   [[nodiscard]] Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
                                               uint64_t after_added_id, int limit);
+  // NotFound for an index the server does not serve; InvalidArgument for a
+  // bad query (unknown field, malformed where, missing shard_value).
+  [[nodiscard]] Result<IndexQueryPage> QueryIndex(const std::string& datastore,
+                                                  const std::string& index,
+                                                  const IndexQueryRequest& query);
   // OK when some endpoint answers GET /readyz with 200 (no retries).
   [[nodiscard]] Status Ready();
 

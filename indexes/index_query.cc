@@ -251,7 +251,10 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
     if (q.shard_value.empty())
       return InvalidArgument("index '" + q.index + "' needs a value for its shard field '" +
                              shard_field.path + "'");
-    CELLAR_ASSIGN_OR_RETURN(shard_value, TextToFieldValue(shard_field, q.shard_value));
+    auto value = TextToFieldValue(shard_field, q.shard_value);
+    if (!value.ok())
+      return InvalidArgument("shard_value '" + q.shard_value + "': " + value.status().message());
+    shard_value = std::move(value).value();
     out_fields.clear();
     for (const auto& name : q.fields) {
       const IndexField* f = d.FindField(name);

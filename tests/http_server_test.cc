@@ -13,6 +13,9 @@
 #include "client/cellar_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "indexes/index_catalog.h"
+#include "indexes/index_definition.h"
+#include "indexes/index_maintenance.h"
 #include "tests/http_test_util.h"
 
 namespace cellar {
@@ -39,7 +42,12 @@ class HttpEnv : public ::testing::Environment {
     config = *cfg;
     store = CellStore::Open(config);
     ASSERT_TRUE(store->Init().ok());
-    server = testing::CellardProcess::Start(config_path);
+    auto defs = LoadIndexDefinitions(indexes_path, config);
+    ASSERT_TRUE(defs.ok()) << defs.status().ToString();
+    index_def = defs->front();
+    auto applied = IndexCatalog(store.get()).Apply(index_def);
+    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+    server = testing::CellardProcess::Start(config_path, {"--indexes", indexes_path});
     ASSERT_NE(nullptr, server);
     setenv("CELLAR_HTTP_TEST_RW", kRwToken, 1);
     setenv("CELLAR_HTTP_TEST_RO", kRoToken, 1);
@@ -63,6 +71,8 @@ class HttpEnv : public ::testing::Environment {
   }
 
   std::unique_ptr<testing::PrivateMariaDb> db;
+  const std::string indexes_path = std::string(CELLAR_SOURCE_DIR) + "/config/examples/indexes";
+  IndexDefinition index_def;  // driver_partner_index, applied before the server starts
   std::string config_path;
   ClusterConfig config;
   std::unique_ptr<CellStore> store;
@@ -231,7 +241,8 @@ TEST_F(HttpServerTest, RawHttpEveryEndpoint) {
   EXPECT_EQ(l["cells"].back()["added_id"], l["next_after"]);
   auto index = raw_->Get("/v1/trips/indexes/by_city?shard_value=SF");
   ASSERT_TRUE(index);
-  EXPECT_EQ(404, index->status);  // not served until the indexes module exists
+  EXPECT_EQ(404, index->status);  // no such index (driver_partner_index: IndexQuery* tests)
+  EXPECT_THAT(index->body, HasSubstr("has no index 'by_city'"));
 
   auto health = raw_->Get("/healthz");
   ASSERT_TRUE(health);
@@ -246,6 +257,157 @@ TEST_F(HttpServerTest, RawHttpEveryEndpoint) {
               HasSubstr("cellar_http_requests_total{route=\"put_cell\",code=\"201\"}"));
   EXPECT_THAT(metrics->body, HasSubstr("cellar_http_request_seconds_bucket"));
   EXPECT_THAT(metrics->body, HasSubstr("cellar_http_batch_cells_count "));
+}
+
+// Trips of two drivers in two cities; the index is filled by a backfill from
+// the shard logs (the index worker's path is covered by indexes_test).
+struct IndexedTrips {
+  Uuid driver = Uuid::Random(), other_driver = Uuid::Random();
+  Uuid city_a = Uuid::Random(), city_b = Uuid::Random();
+  std::vector<Uuid> rows;  // the driver's trips: rows[0..2] in city_a, rows[3] in city_b
+};
+
+IndexedTrips WriteIndexedTrips(Client& client) {
+  IndexedTrips t;
+  auto trip = [&](const Uuid& driver, const Uuid& city, const std::string& when, double fare) {
+    const Uuid row = Uuid::Random();
+    json body = {{"driver_partner_uuid", driver.ToString()},
+                 {"city_uuid", city.ToString()},
+                 {"trip_created_at", when},
+                 {"fare", {{"total", fare}, {"currency", "USD"}}},
+                 {"status", "completed"}};
+    auto put = client.Put("trips", {row, "BASE", 1, body});
+    EXPECT_TRUE(put.ok()) << put.status().ToString();
+    return row;
+  };
+  t.rows.push_back(trip(t.driver, t.city_a, "2026-01-01T10:00:00Z", 10));
+  t.rows.push_back(trip(t.driver, t.city_a, "2026-02-01T10:00:00Z", 20));
+  t.rows.push_back(trip(t.driver, t.city_a, "2026-03-01T10:00:00Z", 30));
+  t.rows.push_back(trip(t.driver, t.city_b, "2026-04-01T10:00:00Z", 40));
+  trip(t.other_driver, t.city_a, "2026-01-15T10:00:00Z", 50);
+  Status s = BackfillIndex(env->store.get(), env->index_def, nullptr);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return t;
+}
+
+TEST_F(HttpServerTest, IndexQueryThroughClient) {
+  const IndexedTrips t = WriteIndexedTrips(*client_);
+  IndexQueryRequest q;
+  q.shard_value = t.driver.ToString();
+  q.where = {"city_uuid = " + t.city_a.ToString(), "trip_created_at >= 2026-02-01T00:00:00Z"};
+  q.order_by = "trip_created_at";
+  q.descending = false;
+  auto page = client_->QueryIndex("trips", "driver_partner_index", q);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(2u, page->hits.size());
+  EXPECT_EQ(t.rows[1], page->hits[0].row_key);
+  EXPECT_EQ(t.rows[2], page->hits[1].row_key);
+  EXPECT_EQ("BASE", page->hits[0].column);
+  EXPECT_EQ(1, page->hits[0].ref_key);
+  EXPECT_EQ(20.0, page->hits[0].fields["fare.total"].get<double>());
+  EXPECT_EQ(t.city_a.ToString(), page->hits[0].fields["city_uuid"]);
+  EXPECT_TRUE(page->next_cursor.empty());
+  EXPECT_GE(page->version, 1);
+
+  // Paging by cursor visits each of the driver's trips once, newest first.
+  IndexQueryRequest all;
+  all.shard_value = t.driver.ToString();
+  all.limit = 1;
+  all.fields = {"trip_created_at"};
+  std::vector<Uuid> seen;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto p = client_->QueryIndex("trips", "driver_partner_index", all);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    for (const auto& h : p->hits) {
+      seen.push_back(h.row_key);
+      EXPECT_EQ(1u, h.fields.size()) << h.fields.dump();  // only the asked-for field
+    }
+    if (p->next_cursor.empty()) break;
+    all.cursor = p->next_cursor;
+  }
+  EXPECT_EQ((std::vector<Uuid>{t.rows[3], t.rows[2], t.rows[1], t.rows[0]}), seen);
+
+  // verify=true re-reads the cells: a trip moved to city_b drops out of a city_a query.
+  auto moved = client_->Put("trips", {t.rows[0],
+                                      "BASE",
+                                      2,
+                                      {{"driver_partner_uuid", t.driver.ToString()},
+                                       {"city_uuid", t.city_b.ToString()},
+                                       {"trip_created_at", "2026-01-01T10:00:00Z"},
+                                       {"fare", {{"total", 10}}},
+                                       {"status", "completed"}}});
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  IndexQueryRequest in_a;
+  in_a.shard_value = t.driver.ToString();
+  in_a.where = {"city_uuid = " + t.city_a.ToString()};
+  in_a.verify = true;
+  auto verified = client_->QueryIndex("trips", "driver_partner_index", in_a);
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_EQ(2u, verified->hits.size());  // rows[1], rows[2]; rows[0]'s entry is stale
+  EXPECT_EQ(1, verified->dropped_by_verify);
+
+  auto unknown = client_->QueryIndex("trips", "no_such_index", in_a);
+  EXPECT_EQ(StatusCode::kNotFound, unknown.status().code()) << unknown.status().ToString();
+  IndexQueryRequest bad_field = in_a;
+  bad_field.where = {"color = red"};
+  auto bad = client_->QueryIndex("trips", "driver_partner_index", bad_field);
+  EXPECT_EQ(StatusCode::kInvalidArgument, bad.status().code()) << bad.status().ToString();
+}
+
+TEST_F(HttpServerTest, IndexQueryThroughRawHttp) {
+  const IndexedTrips t = WriteIndexedTrips(*client_);
+  const std::string base =
+      "/v1/trips/indexes/driver_partner_index?shard_value=" + t.driver.ToString();
+  auto res = raw_->Get(base + "&where=city_uuid%20%3D%20" + t.city_b.ToString() +
+                       "&field=fare.total&field=status");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(200, res->status) << res->body;
+  json doc = json::parse(res->body);
+  EXPECT_EQ("driver_partner_index", doc["index"]);
+  ASSERT_EQ(1u, doc["hits"].size()) << res->body;
+  EXPECT_EQ(t.rows[3].ToString(), doc["hits"][0]["row_key"]);
+  EXPECT_EQ((json{{"fare.total", 40.0}, {"status", "completed"}}), doc["hits"][0]["fields"]);
+  EXPECT_FALSE(doc.contains("next_cursor"));
+
+  auto in_list = raw_->Get(base + "&where=city_uuid%20in%20(" + t.city_a.ToString() + ",%20" +
+                           t.city_b.ToString() + ")&where=fare.total%20%3C%2035");
+  ASSERT_TRUE(in_list);
+  ASSERT_EQ(200, in_list->status) << in_list->body;
+  EXPECT_EQ(3u, json::parse(in_list->body)["hits"].size()) << in_list->body;
+
+  struct Bad {
+    std::string query;
+    int status;
+    std::string says;
+  };
+  const Bad bad[] = {
+      {"", 400, "needs shard_value"},
+      {"?shard_value=", 400, "needs shard_value"},
+      {"?shard_value=not-a-uuid", 400, "shard_value"},
+      {"?shard_value=" + t.driver.ToString() + "&where=color%20%3D%20red", 400, "color"},
+      {"?shard_value=" + t.driver.ToString() + "&where=fare.total%20~%201", 400, "where"},
+      {"?shard_value=" + t.driver.ToString() + "&where=fare.total%20%3E%20cheap", 400, "cheap"},
+      {"?shard_value=" + t.driver.ToString() + "&limit=0", 400, "limit"},
+      {"?shard_value=" + t.driver.ToString() + "&limit=1&limit=2", 400, "more than once"},
+      {"?shard_value=" + t.driver.ToString() + "&order=sideways", 400, "order"},
+      {"?shard_value=" + t.driver.ToString() + "&order_by=color", 400, "color"},
+      {"?shard_value=" + t.driver.ToString() + "&verify=yes", 400, "verify"},
+      {"?shard_value=" + t.driver.ToString() + "&cursor=zz", 400, "cursor"},
+      {"?shard_value=" + t.driver.ToString() + "&sql=1%3BDROP", 400, "unknown query parameter"},
+  };
+  for (const Bad& b : bad) {
+    auto r = raw_->Get("/v1/trips/indexes/driver_partner_index" + b.query);
+    ASSERT_TRUE(r) << b.query;
+    EXPECT_EQ(b.status, r->status) << b.query << " -> " << r->body;
+    EXPECT_THAT(r->body, HasSubstr(b.says)) << b.query;
+  }
+  auto other_ds =
+      raw_->Get("/v1/users/indexes/driver_partner_index?shard_value=" + t.driver.ToString());
+  ASSERT_TRUE(other_ds);
+  EXPECT_EQ(404, other_ds->status) << other_ds->body;  // the index is over trips
+  auto post = raw_->Post("/v1/trips/indexes/driver_partner_index", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(405, post->status);
 }
 
 TEST_F(HttpServerTest, KeepAliveReusesOneConnection) {

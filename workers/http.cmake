@@ -6,12 +6,13 @@ add_library(cellar_http_api STATIC
   http/batch_request.cc
   http/cell_api.cc
   http/cell_backend.cc
+  http/index_request.cc
   http/json_body.cc
   http/memory_cell_backend.cc
   http/request_fields.cc
   http/token_auth.cc)
 target_include_directories(cellar_http_api PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(cellar_http_api PUBLIC cellar_cells cellar_client cellar_config
+target_link_libraries(cellar_http_api PUBLIC cellar_cells cellar_indexes cellar_client cellar_config
   cellar_base nlohmann_json::nlohmann_json OpenSSL::Crypto)
 
 add_library(cellar_http_server STATIC http/http_server.cc http/serve_command.cc)

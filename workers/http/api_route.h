@@ -9,7 +9,7 @@
 //   GET    /v1/<ds>/cells/<row>                       row
 //   POST   /v1/<ds>/cells:batch                       batch
 //   GET    /v1/<ds>/shards/<n>/log                    shard_log
-//   GET    /v1/<ds>/indexes/<name>                    index_query (not served yet)
+//   GET    /v1/<ds>/indexes/<name>                    index_query
 //
 // Matching is purely structural: segments are returned raw (already
 // percent-decoded by the HTTP library) and validated by the handlers. An empty

@@ -8,6 +8,7 @@
 #include "cells/shard_map.h"
 #include "client/api_wire.h"
 #include "workers/http/batch_request.h"
+#include "workers/http/index_request.h"
 #include "workers/http/json_body.h"
 #include "workers/http/request_fields.h"
 
@@ -182,11 +183,7 @@ ApiResponse CellApi::Dispatch(const RouteMatch& route, const ApiRequest& req) co
   } else if (route.kind == RouteKind::kShardLog) {
     r = HandleShardLog(route, *ds, req);
   } else if (route.kind == RouteKind::kIndexQuery) {
-    // INDEX QUERY ENDPOINT: GET /v1/<ds>/indexes/<name>?shard_value=&where=...
-    // goes here once indexes/ offers a query API: validate the index name and
-    // parameters, call it, answer {"entries":[...]}. Until then: 404.
-    r = HttpError(404, "NotFound",
-                  "index '" + Shown(route.index) + "': index queries are not served yet");
+    r = HandleIndexQuery(route, *ds, req);
   } else {
     r = HandleCells(route, *ds, req);
   }
@@ -323,6 +320,19 @@ ApiResponse CellApi::HandleShardLog(const RouteMatch& route, const DatastoreConf
   return Json(
       200,
       {{"shard", *shard}, {"cells", CellsJson(page->cells)}, {"next_after", page->next_after}});
+}
+
+ApiResponse CellApi::HandleIndexQuery(const RouteMatch& route, const DatastoreConfig& ds,
+                                      const ApiRequest& req) const {
+  const IndexDefinition* def = backend_->FindIndex(ds.name, route.index);
+  if (def == nullptr)
+    return HttpError(404, "NotFound",
+                     "datastore '" + ds.name + "' has no index '" + Shown(route.index) + "'");
+  auto query = ParseIndexQueryParams(*def, req.params);
+  if (!query.ok()) return Error(query.status());
+  auto result = backend_->QueryIndex(*query);
+  if (!result.ok()) return Error(result.status());
+  return Json(200, IndexQueryResultToJson(def->table, *result, query->verify));
 }
 
 }  // namespace cellar

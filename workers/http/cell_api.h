@@ -16,7 +16,8 @@
 //          200 {"cells":[newest first, tombstones included]}
 //   DELETE /v1/<ds>/cells/<row>/<column>            200 put result of the tombstone
 //   GET    /v1/<ds>/shards/<n>/log?after=&limit=    200 {"shard","cells","next_after"}
-//   GET    /v1/<ds>/indexes/<name>                  404 until indexes exist (see cell_api.cc)
+//   GET    /v1/<ds>/indexes/<name>?shard_value=&where=...  200 {"hits":[...]} (index_request.h);
+//          404 for an index the server was not started with (--indexes)
 //   GET    /healthz 200 | /readyz 200 or 503
 // (/metrics is answered by the HTTP binding, which owns the registry.)
 //
@@ -86,6 +87,8 @@ class CellApi {
   ApiResponse HandleCells(const RouteMatch& route, const DatastoreConfig& ds,
                           const ApiRequest& request) const;
   ApiResponse HandleBatch(const DatastoreConfig& ds, const ApiRequest& request) const;
+  ApiResponse HandleIndexQuery(const RouteMatch& route, const DatastoreConfig& ds,
+                               const ApiRequest& request) const;
   ApiResponse HandleShardLog(const RouteMatch& route, const DatastoreConfig& ds,
                              const ApiRequest& request) const;
   // The error answer for `status`; records `shard` as failed for server-side errors.

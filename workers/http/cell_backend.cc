@@ -7,7 +7,8 @@ namespace {
 
 class StoreBackend : public CellBackend {
  public:
-  explicit StoreBackend(CellStore* store) : store_(store) {}
+  StoreBackend(CellStore* store, std::vector<IndexDefinition> indexes)
+      : store_(store), indexes_(std::move(indexes)), reader_(store, indexes_) {}
 
   Result<PutResult> Put(const std::string& ds, const CellWrite& cell) override {
     return store_->Put(ds, cell);
@@ -39,6 +40,15 @@ class StoreBackend : public CellBackend {
     return store_->ShardLog(ds, shard, after, limit);
   }
 
+  const IndexDefinition* FindIndex(const std::string& ds, const std::string& name) override {
+    for (const IndexDefinition& d : indexes_)
+      if (d.table == name && d.datastore == ds) return &d;
+    return nullptr;
+  }
+  Result<IndexQueryResult> QueryIndex(const IndexQuery& query) override {
+    return reader_.Query(query);
+  }
+
   Status CheckReady() override {
     std::string down;
     for (const MysqlHostConfig& host : store_->config().mysql.hosts) {
@@ -55,12 +65,15 @@ class StoreBackend : public CellBackend {
 
  private:
   CellStore* store_;
+  const std::vector<IndexDefinition> indexes_;
+  IndexReader reader_;  // thread-safe
 };
 
 }  // namespace
 
-std::unique_ptr<CellBackend> NewStoreBackend(CellStore* store) {
-  return std::make_unique<StoreBackend>(store);
+std::unique_ptr<CellBackend> NewStoreBackend(CellStore* store,
+                                             std::vector<IndexDefinition> indexes) {
+  return std::make_unique<StoreBackend>(store, std::move(indexes));
 }
 
 }  // namespace cellar

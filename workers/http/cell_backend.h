@@ -17,6 +17,8 @@
 #include "base/status.h"
 #include "cells/cell.h"
 #include "cells/cell_store.h"
+#include "indexes/index_definition.h"
+#include "indexes/index_query.h"
 
 namespace cellar {
 
@@ -40,12 +42,27 @@ class CellBackend {
   virtual Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
                                         uint64_t after_added_id, int limit) = 0;
 
+  // Index queries. The definition of index `name` over `datastore`, or null
+  // when this backend serves no such index (the default: none).
+  virtual const IndexDefinition* FindIndex(const std::string& datastore, const std::string& name) {
+    (void)datastore;
+    (void)name;
+    return nullptr;
+  }
+  // The contract of IndexReader::Query (indexes/index_query.h). REQUIRES:
+  // FindIndex(datastore, query.index) is not null. Default: NotFound.
+  virtual Result<IndexQueryResult> QueryIndex(const IndexQuery& query) {
+    return NotFound("index '" + query.index + "' is not served here");
+  }
+
   // OK when every MySQL host (and so every shard) answers a trivial query;
   // otherwise Unavailable naming the hosts and shard ranges that did not.
   virtual Status CheckReady() = 0;
 };
 
-// A backend over `store`, which must outlive it (not owned).
-std::unique_ptr<CellBackend> NewStoreBackend(CellStore* store);
+// A backend over `store`, which must outlive it (not owned), serving index
+// queries for `indexes` (validated definitions, e.g. from LoadIndexDefinitions).
+std::unique_ptr<CellBackend> NewStoreBackend(CellStore* store,
+                                             std::vector<IndexDefinition> indexes = {});
 
 }  // namespace cellar

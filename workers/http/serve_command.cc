@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "cells/cell_store.h"
+#include "indexes/index_definition.h"
 #include "workers/http/cell_api.h"
 #include "workers/http/cell_backend.h"
 #include "workers/http/http_server.h"
@@ -52,6 +53,9 @@ void AddServeFlags(CLI::App* cmd, ServeFlags* f) {
                   "how long to wait for the rest of a request")
       ->check(CLI::Range(100, 600000))
       ->capture_default_str();
+  cmd->add_option("--indexes", f->indexes_path,
+                  "index definition file or directory whose queries to serve")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--ready-file", f->ready_file, "write HOST:PORT to this file once listening");
 }
 
@@ -79,8 +83,18 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
     LogWarn("http", "no --tokens file: every request is allowed without a token");
   }
 
+  std::vector<IndexDefinition> indexes;
+  if (!f.indexes_path.empty()) {
+    auto defs = LoadIndexDefinitions(f.indexes_path, config);
+    if (!defs.ok()) {
+      std::cerr << "cellard: invalid index definitions:\n" << defs.status().message() << "\n";
+      return 2;
+    }
+    indexes = std::move(defs).value();
+  }
+
   std::unique_ptr<CellStore> store = CellStore::Open(config);
-  std::unique_ptr<CellBackend> backend = NewStoreBackend(store.get());
+  std::unique_ptr<CellBackend> backend = NewStoreBackend(store.get(), std::move(indexes));
   CellApiOptions api_options;
   api_options.max_request_bytes = f.max_request_bytes;
   api_options.max_batch_cells = f.max_batch_cells;

@@ -10,10 +10,12 @@
 //   --max-request-bytes N   request body limit (default 2 MiB)
 //   --max-batch-cells N     cells per batch request (default: the config's limits.max_batch_cells)
 //   --read-timeout-ms N     a client that stops sending mid-request is answered 400 after this
+//   --indexes PATH          index definitions (file or directory) whose queries to
+//                           serve at GET /v1/<ds>/indexes/<name> (default: none)
 //   --ready-file FILE       once listening, write "HOST:PORT\n" there (for scripts and tests)
 //
 // Exit codes: 0 after a signal-driven stop, 1 when serving failed (cannot
-// bind), 2 for bad flags, config or tokens.
+// bind), 2 for bad flags, config, tokens or index definitions.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -32,6 +34,7 @@ struct ServeFlags {
   int max_batch_cells = 0;
   int read_timeout_ms = 10000;
   std::string ready_file;
+  std::string indexes_path;
 };
 
 // Adds the flags above to `cmd`.
