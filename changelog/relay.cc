@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <optional>
 #include <shared_mutex>
 #include <thread>
 
@@ -85,6 +86,10 @@ struct Relay::Impl {
   std::atomic<int> owned_total{0};
   std::atomic<uint64_t> published{0}, rewinds{0}, resets{0};
   std::thread poll_thread;
+  std::thread checkpoint_thread;
+  std::mutex checkpoint_mu;
+  std::condition_variable checkpoint_cv;
+  bool stop_checkpoints = false;  // guarded by checkpoint_mu
   std::vector<std::thread> host_threads;
 
   std::mutex streams_mu;
@@ -214,19 +219,71 @@ struct Relay::Impl {
     return Status::Ok();
   }
 
+  // The checkpoint `s` should have, if it is ahead of what is saved.
+  static std::optional<RelayCheckpoint> Unsaved(ShardStream& s) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.acked <= s.saved) return std::nullopt;
+    return RelayCheckpoint{s.acked, s.acked_offset, NowMicros()};
+  }
+  static void MarkSaved(ShardStream& s, uint64_t acked) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.saved = std::max(s.saved, acked);
+  }
+
   void SaveStream(ShardStream& s) {
-    uint64_t acked;
-    int64_t offset;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      acked = s.acked;
-      offset = s.acked_offset;
-    }
-    if (acked <= s.saved) return;
+    std::optional<RelayCheckpoint> cp = Unsaved(s);
+    if (!cp) return;
     auto lease = store->PoolForShard(s.shard).Acquire();
     if (!lease.ok()) return;
-    RelayCheckpoint cp{acked, offset, NowMicros()};
-    if (SaveCheckpoint(**lease, s.database, s.datastore, cp).ok()) s.saved = acked;
+    if (SaveCheckpoint(**lease, s.database, s.datastore, *cp).ok())
+      MarkSaved(s, cp->after_added_id);
+  }
+
+  // Saves the checkpoints of every owned stream of one host that moved, in one
+  // transaction (one log flush instead of one per shard); on any failure falls
+  // back to saving them one by one, so one bad shard database cannot hold the
+  // others back. Checkpoints are monotonic (SaveCheckpoint never moves one
+  // back), so racing with a DropShard save of the same stream is harmless.
+  void SaveHost(std::vector<std::shared_ptr<ShardStream>>& streams) {
+    std::vector<std::pair<ShardStream*, RelayCheckpoint>> moved;
+    for (auto& s : streams)
+      if (auto cp = Unsaved(*s)) moved.emplace_back(s.get(), *cp);
+    if (moved.empty()) return;
+    if (moved.size() > 1) {
+      auto lease = store->PoolForShard(moved.front().first->shard).Acquire();
+      if (lease.ok()) {
+        MysqlConnection& conn = **lease;
+        Status st = conn.Begin();
+        for (size_t i = 0; st.ok() && i < moved.size(); ++i)
+          st = SaveCheckpoint(conn, moved[i].first->database, moved[i].first->datastore,
+                              moved[i].second);
+        if (st.ok()) st = conn.Commit();
+        if (st.ok()) {
+          for (auto& [s, cp] : moved) MarkSaved(*s, cp.after_added_id);
+          return;
+        }
+        conn.Rollback();
+      }
+    }
+    for (auto& [s, cp] : moved) SaveStream(*s);
+  }
+
+  // Saves checkpoints every kSaveIntervalMs on its own thread, so that log
+  // flushes never delay publishing.
+  void CheckpointLoop() {
+    std::unique_lock<std::mutex> lock(checkpoint_mu);
+    while (!stop_checkpoints) {
+      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kSaveIntervalMs));
+      lock.unlock();
+      std::map<const void*, std::vector<std::shared_ptr<ShardStream>>> by_host;
+      {
+        std::lock_guard<std::mutex> g(streams_mu);
+        for (auto& [shard, streams] : owned)
+          for (auto& st : streams) by_host[&store->PoolForShard(shard)].push_back(st);
+      }
+      for (auto& [host, streams] : by_host) SaveHost(streams);
+      lock.lock();
+    }
   }
 
   // Flushes, saves and forgets a shard (its lock is released by the caller).
@@ -317,7 +374,6 @@ void Relay::Impl::HostLoop(size_t host_index) {
   NamedLocks locks(EndpointFor(config, host));
   std::vector<uint32_t> mine;  // shards of this host this relay owns
   auto next_ownership = std::chrono::steady_clock::now();
-  auto last_save = std::chrono::steady_clock::now();
   int idle_ms = config.relay.poll_min_ms;
   const uint32_t host_shards = host.last_shard - host.first_shard + 1;
   uint32_t rotate = static_cast<uint32_t>(std::hash<std::string>{}(relay_id) % host_shards);
@@ -389,10 +445,6 @@ void Relay::Impl::HostLoop(size_t host_index) {
         for (const auto& row : *heads) produced += Pump(streams[row.Uint(0)], row.Uint(1));
       }
     }
-    if (std::chrono::steady_clock::now() - last_save > std::chrono::milliseconds(kSaveIntervalMs)) {
-      for (auto& st : streams) SaveStream(*st);
-      last_save = std::chrono::steady_clock::now();
-    }
     if (produced == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));  // adaptive idle poll
       idle_ms = std::min(idle_ms * 2, config.relay.poll_max_ms);
@@ -423,6 +475,7 @@ Status Relay::Start() {
   m.membership = std::make_unique<RelayMembership>(
       EndpointFor(m.config, m.config.mysql.hosts.front()), m.config.mysql.database_prefix);
   m.poll_thread = std::thread([&m] { m.PollLoop(); });
+  m.checkpoint_thread = std::thread([&m] { m.CheckpointLoop(); });
   for (size_t h = 0; h < m.config.mysql.hosts.size(); ++h)
     m.host_threads.emplace_back([&m, h] { m.HostLoop(h); });
   LogInfo("relay", "started", {{"relay", m.relay_id}, {"brokers", m.config.kafka.brokers}});
@@ -435,6 +488,12 @@ void Relay::Stop() {
   // Host threads flush through the poll thread's delivery reports, so stop them first.
   for (auto& t : m.host_threads) t.join();
   m.host_threads.clear();
+  {
+    std::lock_guard<std::mutex> lock(m.checkpoint_mu);
+    m.stop_checkpoints = true;
+  }
+  m.checkpoint_cv.notify_all();
+  if (m.checkpoint_thread.joinable()) m.checkpoint_thread.join();
   m.stop_polling = true;
   if (m.poll_thread.joinable()) m.poll_thread.join();
   m.producer->flush(kFlushOnReleaseMs);

@@ -1,5 +1,7 @@
 #include "indexes/index_writer.h"
 
+#include <optional>
+
 #include "base/log.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
@@ -7,6 +9,20 @@
 #include "indexes/index_entry.h"
 
 namespace cellar {
+
+namespace {
+
+// A connection to write shard `target` with: the pointer's own connection
+// when both shards live on one MySQL host (the entry then commits in the
+// pointer's transaction: one log flush per event, and entry and pointer move
+// together), otherwise a pooled connection of the target's host (autocommit;
+// the pointer commits after it, so a crash in between only repeats the write).
+struct TargetConnection {
+  std::optional<MysqlHostPool::Lease> lease;
+  MysqlConnection* conn = nullptr;
+};
+
+}  // namespace
 
 Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int version,
                                             const Cell& cell) {
@@ -19,7 +35,20 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
   const std::string entries = EntryTableName(def.table, version);
   const std::string row = cell.row_key.ToBytes();
 
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(src).Acquire());
+  MysqlHostPool& src_pool = store_->PoolForShard(src);
+  auto ConnectionFor = [&](uint32_t target, MysqlConnection& own) -> Result<TargetConnection> {
+    TargetConnection t;
+    MysqlHostPool& pool = store_->PoolForShard(target);
+    if (&pool == &src_pool) {
+      t.conn = &own;
+      return t;
+    }
+    CELLAR_ASSIGN_OR_RETURN(auto target_lease, pool.Acquire());
+    t.lease.emplace(std::move(target_lease));
+    t.conn = &**t.lease;
+    return t;
+  };
+  CELLAR_ASSIGN_OR_RETURN(auto lease, src_pool.Acquire());
   MysqlConnection& c = *lease;
   CELLAR_RETURN_IF_ERROR(c.Begin());
   auto fail = [&](Status s) -> Result<IndexApplyResult> {
@@ -69,12 +98,12 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
   }
   // Remove the old entry when it does not stay where the new one goes.
   if (had_target && (!entry || entry->target_shard != old_target)) {
-    auto tl = store_->PoolForShard(old_target).Acquire();
+    auto tl = ConnectionFor(old_target, c);
     if (!tl.ok()) return fail(tl.status());
     auto del =
-        (*tl)->Execute("DELETE FROM " + QualifiedTable(cfg.ShardDatabase(old_target), entries) +
-                           " WHERE row_key = ? AND column_key = ? AND ref_key < ?",
-                       {row, cell.column, cell.ref_key});
+        tl->conn->Execute("DELETE FROM " + QualifiedTable(cfg.ShardDatabase(old_target), entries) +
+                              " WHERE row_key = ? AND column_key = ? AND ref_key < ?",
+                          {row, cell.column, cell.ref_key});
     if (!del.ok()) return fail(del.status());
   }
   if (entry) {
@@ -98,9 +127,9 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
         "added_id = IF(VALUES(ref_key) > ref_key, VALUES(added_id), added_id), "
         "created_at = IF(VALUES(ref_key) > ref_key, VALUES(created_at), created_at), "
         "ref_key = GREATEST(ref_key, VALUES(ref_key))";
-    auto tl = store_->PoolForShard(entry->target_shard).Acquire();
+    auto tl = ConnectionFor(entry->target_shard, c);
     if (!tl.ok()) return fail(tl.status());
-    auto up = (*tl)->Execute(
+    auto up = tl->conn->Execute(
         "INSERT INTO " + QualifiedTable(cfg.ShardDatabase(entry->target_shard), entries) + " (" +
             cols + ") VALUES (" + marks + ") ON DUPLICATE KEY UPDATE " + updates,
         params);

@@ -13,6 +13,9 @@
 //   4. delete the old entry if it lives on another shard or there is none now;
 //   5. upsert the new entry on its shard (version-checked: never replaces a
 //      newer one); 6. move the pointer to k; commit.
+// When the entry's shard lives on the row's host (always with one host), steps
+// 4-5 run in the pointer's transaction: one commit per event. Across hosts
+// they commit on their own before the pointer does.
 // A failure anywhere rolls back the pointer, so a retry redoes every step.
 // Thread-safe.
 #pragma once

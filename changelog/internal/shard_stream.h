@@ -1,7 +1,7 @@
 // ShardStream: the relay's in-memory state for one (shard, datastore): what
 // was read and handed to the producer, what Kafka acknowledged, and what is
 // saved as the checkpoint. Shared between the relay's host thread (reads,
-// produces, saves) and the producer's delivery callbacks.
+// produces), the checkpoint thread (saves) and the producer's delivery callbacks.
 #pragma once
 
 #include <cstdint>
