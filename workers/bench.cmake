@@ -7,7 +7,8 @@ add_executable(cellar-bench
   bench/bench_put.cc
   bench/bench_relay.cc
   bench/bench_trigger.cc
-  bench/bench_index.cc)
+  bench/bench_index.cc
+  bench/bench_all.cc)
 target_include_directories(cellar-bench PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(cellar-bench PRIVATE cellar_cells cellar_changelog cellar_triggers
   cellar_indexes cellar_test_support CLI11::CLI11
