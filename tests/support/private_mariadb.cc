@@ -198,9 +198,11 @@ bool IsRoot() { return geteuid() == 0; }
 
 }  // namespace
 
-std::unique_ptr<PrivateMariaDb> PrivateMariaDb::Start(const std::string& label) {
+std::unique_ptr<PrivateMariaDb> PrivateMariaDb::Start(const std::string& label,
+                                                      PrivateMariaDbOptions options) {
   std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
   db->label_ = label;
+  db->options_ = std::move(options);
   std::string safe_label;
   for (char c : label) safe_label += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   const char* tmp = std::getenv("TMPDIR");
@@ -220,7 +222,7 @@ std::unique_ptr<PrivateMariaDb> PrivateMariaDb::Start(const std::string& label) 
       // Skips a hostname lookup that costs ~1 s.
       "--skip-name-resolve",
       // Passed through to the bootstrap mariadbd: creates the redo log at its final size.
-      "--innodb-log-file-size=64M"};
+      "--innodb-log-file-size=" + db->options_.innodb_log_file_size};
   if (IsRoot()) install.push_back("--user=root");
   const std::string install_log = db->dir_ + "/install.log";
   int status = RunLogged(install, install_log);
@@ -272,8 +274,8 @@ std::string PrivateMariaDb::Launch(bool* port_in_use) {
       "--max-connections=1000",
       "--character-set-server=utf8mb4",
       "--collation-server=utf8mb4_general_ci",
-      "--innodb-buffer-pool-size=128M",
-      "--innodb-log-file-size=64M",
+      "--innodb-buffer-pool-size=" + options_.innodb_buffer_pool_size,
+      "--innodb-log-file-size=" + options_.innodb_log_file_size,
       "--innodb-flush-log-at-trx-commit=1",
       "--innodb-autoinc-lock-mode=1",
       "--innodb-buffer-pool-load-at-startup=OFF",

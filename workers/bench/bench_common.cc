@@ -123,7 +123,9 @@ Result<BenchCluster> OpenBenchCluster(const ClusterOptions& options) {
   } else {
     Progress("starting a private MariaDB");
     try {
-      c.db = testing::PrivateMariaDb::Start("bench");
+      // Production-like InnoDB sizing (see PrivateMariaDbOptions).
+      c.db = testing::PrivateMariaDb::Start(
+          "bench", {.innodb_log_file_size = "512M", .innodb_buffer_pool_size = "1G"});
     } catch (const std::exception& e) {
       return Unavailable(std::string("could not start a private MariaDB: ") + e.what());
     }
