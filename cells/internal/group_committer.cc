@@ -86,20 +86,21 @@ void GroupCommitter::WriterLoop() {
       }
     }
     CommitBatches(conn, batches);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& b : batches) {
-        QueueKey key{b.datastore, b.shard};
-        busy_.erase(key);
-        auto it = queues_.find(key);
-        if (it == queues_.end()) continue;
-        if (!it->second.empty()) {
-          ready_.push_back(key);
-          cv_.notify_one();
-        } else {
-          queues_.erase(it);
-        }
-      }
+  }
+}
+
+void GroupCommitter::Release(const std::vector<ShardBatch*>& done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ShardBatch* b : done) {
+    QueueKey key{b->datastore, b->shard};
+    busy_.erase(key);
+    auto it = queues_.find(key);
+    if (it == queues_.end()) continue;
+    if (!it->second.empty()) {
+      ready_.push_back(key);
+      cv_.notify_one();
+    } else {
+      queues_.erase(it);
     }
   }
 }
@@ -117,12 +118,16 @@ void GroupCommitter::CommitBatches(std::unique_ptr<MysqlConnection>& conn,
   std::vector<ShardBatch*> free_shards;
   for (auto& b : batches) free_shards.push_back(&b);
   std::vector<ShardBatch*> busy;
-  // Answer this transaction's callers before waiting for busy shards.
+  // Answer this transaction's callers, and let other threads take their
+  // shards again, before waiting for busy shards: a shard's later writes must
+  // not queue behind another shard's held lock.
   answer(free_shards, CommitWithRetries(conn, free_shards, &busy));
+  Release(free_shards);
   // Shards whose commit lock another writer held: one at a time, waiting.
   for (ShardBatch* b : busy) {
     std::vector<ShardBatch*> one{b}, none;
     answer(one, CommitWithRetries(conn, one, &none));
+    Release(one);
   }
 }
 

@@ -53,6 +53,8 @@ class GroupCommitter {
   // Commits `batches` (one transaction for the free shards, then one per busy
   // shard) and answers every unit.
   void CommitBatches(std::unique_ptr<MysqlConnection>& conn, std::vector<ShardBatch>& batches);
+  // Marks the answered `done` shards not busy; queues with new units become ready.
+  void Release(const std::vector<ShardBatch*>& done);
   // RunGroupTransaction with reconnects and deadlock/lock-timeout retries.
   Status CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
                            std::vector<ShardBatch*>& batches, std::vector<ShardBatch*>* busy);
