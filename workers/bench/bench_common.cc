@@ -53,6 +53,33 @@ std::string FormatNumber(double v, int digits) {
   return (v < 0 ? "-" : "") + grouped + frac;
 }
 
+void AckLatency::Acked(uint64_t key, MicrosSinceEpoch at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  acked_[key] = at;
+}
+
+void AckLatency::Arrived(uint64_t key, MicrosSinceEpoch at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  arrived_.emplace(key, at);
+}
+
+AckLatency::Figures AckLatency::Join() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Figures f;
+  f.ms.reserve(arrived_.size());
+  for (const auto& [key, arrived] : arrived_) {
+    auto a = acked_.find(key);
+    if (a == acked_.end()) {
+      ++f.without_ack;
+      continue;
+    }
+    if (arrived < a->second) ++f.arrived_before_ack;
+    f.ms.push_back(static_cast<double>(std::max<int64_t>(0, arrived - a->second)) / 1e3);
+  }
+  std::sort(f.ms.begin(), f.ms.end());
+  return f;
+}
+
 void Table::Add(std::string figure, std::string value) {
   rows_.emplace_back(std::move(figure), std::move(value));
 }

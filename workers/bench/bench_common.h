@@ -16,13 +16,16 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "base/time.h"
 #include "config/cluster_config.h"
 #include "tests/support/private_mariadb.h"
 
@@ -58,6 +61,37 @@ double Round(double v, int digits);
 
 // "12,345.6" style formatting with `digits` decimals.
 std::string FormatNumber(double v, int digits);
+
+// ---- Commit-acknowledged latency -------------------------------------------
+
+// Latency measured from the commit acknowledged to the writer (CellStore::Put
+// returned OK) rather than from the cell's created_at, which the store takes
+// at the START of the group-commit transaction (before its locks, INSERTs and
+// the COMMIT's fsync). Joins, per cell, the wall-clock time its Put returned
+// with the time its event arrived, recorded in either order: an event may
+// arrive before the writer saw Put return. Thread-safe.
+class AckLatency {
+ public:
+  // A cell's identity, as in PutResult and Cell.
+  static uint64_t Key(uint32_t shard, uint64_t added_id) {
+    return (static_cast<uint64_t>(shard) << 44) | added_id;
+  }
+  // Put of `key` returned OK at `at` (NowMicros()).
+  void Acked(uint64_t key, MicrosSinceEpoch at);
+  // The event of `key` arrived at `at`; later arrivals of a key are ignored.
+  void Arrived(uint64_t key, MicrosSinceEpoch at);
+
+  struct Figures {
+    std::vector<double> ms;           // arrival - ack per joined cell, >= 0, sorted
+    uint64_t arrived_before_ack = 0;  // arrival < ack: counted as 0 ms in `ms`
+    uint64_t without_ack = 0;         // arrivals whose Put never returned OK
+  };
+  Figures Join() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, MicrosSinceEpoch> acked_, arrived_;
+};
 
 // ---- Output ----------------------------------------------------------------
 

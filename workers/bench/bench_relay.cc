@@ -23,9 +23,19 @@
 //
 // Phase B (latency): a paced writer puts single cells at --rate writes/s for
 // --seconds (call k starts at start + k/rate on a pool of --writer-threads, so
-// slow puts do not slow the schedule down); the consumer measures, for every
-// event of the phase, its arrival time minus the cell's created_at (the
-// store's commit timestamp, same machine clock).
+// slow puts do not slow the schedule down). Two latencies per event, same
+// machine wall clock:
+//   - commit-ack to consume: its arrival at the consumer minus the time the
+//     writer's CellStore::Put returned OK (the commit acknowledged), joined by
+//     (shard, added_id) after the phase. An event that arrives before its put
+//     returned counts as 0 ms and is counted. Issue 3's target (a committed
+//     cell is published within 50 ms p99) is checked against this p99.
+//   - txn-start (created_at) to consume: arrival minus the cell's created_at.
+//     The store takes created_at when the group-commit transaction STARTS
+//     (cells/internal/batch_transaction.cc), before the commit-order locks,
+//     the INSERTs and the COMMIT's fsync, so this figure also holds the write
+//     transaction's own duration (tens of ms under load). Kept for
+//     comparison with earlier runs (JSON p50_ms / p99_ms / max_ms).
 //
 // Where the latency goes (after phase B): the Kafka path alone (a bare
 // producer with the relay's settings -> the same consumer settings, one record
@@ -82,6 +92,8 @@ struct RelayBenchOptions {
   int writer_threads = 16;
   int timeout_s = 120;
 };
+
+constexpr double kTargetP99Ms = 50;  // issue 3: a committed cell is published within 50 ms p99
 
 // ---- Kafka for the run ------------------------------------------------------
 
@@ -174,7 +186,8 @@ PacedResult RunPaced(int threads, int64_t total, double rate,
 
 // ---- The consumer -------------------------------------------------------------
 
-// One latency observation: the cell's commit time and how long it took.
+// One latency observation: the cell's created_at (transaction start) and
+// arrival - created_at.
 struct Sample {
   MicrosSinceEpoch created_at = 0;
   double ms = 0;
@@ -226,6 +239,8 @@ class Collector {
     std::lock_guard<std::mutex> lock(mu_);
     return latencies_;
   }
+  // Phase B events' arrival times; the paced writer adds its acks.
+  AckLatency& acks() { return acks_; }
 
  private:
   void Run(std::stop_token st) {
@@ -247,6 +262,7 @@ class Collector {
         continue;
       }
       if (c.body.value("bench_phase", "") == "latency") {
+        acks_.Arrived(AckLatency::Key(c.shard, c.added_id), now);
         std::lock_guard<std::mutex> lock(mu_);
         latencies_.push_back({c.created_at, static_cast<double>(now - c.created_at) / 1e3});
         latency_seen_++;
@@ -264,6 +280,7 @@ class Collector {
   std::atomic<Stopwatch::Clock::rep> last_prefill_at_{0};
   mutable std::mutex mu_;
   std::vector<Sample> latencies_;
+  AckLatency acks_;
   std::jthread thread_;
 };
 
@@ -736,6 +753,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
     CellWrite w{Uuid::Random(), column, 0, std::move(latency_bodies[static_cast<size_t>(k)])};
     Stopwatch put_clock;
     auto r = store->Put(datastore, w);
+    const MicrosSinceEpoch acked = NowMicros();
     if (!r.ok()) {
       if (latency_errors++ == 0) {
         std::lock_guard<std::mutex> lock(error_mu);
@@ -745,6 +763,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
     }
     put_ms[static_cast<size_t>(k)] = put_clock.Millis();
     latency_puts[static_cast<size_t>(k)] = *r;
+    collector.acks().Acked(AckLatency::Key(r->shard, r->added_id), acked);
   });
   const double client_cpu = ProcessCpuSeconds() - cpu_before;
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
@@ -765,6 +784,9 @@ int RunRelayBench(const RelayBenchOptions& o) {
   std::vector<double> lat = Millis(samples);
   const double p50 = Percentile(lat, 50), p99 = Percentile(lat, 99),
                max_ms = lat.empty() ? 0 : lat.back();
+  AckLatency::Figures ack = collector.acks().Join();
+  const double ack_p50 = Percentile(ack.ms, 50), ack_p99 = Percentile(ack.ms, 99),
+               ack_max = ack.ms.empty() ? 0 : ack.ms.back();
   std::vector<double> puts;
   for (double v : put_ms)
     if (v >= 0) puts.push_back(v);
@@ -842,10 +864,19 @@ int RunRelayBench(const RelayBenchOptions& o) {
   t.Add("put latency p50 / p99 ms", FormatNumber(put_p50, 2) + " / " + FormatNumber(put_p99, 2));
   t.Add("events consumed", std::to_string(collector.latency_seen()) + " (" +
                                std::to_string(missing) + " missing after 30 s)");
-  t.Add("commit-to-consume p50 ms", FormatNumber(p50, 2));
-  t.Add("commit-to-consume p99 ms",
-        FormatNumber(p99, 2) + " (issue 3 target: publish < 50 ms p99)");
-  t.Add("commit-to-consume max ms", FormatNumber(max_ms, 2));
+  t.Add("txn-start (created_at) to consume p50 ms", FormatNumber(p50, 2));
+  t.Add("txn-start (created_at) to consume p99 ms", FormatNumber(p99, 2));
+  t.Add("txn-start (created_at) to consume max ms", FormatNumber(max_ms, 2));
+  t.Add("commit-ack to consume p50 / p99 ms",
+        FormatNumber(ack_p50, 2) + " / " + FormatNumber(ack_p99, 2) +
+            (ack_p99 < kTargetP99Ms ? " (meets" : " (MISSES") + " the target < " +
+            FormatNumber(kTargetP99Ms, 0) + " ms p99, issue 3: a committed cell is published)");
+  t.Add("commit-ack to consume max ms", FormatNumber(ack_max, 2));
+  t.Add("events arrived before their put returned",
+        std::to_string(ack.arrived_before_ack) + " of " + std::to_string(ack.ms.size()) +
+            " (counted as 0 ms)" +
+            (ack.without_ack ? ", " + std::to_string(ack.without_ack) + " without an ok put"
+                             : std::string()));
   t.Add("relay: published / acknowledged",
         std::to_string(relay_stats.published) + " / " + std::to_string(relay_stats.acknowledged));
   t.Add("relay: rewinds", std::to_string(relay_stats.rewinds));
@@ -899,6 +930,10 @@ int RunRelayBench(const RelayBenchOptions& o) {
   j["p50_ms"] = Round(p50, 3);
   j["p99_ms"] = Round(p99, 3);
   j["max_ms"] = Round(max_ms, 3);
+  j["ack_p50_ms"] = Round(ack_p50, 3);
+  j["ack_p99_ms"] = Round(ack_p99, 3);
+  j["ack_max_ms"] = Round(ack_max, 3);
+  j["arrived_before_ack"] = ack.arrived_before_ack;
   j["baseline_events_per_s"] = Round(baseline_per_s, 1);
   j["ratio"] = Round(ratio, 3);
   j["kafka_path_p50_ms"] = Round(kafka_p50, 3);
