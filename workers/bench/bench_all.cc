@@ -94,15 +94,16 @@ const std::vector<BenchSpec>& AllBenches() {
       {"trigger",
        {},
        {"--cells", "5000", "--rate", "500", "--seconds", "3"},
-       "events/s baseline = a bare `ChangeLogConsumer`; latency baseline = commit-to-consume of a "
-       "bare consumer alongside the worker."},
+       "events/s baseline = a bare `ChangeLogConsumer`; latency baseline = commit-ack to "
+       "consume of a bare consumer alongside the worker (relay + Kafka)."},
       {"index",
        {},
        {"--seconds", "3", "--apply-cells", "1000", "--entries", "100000", "--drivers", "500",
         "--queries", "500"},
-       "query baseline = the same SQL text through a raw `MysqlConnection`; the ratio is "
-       "`IndexReader::Query` latency as a multiple of that (1.10x = 1.10x of raw SQL). Lag and "
-       "upserts/s have no baseline."},
+       "lag baseline = commit-ack to consume of a bare consumer of the same cells (relay + "
+       "Kafka; the rest is the index worker). query baseline = the same SQL text through a raw "
+       "`MysqlConnection`; the ratio is `IndexReader::Query` latency as a multiple of that "
+       "(1.10x = 1.10x of raw SQL). upserts/s have no baseline."},
   };
   return kBenches;
 }
@@ -446,25 +447,31 @@ std::vector<FigureRow> HttpRows(const Json& j) {
           LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms")};
 }
 
+// Latency targets are judged from the commit acknowledged to the writer
+// (ack_*); the created_at rows start at the write transaction's start, so
+// they also count the write's own duration.
 std::vector<FigureRow> RelayRows(const Json& j) {
   return {RateRow(j, "events/s", "events_per_s", "baseline_events_per_s", "ratio"),
-          LatencyRow(j, "commit-to-consume p50 ms", "p50_ms", "kafka_path_p50_ms"),
-          LatencyRow(j, "commit-to-consume p99 ms", "p99_ms", "kafka_path_p99_ms",
-                     Verdict("p99 < 50 ms", Below(Number(j, "p99_ms"), 50)))};
+          LatencyRow(j, "commit-ack to consume p50 ms", "ack_p50_ms", "kafka_path_p50_ms"),
+          LatencyRow(j, "commit-ack to consume p99 ms", "ack_p99_ms", "kafka_path_p99_ms",
+                     Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
+          LatencyRow(j, "txn-start (created_at) to consume p99 ms", "p99_ms", "kafka_path_p99_ms")};
 }
 
 std::vector<FigureRow> TriggerRows(const Json& j) {
   return {RateRow(j, "events/s (no-op handler)", "events_per_s", "baseline_events_per_s", "ratio"),
-          LatencyRow(j, "commit-to-handler p50 ms", "p50_ms", "consume_p50_ms"),
-          LatencyRow(j, "commit-to-handler p99 ms", "p99_ms", "consume_p99_ms",
-                     Verdict("p99 < 100 ms", Below(Number(j, "p99_ms"), 100)))};
+          LatencyRow(j, "commit-ack to handler p50 ms", "ack_p50_ms", "consume_ack_p50_ms"),
+          LatencyRow(j, "commit-ack to handler p99 ms", "ack_p99_ms", "consume_ack_p99_ms",
+                     Verdict("p99 < 100 ms", Below(Number(j, "ack_p99_ms"), 100))),
+          LatencyRow(j, "txn-start (created_at) to handler p99 ms", "p99_ms", "consume_p99_ms")};
 }
 
 std::vector<FigureRow> IndexRows(const Json& j) {
   // The JSON's own "ratio" is raw / IndexReader; the table shows IndexReader / raw.
-  return {PlainRow(j, "commit-to-visible lag p50 ms", "p50_ms", 2),
-          PlainRow(j, "commit-to-visible lag p99 ms", "p99_ms", 2,
-                   Verdict("p99 < 50 ms", Below(Number(j, "p99_ms"), 50))),
+  return {LatencyRow(j, "commit-ack to visible lag p50 ms", "ack_p50_ms", "consume_ack_p50_ms"),
+          LatencyRow(j, "commit-ack to visible lag p99 ms", "ack_p99_ms", "consume_ack_p99_ms",
+                     Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
+          PlainRow(j, "txn-start (created_at) to visible lag p99 ms", "p99_ms", 2),
           PlainRow(j, "index upserts/s (IndexWriter::Apply)", "upserts_per_s", 0),
           LatencyRow(j, "query p50 ms", "query_p50_ms", "baseline_query_p50_ms"),
           LatencyRow(j, "query p99 ms", "query_p99_ms", "baseline_query_p99_ms")};
