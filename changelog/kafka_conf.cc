@@ -21,9 +21,6 @@ Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
   return conf;
 }
 
-namespace {
-
-// The partition count of `topic`, 0 when it does not exist.
 Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms) {
   std::string topic_err;
   std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(handle, topic, nullptr, topic_err));
@@ -38,6 +35,8 @@ Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, i
       return static_cast<int>(tm->partitions()->size());
   return 0;
 }
+
+namespace {
 
 Status CheckPartitions(const std::string& topic, int have, int want) {
   if (have >= want) return Status::Ok();

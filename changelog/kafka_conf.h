@@ -25,6 +25,10 @@ Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
 Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partitions,
                    int timeout_ms);
 
+// The partition count of `topic` (0 when it does not exist; a broker with
+// auto-creation creates it). Unavailable when the broker does not answer.
+Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms);
+
 // The high watermark (offset of the next record) of one partition.
 Result<int64_t> PartitionHighWatermark(RdKafka::Handle* handle, const std::string& topic,
                                        int32_t partition, int timeout_ms);

@@ -81,6 +81,22 @@
 namespace cellar::bench {
 namespace {
 
+// The partitions of a baseline topic. With --config the broker may not offer
+// CreateTopics (the local broker auto-creates topics with its own default
+// partition count): then the baseline spreads its records over the partitions
+// the topic has, and says so.
+Result<int> BaselinePartitions(RdKafka::Handle* handle, const std::string& topic, int want) {
+  Status s = EnsureTopic(handle, topic, want, 5000);
+  if (s.ok()) return want;
+  if (s.code() != StatusCode::kFailedPrecondition) return s;
+  CELLAR_ASSIGN_OR_RETURN(int have, TopicPartitions(handle, topic, 5000));
+  if (have <= 0) return s;
+  Progress("baseline topic " + topic + " has " + std::to_string(have) +
+           " partitions (auto-created by the broker), not " + std::to_string(want) +
+           ": the baseline uses those");
+  return have;
+}
+
 struct RelayBenchOptions {
   ClusterOptions cluster;
   int cells = 50000;
@@ -335,14 +351,17 @@ BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroke
     out.error = "Kafka producer: " + err;
     return out;
   }
+  int parts = cfg.kafka.partitions;
   if (!broker) {
-    if (Status s = EnsureTopic(p.get(), topic, cfg.kafka.partitions, 5000); !s.ok()) {
-      out.error = s.ToString();
+    auto have = BaselinePartitions(p.get(), topic, cfg.kafka.partitions);
+    if (!have.ok()) {
+      out.error = have.status().ToString();
       return out;
     }
+    parts = *have;
   }
   // Warm-up: connection, metadata and producer id before the clock starts.
-  for (int32_t part = 0; part < cfg.kafka.partitions; ++part)
+  for (int32_t part = 0; part < parts; ++part)
     p->produce(topic, part, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>("warm-up"), 7,
                nullptr, 0, 0, nullptr);
   p->flush(10000);
@@ -351,7 +370,7 @@ BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroke
   size_t i = 0;
   while (i < payloads.size() && !StopRequested()) {
     const Payload& m = payloads[i];
-    RdKafka::ErrorCode e = p->produce(topic, m.partition, RdKafka::Producer::RK_MSG_COPY,
+    RdKafka::ErrorCode e = p->produce(topic, m.partition % parts, RdKafka::Producer::RK_MSG_COPY,
                                       const_cast<char*>(m.value.data()), m.value.size(),
                                       m.key.data(), m.key.size(), m.timestamp_ms, nullptr);
     if (e == RdKafka::ERR__QUEUE_FULL) {
@@ -517,7 +536,10 @@ Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::Lo
   std::string err;
   std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
   if (!p) return InvalidArgument("Kafka producer: " + err);
-  if (!broker) CELLAR_RETURN_IF_ERROR(EnsureTopic(p.get(), topic, cfg.kafka.partitions, 5000));
+  int parts = cfg.kafka.partitions;
+  if (!broker) {
+    CELLAR_ASSIGN_OR_RETURN(parts, BaselinePartitions(p.get(), topic, parts));
+  }
   ConsumerOptions copts;
   copts.from_beginning = true;
   copts.client_id = "cellar-bench-probe";
@@ -550,9 +572,9 @@ Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::Lo
         start + std::chrono::duration_cast<Stopwatch::Clock::duration>(
                     std::chrono::duration<double>(static_cast<double>(k) / rate)));
     const std::string key = std::to_string(NowMicros());
-    p->produce(topic, static_cast<int32_t>(k % cfg.kafka.partitions),
-               RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(payload.data()), payload.size(),
-               key.data(), key.size(), 0, nullptr);
+    p->produce(topic, static_cast<int32_t>(k % parts), RdKafka::Producer::RK_MSG_COPY,
+               const_cast<char*>(payload.data()), payload.size(), key.data(), key.size(), 0,
+               nullptr);
     p->poll(0);
   }
   p->flush(10000);
