@@ -225,4 +225,22 @@ Result<std::map<std::string, int64_t>> ServerStatus(const ClusterConfig& config,
   return out;
 }
 
+void AddTwoWayLatencyRows(Table& t, const std::string& to, const TwoWayLatency& l,
+                          const AckLatency::Figures& ack, double target_ms,
+                          const std::string& target_note) {
+  t.Add("txn-start (created_at) to " + to + " p50 ms", FormatNumber(l.created_p50, 2));
+  t.Add("txn-start (created_at) to " + to + " p99 ms", FormatNumber(l.created_p99, 2));
+  t.Add("txn-start (created_at) to " + to + " max ms", FormatNumber(l.created_max, 2));
+  t.Add("commit-ack to " + to + " p50 / p99 ms",
+        FormatNumber(l.ack_p50, 2) + " / " + FormatNumber(l.ack_p99, 2) +
+            (l.ack_p99 < target_ms ? " (meets" : " (MISSES") + " the target < " +
+            FormatNumber(target_ms, 0) + " ms p99" + target_note + ")");
+  t.Add("commit-ack to " + to + " max ms", FormatNumber(l.ack_max, 2));
+  t.Add("events arrived before their put returned",
+        std::to_string(ack.arrived_before_ack) + " of " + std::to_string(ack.ms.size()) +
+            " (counted as 0 ms)" +
+            (ack.without_ack ? ", " + std::to_string(ack.without_ack) + " without an ok put"
+                             : std::string()));
+}
+
 }  // namespace cellar::bench

@@ -110,6 +110,17 @@ class Table {
   std::vector<std::pair<std::string, std::string>> rows_;
 };
 
+// The rows of a latency phase measured both ways: "txn-start (created_at) to
+// <to>" p50/p99/max (`created_*`) and "commit-ack to <to>" p50/p99 against
+// `target_ms` (with `target_note` after it), max, and the early arrivals.
+struct TwoWayLatency {
+  double created_p50 = 0, created_p99 = 0, created_max = 0;
+  double ack_p50 = 0, ack_p99 = 0, ack_max = 0;
+};
+void AddTwoWayLatencyRows(Table& t, const std::string& to, const TwoWayLatency& l,
+                          const AckLatency::Figures& ack, double target_ms,
+                          const std::string& target_note);
+
 // Prints `j` compactly (keys in insertion order) as one line on stdout and flushes.
 void PrintJsonLine(const nlohmann::ordered_json& j);
 

@@ -886,19 +886,8 @@ int RunRelayBench(const RelayBenchOptions& o) {
   t.Add("put latency p50 / p99 ms", FormatNumber(put_p50, 2) + " / " + FormatNumber(put_p99, 2));
   t.Add("events consumed", std::to_string(collector.latency_seen()) + " (" +
                                std::to_string(missing) + " missing after 30 s)");
-  t.Add("txn-start (created_at) to consume p50 ms", FormatNumber(p50, 2));
-  t.Add("txn-start (created_at) to consume p99 ms", FormatNumber(p99, 2));
-  t.Add("txn-start (created_at) to consume max ms", FormatNumber(max_ms, 2));
-  t.Add("commit-ack to consume p50 / p99 ms",
-        FormatNumber(ack_p50, 2) + " / " + FormatNumber(ack_p99, 2) +
-            (ack_p99 < kTargetP99Ms ? " (meets" : " (MISSES") + " the target < " +
-            FormatNumber(kTargetP99Ms, 0) + " ms p99, issue 3: a committed cell is published)");
-  t.Add("commit-ack to consume max ms", FormatNumber(ack_max, 2));
-  t.Add("events arrived before their put returned",
-        std::to_string(ack.arrived_before_ack) + " of " + std::to_string(ack.ms.size()) +
-            " (counted as 0 ms)" +
-            (ack.without_ack ? ", " + std::to_string(ack.without_ack) + " without an ok put"
-                             : std::string()));
+  AddTwoWayLatencyRows(t, "consume", {p50, p99, max_ms, ack_p50, ack_p99, ack_max}, ack,
+                       kTargetP99Ms, ", issue 3: a committed cell is published");
   t.Add("relay: published / acknowledged",
         std::to_string(relay_stats.published) + " / " + std::to_string(relay_stats.acknowledged));
   t.Add("relay: rewinds", std::to_string(relay_stats.rewinds));

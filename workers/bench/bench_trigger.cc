@@ -590,19 +590,8 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
   t.Add("put latency p50 / p99 ms", FormatNumber(put_p50, 2) + " / " + FormatNumber(put_p99, 2));
   t.Add("events handled", std::to_string(latency_seen.load()) + " (" + std::to_string(missing) +
                               " missing after 30 s)");
-  t.Add("txn-start (created_at) to handler p50 ms", FormatNumber(p50, 2));
-  t.Add("txn-start (created_at) to handler p99 ms", FormatNumber(p99, 2));
-  t.Add("txn-start (created_at) to handler max ms", FormatNumber(max_ms, 2));
-  t.Add("commit-ack to handler p50 / p99 ms",
-        FormatNumber(ack_p50, 2) + " / " + FormatNumber(ack_p99, 2) +
-            (ack_p99 < kTargetP99Ms ? " (meets" : " (MISSES") + " the target < " +
-            FormatNumber(kTargetP99Ms, 0) + " ms p99)");
-  t.Add("commit-ack to handler max ms", FormatNumber(ack_max, 2));
-  t.Add("events arrived before their put returned",
-        std::to_string(ack.arrived_before_ack) + " of " + std::to_string(ack.ms.size()) +
-            " (counted as 0 ms)" +
-            (ack.without_ack ? ", " + std::to_string(ack.without_ack) + " without an ok put"
-                             : std::string()));
+  AddTwoWayLatencyRows(t, "handler", {p50, p99, max_ms, ack_p50, ack_p99, ack_max}, ack,
+                       kTargetP99Ms, "");
   t.Add("p99 ms per second of the phase", PerSecond(handler_samples, phase_b_start, 99));
   t.Add("bare consumer: txn-start to consume p50 / p99 ms",
         FormatNumber(tap_p50, 2) + " / " + FormatNumber(tap_p99, 2) + " (same events)");
