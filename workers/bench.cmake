@@ -4,6 +4,7 @@
 add_executable(cellar-bench
   bench/bench_main.cc
   bench/bench_common.cc
+  bench/bench_load.cc
   bench/bench_put.cc
   bench/bench_relay.cc
   bench/bench_trigger.cc

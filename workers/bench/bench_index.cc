@@ -83,6 +83,7 @@
 #include "indexes/index_writer.h"
 #include "tests/support/local_broker.h"
 #include "workers/bench/bench_common.h"
+#include "workers/bench/bench_load.h"
 
 namespace cellar::bench {
 namespace {
@@ -110,64 +111,6 @@ struct IndexBenchOptions {
 constexpr double kTargetP99Ms = 50;
 constexpr const char* kLiveIndex = "bench_driver_index";
 constexpr const char* kQueryIndex = "bench_query_index";
-
-// ---- Kafka for the run ------------------------------------------------------
-
-// A private broker with the change-log topics of every datastore, when the
-// cluster is private; otherwise checks that the config names brokers.
-Result<std::unique_ptr<testing::LocalBroker>> AttachKafka(BenchCluster& cluster, int partitions) {
-  ClusterConfig& cfg = cluster.config;
-  if (!cluster.db) {
-    if (cfg.kafka.brokers.empty())
-      return InvalidArgument(cluster.description + ": kafka.brokers is not set");
-    return std::unique_ptr<testing::LocalBroker>();
-  }
-  std::unique_ptr<testing::LocalBroker> broker;
-  try {
-    broker = testing::LocalBroker::Start();
-  } catch (const std::exception& e) {
-    return Unavailable(std::string("could not start a local broker: ") + e.what());
-  }
-  cfg.kafka.brokers = broker->bootstrap();
-  cfg.kafka.topic_prefix = "bench";
-  cfg.kafka.partitions = partitions;
-  for (const auto& ds : cfg.datastores)
-    CELLAR_RETURN_IF_ERROR(broker->CreateTopic(ChangeLogTopic(cfg.kafka, ds.name), partitions));
-  return broker;
-}
-
-// ---- Pacing and waiting -------------------------------------------------------
-
-struct PacedResult {
-  double seconds = 0;
-  uint64_t late = 0;  // calls that started more than 10 ms after their slot
-};
-
-// Calls op(k) for k = 0..total-1 from `threads` threads; call k starts at
-// start + k / rate, or as soon as a thread is free after that.
-PacedResult RunPaced(int threads, int64_t total, double rate,
-                     const std::function<void(int64_t)>& op) {
-  using Clock = std::chrono::steady_clock;
-  std::atomic<int64_t> next{0};
-  std::atomic<uint64_t> late{0};
-  const auto start = Clock::now() + std::chrono::milliseconds(5);
-  const auto period = std::chrono::duration<double>(1.0 / rate);
-  {
-    std::vector<std::jthread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&] {
-        while (!StopRequested()) {
-          const int64_t k = next.fetch_add(1);
-          if (k >= total) break;
-          const auto slot = start + std::chrono::duration_cast<Clock::duration>(period * k);
-          std::this_thread::sleep_until(slot);
-          if (Clock::now() - slot > std::chrono::milliseconds(10)) late.fetch_add(1);
-          op(k);
-        }
-      });
-  }
-  return {std::chrono::duration<double>(Clock::now() - start).count(), late.load()};
-}
 
 // ---- A bare consumer next to the worker ------------------------------------------
 
