@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace cellar {
@@ -58,11 +59,21 @@ int JsonDepth(const nlohmann::json& value) {
 }
 
 std::string EncodeBody(const nlohmann::json& body) {
-  std::vector<uint8_t> packed = nlohmann::json::to_msgpack(body);
+  return EncodePackedBody(nlohmann::json::to_msgpack(body));
+}
+
+std::string EncodePackedBody(const std::vector<uint8_t>& packed) {
+  // A fresh context per call (what ZSTD_compress does) costs more than
+  // compressing a small body; one per thread is reused.
+  struct FreeContext {
+    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  };
+  thread_local std::unique_ptr<ZSTD_CCtx, FreeContext> context(ZSTD_createCCtx());
   std::string out(1 + ZSTD_compressBound(packed.size()), '\0');
   out[0] = kZstdMsgpack;
-  size_t n = ZSTD_compress(out.data() + 1, out.size() - 1, packed.data(), packed.size(), 3);
-  // ZSTD_compress cannot fail with a bound-sized buffer.
+  size_t n = ZSTD_compressCCtx(context.get(), out.data() + 1, out.size() - 1, packed.data(),
+                               packed.size(), 3);
+  // Cannot fail with a bound-sized buffer and a valid context.
   out.resize(1 + n);
   return out;
 }

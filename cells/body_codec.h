@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -24,7 +25,17 @@ int JsonDepth(const nlohmann::json& value);
 
 // Encodes any JSON value. Never fails for a valid nlohmann::json.
 // REQUIRES: JsonDepth(body) <= kMaxBodyDepth (deeper input may exhaust the stack).
+// Thread-safe; each thread keeps one zstd context for its calls.
 std::string EncodeBody(const nlohmann::json& body);
+// The same, from the body's MessagePack bytes (nlohmann::json::to_msgpack).
+std::string EncodePackedBody(const std::vector<uint8_t>& msgpack);
+
+// Compact JSON text (dump() without indentation) is at most this many bytes
+// per byte of the same value's MessagePack: the worst cases are `false,` in
+// an array (6 chars for 1 byte) and a control character in a string (\u0001,
+// 6 chars for 1 byte). Lets a size limit on the JSON text be checked from the
+// MessagePack size without serialising the body again.
+inline constexpr size_t kMaxJsonBytesPerMsgpackByte = 6;
 
 // Decodes bytes made by EncodeBody. InvalidArgument (naming what is wrong:
 // empty input, unknown format byte, corrupt zstd frame, bad MessagePack,

@@ -232,10 +232,17 @@ Status MysqlConnection::ExecuteDdl(const std::string& sql) {
 // reply, so a COMMIT that failed (server gone, connection killed) would look
 // successful and an acknowledged write could be lost.
 Status MysqlConnection::Begin() {
+  if (implicit_transactions_) return Status::Ok();
   return Guard("begin", [&] {
     std::unique_ptr<sql::Statement> st(conn_->createStatement());
     st->execute("START TRANSACTION");
   });
+}
+
+Status MysqlConnection::UseImplicitTransactions() {
+  CELLAR_RETURN_IF_ERROR(ExecuteDdl("SET autocommit = 0"));
+  implicit_transactions_ = true;
+  return Status::Ok();
 }
 
 Status MysqlConnection::Commit() {

@@ -81,10 +81,19 @@ class MysqlConnection {
   // Runs a non-prepared statement (DDL, SET). REQUIRES: `sql` contains no user data.
   Status ExecuteDdl(const std::string& sql);
 
+  // Starts a transaction. With implicit transactions on, sends nothing: the
+  // next statement opens one.
   Status Begin();
   Status Commit();
   // Best effort; a failure marks the connection broken.
   void Rollback();
+
+  // Turns autocommit off for this session (SET autocommit = 0), so that every
+  // statement joins the open transaction and COMMIT/ROLLBACK starts the next
+  // one: a writer that always ends with Commit() or Rollback() saves the
+  // START TRANSACTION round trip. Unavailable/Internal when the SET fails.
+  // REQUIRES: no transaction is open.
+  Status UseImplicitTransactions();
 
   // The first auto-increment id the last INSERT on this connection generated.
   Result<uint64_t> LastInsertId();
@@ -115,6 +124,7 @@ class MysqlConnection {
   std::list<std::string> lru_;  // SQL texts, most recently used first
   uint64_t auto_increment_increment_ = 1;
   bool supports_returning_ = false;
+  bool implicit_transactions_ = false;
   bool broken_ = false;
 };
 

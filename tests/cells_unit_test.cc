@@ -3,6 +3,7 @@
 // Uuid, RFC 3339 time and duration parsing.
 #include <time.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/time.h"
@@ -243,6 +245,97 @@ TEST(BodyCodecTest, DeepNestingAndLargeBodies) {
   for (char& c : noise) c = static_cast<char>(rng());  // any bytes, including invalid UTF-8
   json random = {{"noise", noise}};
   EXPECT_EQ(noise, MustDecode(EncodeBody(random))["noise"].get<std::string>());
+}
+
+// ValidateWrite checks limits.max_body_bytes against the MessagePack size times
+// kMaxJsonBytesPerMsgpackByte and only dumps bodies that may be over: the
+// bound must hold for every body, including the worst cases.
+double JsonPerMsgpackByte(const json& body) {
+  const size_t text = body.dump(-1, ' ', false, json::error_handler_t::replace).size();
+  return static_cast<double>(text) / static_cast<double>(json::to_msgpack(body).size());
+}
+
+json RandomJson(std::mt19937& rng, int depth) {
+  switch (depth > 3 ? rng() % 7 : rng() % 9) {
+    case 0:
+      return nullptr;
+    case 1:
+      return rng() % 2 == 0;
+    case 2:
+      return static_cast<int64_t>(rng()) - (1ll << 31);
+    case 3:
+      return -static_cast<int64_t>(rng() % 33);  // negative fixint
+    case 4:
+      return std::ldexp(1.0, -static_cast<int>(rng() % 160));  // floats, float32 subnormals
+    case 5: {
+      std::string s(rng() % 4, '\0');
+      for (char& c : s)
+        c = static_cast<char>(rng() % 3 == 0 ? rng() % 32 : rng());  // control, invalid
+      return s;
+    }
+    case 6:
+      return "";
+    case 7: {
+      json a = json::array();
+      for (int i = static_cast<int>(rng() % 5); i > 0; --i) a.push_back(RandomJson(rng, depth + 1));
+      return a;
+    }
+    default: {
+      json o = json::object();
+      for (int i = static_cast<int>(rng() % 5); i > 0; --i)
+        o[std::string(1, static_cast<char>(rng() % 32))] = RandomJson(rng, depth + 1);
+      return o;
+    }
+  }
+}
+
+TEST(BodyCodecTest, CompactJsonIsAtMostSixBytesPerMessagePackByte) {
+  const double bound = static_cast<double>(kMaxJsonBytesPerMsgpackByte);
+  // The worst cases: 6 chars per byte, approached as they grow.
+  EXPECT_GT(JsonPerMsgpackByte(json(std::vector<bool>(10000, false))), 5.99);
+  EXPECT_GT(JsonPerMsgpackByte(json(std::string(10000, '\x01'))), 5.99);
+  const std::vector<json> edge_cases = {
+      json(std::vector<bool>(10000, false)),
+      json(std::string(10000, '\x01')),
+      json(std::string(3, '\x1f')),
+      json(std::string(5000, '\xff')),  // invalid UTF-8: each byte dumps as U+FFFD
+      json::array({json::array(), json::array(), json::object()}),
+      json::object({{std::string(1, '\x01'), false}, {"", nullptr}}),
+      json(std::vector<json>(100, json(std::ldexp(1.0, -149)))),  // float32 subnormal
+      json(std::vector<json>(100, json(-1.2345678901234567e-300))),
+      json(std::vector<json>(100, json(int64_t{-32}))),
+      json(std::vector<json>(100, json(std::numeric_limits<int64_t>::min()))),
+      json(std::vector<json>(100, json(""))),
+  };
+  for (const json& body : edge_cases)
+    EXPECT_LE(JsonPerMsgpackByte(body), bound)
+        << body.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    const json body = RandomJson(rng, 0);
+    ASSERT_LE(JsonPerMsgpackByte(body), bound)
+        << body.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+TEST(BodyCodecTest, PackedEncodingMatchesAndIsSafeFromManyThreads) {
+  std::mt19937 rng(5);
+  std::vector<json> bodies;
+  for (int i = 0; i < 64; ++i) bodies.push_back({{"i", i}, {"v", RandomJson(rng, 1)}});
+  for (const json& b : bodies) EXPECT_EQ(EncodeBody(b), EncodePackedBody(json::to_msgpack(b)));
+  // Each thread reuses its own zstd context: interleaved calls stay correct.
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 200; ++round) {
+        const json& b = bodies[(t * 7 + round) % bodies.size()];
+        Result<json> back = DecodeBody(EncodeBody(b));
+        if (!back.ok() || *back != b) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(0, wrong.load());
 }
 
 TEST(BodyCodecTest, EncodingIsDeterministicAndIndependentOfInsertionOrder) {

@@ -30,10 +30,16 @@ bool SameBody(const PendingCell& want, const std::string& stored_encoded, bool s
   if (want.encoded_body == stored_encoded) return true;
   // Encodings may differ across codec versions; compare the JSON values.
   auto stored = DecodeBody(stored_encoded);
-  return stored.ok() && *stored == want.body;
+  auto wanted = DecodeBody(want.encoded_body);
+  return stored.ok() && wanted.ok() && *stored == *wanted;
 }
 
 constexpr size_t kLookupChunk = 128;
+
+Status MissingCommitOrderRow(const std::string& datastore, uint32_t shard) {
+  return Internal("shard " + std::to_string(shard) + " has no commit_order row for '" + datastore +
+                  "': run `cellar init`");
+}
 
 Status LoadExisting(MysqlConnection& conn, const std::string& table,
                     const std::vector<WriteUnit*>& units, std::map<Address, Existing>* out) {
@@ -69,7 +75,7 @@ Status LoadExisting(MysqlConnection& conn, const std::string& table,
 Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
                        const std::string& datastore, uint32_t shard,
                        const std::vector<WriteUnit*>& units, bool look_up_existing,
-                       MicrosSinceEpoch now) {
+                       MicrosSinceEpoch now, CommitLock lock) {
   const std::string table = QualifiedTable(database, CellsTableName(datastore));
   auto fail = [&](Status s) { return s; };
 
@@ -169,12 +175,32 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
   // LAST_INSERT_ID() on MySQL.
   std::vector<uint64_t> ids(inserts.size(), 0);
   if (!inserts.empty()) {
-    std::string sql = "INSERT INTO " + table +
-                      " (row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
+    std::string sql =
+        "INSERT INTO " + table + " (row_key, column_name, ref_key, body, tombstone, created_at) ";
     std::vector<SqlParam> params;
-    params.reserve(inserts.size() * 6);
+    params.reserve(inserts.size() * 6 + 1);
+    if (lock == CommitLock::kHeld) {
+      sql += "VALUES ";
+      for (size_t i = 0; i < inserts.size(); ++i) sql += i ? ",(?,?,?,?,?,?)" : "(?,?,?,?,?,?)";
+    } else {
+      // Reading commit_order FOR UPDATE takes the commit lock before the rows
+      // are inserted. Several rows come from a derived table; its byte columns
+      // are cast to BINARY, or it would store them as utf8mb4 text.
+      const std::string row = "CAST(? AS BINARY), ?, ?, CAST(? AS BINARY), ?, ?";
+      const std::string commit_order = QualifiedTable(database, "commit_order");
+      if (inserts.size() == 1) {
+        sql += "SELECT " + row + " FROM " + commit_order + " WHERE datastore = ?";
+      } else {
+        sql += "SELECT v.* FROM " + commit_order +
+               " c, (SELECT CAST(? AS BINARY) AS r, ? AS n, ? AS k, CAST(? AS BINARY) AS b,"
+               " ? AS t, ? AS a";
+        for (size_t i = 1; i < inserts.size(); ++i) sql += " UNION ALL SELECT " + row;
+        sql += ") v WHERE c.datastore = ?";
+      }
+    }
+    if (lock != CommitLock::kHeld)
+      sql += lock == CommitLock::kTakeNoWait ? " FOR UPDATE NOWAIT" : " FOR UPDATE";
     for (size_t i = 0; i < inserts.size(); ++i) {
-      sql += i ? ",(?,?,?,?,?,?)" : "(?,?,?,?,?,?)";
       const PendingCell& c = *inserts[i];
       params.emplace_back(c.row_key.ToBytes());
       params.emplace_back(c.column);
@@ -183,6 +209,7 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
       params.emplace_back(int64_t{c.tombstone ? 1 : 0});
       params.emplace_back(now);
     }
+    if (lock != CommitLock::kHeld) params.emplace_back(datastore);
     if (!conn.supports_returning()) {
       // MySQL: the commit lock is held, so no other INSERT into this table
       // runs and the statement's ids are consecutive (step = increment).
@@ -198,6 +225,8 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
       // up: the caller retries the transaction with look_up_existing.
       auto rows = conn.Query(sql, params);
       if (!rows.ok()) return fail(rows.status());
+      if (rows->empty() && lock != CommitLock::kHeld)  // the SELECT found no commit_order row
+        return fail(MissingCommitOrderRow(datastore, shard));
       std::map<Address, uint64_t> by_address;
       for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
       for (size_t i = 0; i < inserts.size(); ++i) {
@@ -247,9 +276,7 @@ Status LockShardForCommit(MysqlConnection& conn, const std::string& database,
                      "`.`commit_order` WHERE datastore = ? FOR UPDATE" + (nowait ? " NOWAIT" : ""),
                  {datastore});
   if (!locked.ok()) return locked.status();
-  if (locked->empty())
-    return Internal("shard " + std::to_string(shard) + " has no commit_order row for '" +
-                    datastore + "': run `cellar init`");
+  if (locked->empty()) return MissingCommitOrderRow(datastore, shard);
   return Status::Ok();
 }
 
@@ -267,6 +294,30 @@ Status RunOnce(MysqlConnection& conn, const std::string& prefix, std::vector<Sha
     return s;
   };
   std::vector<ShardBatch*> locked;
+  // Fast path (MariaDB, nothing to read first): each shard's INSERT takes the
+  // shard's commit lock itself, one statement per shard.
+  bool has_erase = false;
+  for (auto* b : batches)
+    for (auto* u : b->units) has_erase |= u->erase;
+  if (!look_up && !has_erase && conn.supports_returning()) {
+    const MicrosSinceEpoch now = NowMicros();
+    const CommitLock lock = try_locks ? CommitLock::kTakeNoWait : CommitLock::kTake;
+    for (auto* b : batches) {
+      Status st = ApplyShardBatch(conn, prefix + "_s" + std::to_string(b->shard), b->datastore,
+                                  b->shard, b->units, /*look_up_existing=*/false, now, lock);
+      if (st.ok()) {
+        locked.push_back(b);
+      } else if (try_locks && st.code() == StatusCode::kAborted) {
+        for (auto* u : b->units) u->results.clear();
+        busy->push_back(b);  // another writer is committing this shard: don't wait here
+      } else {
+        return abort(st);
+      }
+    }
+    if (Status st = conn.Commit(); !st.ok()) return abort(st);
+    batches = std::move(locked);
+    return Status::Ok();
+  }
   for (auto* b : batches) {
     Status st = LockShardForCommit(conn, prefix + "_s" + std::to_string(b->shard), b->datastore,
                                    b->shard, try_locks);

@@ -22,8 +22,16 @@ struct ShardBatch {
 Status LockShardForCommit(MysqlConnection& conn, const std::string& database,
                           const std::string& datastore, uint32_t shard, bool nowait);
 
-// Inside an open transaction on `conn` that holds the shard's commit lock, for
-// one (shard, datastore):
+// How ApplyShardBatch gets the shard's commit lock.
+enum class CommitLock {
+  kHeld,        // the caller took it (LockShardForCommit)
+  kTake,        // the INSERT takes it (INSERT ... SELECT ... FOR UPDATE), waiting
+  kTakeNoWait,  // the same with NOWAIT: Aborted at once when another transaction holds it
+};
+
+// Inside an open transaction on `conn`, for one (shard, datastore), holding
+// the shard's commit lock or taking it in the INSERT (`lock`; kTake* requires
+// MariaDB and !look_up_existing and no erase unit):
 //   2. if look_up_existing (or the batch erases), read the cells that already
 //      exist at the batch's addresses,
 //   3. decide each unit: all-new cells are planned; an identical existing cell
@@ -35,13 +43,13 @@ Status LockShardForCommit(MysqlConnection& conn, const std::string& database,
 Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
                        const std::string& datastore, uint32_t shard,
                        const std::vector<WriteUnit*>& units, bool look_up_existing,
-                       MicrosSinceEpoch now);
+                       MicrosSinceEpoch now, CommitLock lock = CommitLock::kHeld);
 
 // One transaction over several shards of one host: commit locks are taken in
 // (shard, datastore) order, without waiting (NOWAIT) when there are several
-// shards; shards another writer is committing are left out and returned in
-// *busy (run them again alone: a single batch waits for its lock). Cells are
-// inserted optimistically without reading existing ones first; a duplicate key
+// shards, by the shards' INSERTs themselves when nothing must be read first; shards another writer
+// is committing are left out and returned in *busy (run them again alone: a single batch waits for
+// its lock). Cells are inserted optimistically without reading existing ones first; a duplicate key
 // redoes the transaction with the look-up. One COMMIT, one fsync for all the
 // shards that were free.
 // On OK, `batches` holds the committed batches (their units' results filled).

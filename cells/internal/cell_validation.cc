@@ -37,19 +37,23 @@ Result<PendingCell> ValidateWrite(const ClusterConfig& config, const std::string
   if (JsonDepth(cell.body) > kMaxBodyDepth)
     return InvalidArgument("cell " + where + ": body nests deeper than " +
                            std::to_string(kMaxBodyDepth) + " levels");
-  // The limit is on the body as a client sends it: compact JSON text.
-  const size_t size =
-      cell.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
-  if (size > static_cast<size_t>(config.limits.max_body_bytes))
-    return InvalidArgument(
-        "cell " + where + ": body is " + std::to_string(size) + " bytes, over the limit of " +
-        std::to_string(config.limits.max_body_bytes) + " bytes (limits.max_body_bytes)");
+  // The limit is on the body as a client sends it: compact JSON text. The
+  // MessagePack size bounds it, so only bodies near the limit are dumped.
+  std::vector<uint8_t> packed = nlohmann::json::to_msgpack(cell.body);
+  const size_t limit = static_cast<size_t>(config.limits.max_body_bytes);
+  if (packed.size() * kMaxJsonBytesPerMsgpackByte > limit) {
+    const size_t size =
+        cell.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+    if (size > limit)
+      return InvalidArgument("cell " + where + ": body is " + std::to_string(size) +
+                             " bytes, over the limit of " + std::to_string(limit) +
+                             " bytes (limits.max_body_bytes)");
+  }
   PendingCell p;
   p.row_key = cell.row_key;
   p.column = cell.column;
   p.ref_key = cell.ref_key;
-  p.body = cell.body;
-  p.encoded_body = EncodeBody(cell.body);
+  p.encoded_body = EncodePackedBody(packed);
   return p;
 }
 

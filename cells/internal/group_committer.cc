@@ -149,6 +149,12 @@ Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
         break;
       }
       conn = std::move(c).value();
+      // Every group transaction ends in COMMIT or ROLLBACK: no BEGIN needed.
+      if (Status st = conn->UseImplicitTransactions(); !st.ok()) {
+        conn.reset();
+        status = Unavailable(st.message());
+        break;
+      }
     }
     status = RunGroupTransaction(*conn, options_.database_prefix, batches, busy);
     if (status.ok()) break;
@@ -167,7 +173,8 @@ Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
     std::string shards;
     size_t units = 0;
     for (const auto* b : batches) {
-      shards += (shards.empty() ? "" : ",") + std::to_string(b->shard);
+      if (!shards.empty()) shards += ',';
+      shards += std::to_string(b->shard);
       units += b->units.size();
     }
     LogWarn("group_commit", "batch failed",

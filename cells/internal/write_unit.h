@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <future>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -17,8 +16,7 @@ struct PendingCell {
   Uuid row_key;
   std::string column;
   int64_t ref_key = 0;       // ignored for an erase: the committer picks it
-  nlohmann::json body;       // null for tombstones
-  std::string encoded_body;  // EncodeBody(body); empty for tombstones
+  std::string encoded_body;  // EncodeBody(the body); empty for tombstones
   bool tombstone = false;
 };
 
