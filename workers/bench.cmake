@@ -6,6 +6,7 @@ add_executable(cellar-bench
   bench/bench_common.cc
   bench/bench_load.cc
   bench/bench_put.cc
+  bench/bench_put_raw.cc
   bench/bench_relay.cc
   bench/bench_trigger.cc
   bench/bench_index.cc

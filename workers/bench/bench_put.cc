@@ -23,6 +23,13 @@
 // cell of one batch gets the same created_at), which yields the batch sizes
 // the group committer achieved.
 //
+// Phase C (the layout's ceiling): the same N rows as single-row prepared
+// INSERTs, C / W of them per transaction, each row in a different shard,
+// from W connections per host (W = writer threads per host). That is what an
+// ideal group commit does when no two waiting cells share a shard: with 64
+// shards and 32 callers, nearly every cell needs its own INSERT. It takes no
+// commit lock, so it is an upper bound for phase B.
+//
 // For each phase the table also shows where the time goes: client and server
 // CPU per row (server CPU only for the private MariaDB), SQL statements per
 // row, statement prepares and InnoDB fsyncs (GLOBAL_STATUS deltas; with
@@ -34,6 +41,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +53,7 @@
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
 #include "workers/bench/bench_common.h"
+#include "workers/bench/bench_put_raw.h"
 
 namespace cellar::bench {
 namespace {
@@ -60,182 +69,13 @@ struct PutOptions {
   bool single_row_baseline = false;
 };
 
-// ---- Trip-like bodies -------------------------------------------------------
-
-struct City {
-  const char* name;
-  const char* currency;
-  double lat, lng;
-};
-constexpr City kCities[] = {
-    {"san_francisco", "USD", 37.7749, -122.4194}, {"new_york", "USD", 40.7128, -74.0060},
-    {"london", "GBP", 51.5074, -0.1278},          {"sao_paulo", "BRL", -23.5505, -46.6333},
-    {"mumbai", "INR", 19.0760, 72.8777},          {"paris", "EUR", 48.8566, 2.3522},
-    {"amsterdam", "EUR", 52.3676, 4.9041},        {"mexico_city", "MXN", 19.4326, -99.1332},
-};
-constexpr const char* kPayment[] = {"card", "card", "card", "wallet", "cash"};
-
-double Coord(std::mt19937_64& rng, double center) {
-  return Round(center + std::uniform_real_distribution<double>(-0.15, 0.15)(rng), 5);
-}
-
-// A realistic trip document (~380 bytes of JSON text), padded with a
-// polyline-like "route" string up to about `target_bytes` when that is larger.
-nlohmann::json MakeTripBody(std::mt19937_64& rng, int target_bytes) {
-  const City& city = kCities[rng() % std::size(kCities)];
-  const MicrosSinceEpoch requested =
-      NowMicros() - static_cast<int64_t>(rng() % (86400ULL * 30)) * 1000000;
-  const int64_t duration_s = 300 + static_cast<int64_t>(rng() % 3000);
-  const double km =
-      Round(duration_s / 60.0 * std::uniform_real_distribution<double>(0.3, 0.9)(rng), 2);
-  const double surge = (rng() % 5 == 0) ? 1.0 + static_cast<double>(rng() % 15) / 10.0 : 1.0;
-  const double total = Round((2.5 + km * 1.15 + duration_s / 60.0 * 0.3) * surge, 2);
-  const uint64_t status_pick = rng() % 20;
-  nlohmann::json body = {
-      {"rider_uuid", Uuid::Random().ToString()},
-      {"driver_uuid", Uuid::Random().ToString()},
-      {"city", city.name},
-      {"status", status_pick < 17   ? "completed"
-                 : status_pick < 19 ? "rider_canceled"
-                                    : "driver_canceled"},
-      {"requested_at", FormatRfc3339(requested)},
-      {"duration_s", duration_s},
-      {"distance_km", km},
-      {"pickup", {{"lat", Coord(rng, city.lat)}, {"lng", Coord(rng, city.lng)}}},
-      {"dropoff", {{"lat", Coord(rng, city.lat)}, {"lng", Coord(rng, city.lng)}}},
-      {"fare", {{"currency", city.currency}, {"total", total}}},
-      {"payment", kPayment[rng() % std::size(kPayment)]},
-  };
-  const int size = static_cast<int>(body.dump().size());
-  const int pad = target_bytes - size - static_cast<int>(sizeof(R"(,"route":"")") - 1);
-  if (pad > 0) {
-    // Encoded polylines use the 64 characters '?' .. '~'.
-    std::string route(static_cast<size_t>(pad), '?');
-    for (char& c : route) c = static_cast<char>('?' + rng() % 64);
-    body["route"] = route;
-  }
-  return body;
-}
-
-// ---- Phase A: raw multi-row INSERTs ----------------------------------------
-
-struct RawStatement {
-  uint32_t shard = 0;
-  std::string sql;
-  std::vector<SqlParam> params;  // 6 per row; created_at (every 6th) set when run
-};
-
-struct PhaseResult {
-  double seconds = 0;
-  uint64_t rows = 0;
-  uint64_t errors = 0;
-  std::string first_error;
-  bool interrupted = false;
-};
-
-// Builds `rows` rows in full `rows_per_insert`-row statements per shard (only
-// the last statement may be shorter) and groups them by host.
-std::vector<std::vector<RawStatement>> PlanRawStatements(const ClusterConfig& cfg,
-                                                         const std::vector<uint32_t>& host_of_shard,
-                                                         const std::string& datastore,
-                                                         const std::string& column, int rows,
-                                                         int rows_per_insert, int body_bytes,
-                                                         std::mt19937_64& rng) {
-  std::vector<std::vector<RawStatement>> by_host(cfg.mysql.hosts.size());
-  std::vector<std::vector<std::pair<Uuid, std::string>>> buckets(cfg.shards);
-  const std::string table_name = "cells_" + datastore;
-  int emitted = 0;
-  while (emitted < rows && !StopRequested()) {
-    const Uuid row = Uuid::Random();
-    const uint32_t shard = ShardForRow(row, cfg.shards);
-    auto& bucket = buckets[shard];
-    bucket.emplace_back(row, EncodeBody(MakeTripBody(rng, body_bytes)));
-    const int want = std::min(rows_per_insert, rows - emitted);
-    if (static_cast<int>(bucket.size()) < want) continue;
-    RawStatement st;
-    st.shard = shard;
-    st.sql = "INSERT INTO " + QualifiedTable(cfg.ShardDatabase(shard), table_name) +
-             " (row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
-    st.params.reserve(bucket.size() * 6);
-    for (size_t i = 0; i < bucket.size(); ++i) {
-      st.sql += i ? ",(?,?,?,?,?,?)" : "(?,?,?,?,?,?)";
-      st.params.emplace_back(bucket[i].first.ToBytes());
-      st.params.emplace_back(column);
-      st.params.emplace_back(int64_t{0});
-      st.params.emplace_back(std::move(bucket[i].second));
-      st.params.emplace_back(int64_t{0});
-      st.params.emplace_back(int64_t{0});
-    }
-    emitted += static_cast<int>(bucket.size());
-    bucket.clear();
-    by_host[host_of_shard[shard]].push_back(std::move(st));
-  }
-  return by_host;
-}
-
-PhaseResult RunRawPhase(const ClusterConfig& cfg, std::vector<std::vector<RawStatement>>& by_host,
-                        int connections_per_host) {
-  PhaseResult result;
-  std::mutex mu;
-  auto record_error = [&](const Status& s) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (result.errors++ == 0) result.first_error = s.ToString();
-  };
-  // Connect everything before the clock starts.
-  struct Worker {
-    size_t host;
-    std::unique_ptr<MysqlConnection> conn;
-  };
-  std::vector<Worker> workers;
-  for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
-    if (by_host[h].empty()) continue;
-    for (int i = 0; i < connections_per_host; ++i) {
-      auto conn = MysqlConnection::Connect(EndpointFor(cfg, cfg.mysql.hosts[h]));
-      if (!conn.ok()) {
-        record_error(conn.status());
-        return result;
-      }
-      workers.push_back({h, std::move(conn).value()});
-    }
-  }
-  std::vector<std::atomic<size_t>> next(by_host.size());
-  for (auto& n : next) n.store(0);
-  std::atomic<uint64_t> rows{0};
-  std::latch start(static_cast<std::ptrdiff_t>(workers.size()) + 1);
-  std::vector<std::thread> threads;
-  for (auto& w : workers) {
-    threads.emplace_back([&, wp = &w] {
-      auto& statements = by_host[wp->host];
-      start.arrive_and_wait();
-      while (!StopRequested()) {
-        const size_t i = next[wp->host].fetch_add(1);
-        if (i >= statements.size()) break;
-        RawStatement& st = statements[i];
-        const int64_t now = NowMicros();
-        for (size_t p = 5; p < st.params.size(); p += 6) st.params[p] = now;
-        auto r = wp->conn->Execute(st.sql, st.params);
-        if (!r.ok()) {
-          record_error(r.status());
-          continue;
-        }
-        rows.fetch_add(*r);
-      }
-    });
-  }
-  start.arrive_and_wait();
-  Stopwatch clock;
-  for (auto& t : threads) t.join();
-  result.seconds = clock.Seconds();
-  result.rows = rows.load();
-  result.interrupted = StopRequested();
-  return result;
-}
-
 // ---- Phase B: single puts through the store ---------------------------------
 
 struct PutPhaseResult : PhaseResult {
   std::vector<double> latencies_ms;
-  // Batch sizes achieved: cells per (shard, created_at) transaction.
+  // Batch sizes achieved: cells per (shard, created_at), i.e. per shard
+  // INSERT; every shard of one transaction gets the same created_at.
+  uint64_t transactions = 0;  // distinct created_at values
   uint64_t batches = 0;
   uint64_t max_batch = 0;
   uint64_t single_cell_batches = 0;
@@ -289,6 +129,9 @@ PutPhaseResult RunPutPhase(CellStore& store, const std::string& datastore,
       ++batch_sizes[{c.shard, c.created_at}];
       ++result.rows;
     }
+  std::set<MicrosSinceEpoch> transactions;
+  for (const auto& [key, n] : batch_sizes) transactions.insert(key.second);
+  result.transactions = transactions.size();
   double weighted = 0;
   for (const auto& [key, n] : batch_sizes) {
     ++result.batches;
@@ -354,6 +197,62 @@ void AddUsageRows(Table& t, const UsageDelta& u, double rows, double seconds) {
   }
 }
 
+// Rounds of one raw phase; the median round's rate counts (the machine may be shared).
+struct RawRounds {
+  std::vector<double> rates;  // rows/s of each round, in order
+  double median_rows_per_s = 0;
+  PhaseResult total;
+  UsageDelta usage;
+  int exit_code = 0;  // non-zero: the phase failed or was interrupted (reported)
+};
+
+template <typename Plan>
+RawRounds RunRawRounds(const BenchCluster& cluster, const std::string& name, int rounds,
+                       int connections, Plan plan) {
+  RawRounds out;
+  for (int round = 1; round <= rounds && !StopRequested(); ++round) {
+    RawWork work = plan();
+    size_t transactions = 0, statements = 0;
+    for (const auto& host : work) {
+      transactions += host.size();
+      for (const auto& tx : host) statements += tx.statements.size();
+    }
+    Progress(name + " round " + std::to_string(round) + "/" + std::to_string(rounds) + ": " +
+             std::to_string(statements) + " INSERT statements in " + std::to_string(transactions) +
+             " transactions over " + std::to_string(connections) + " connection(s) per host");
+    Usage before = TakeUsage(cluster);
+    PhaseResult r = RunRawPhase(cluster.config, work, connections);
+    Usage after = TakeUsage(cluster);
+    if (r.interrupted) break;
+    if (r.errors > 0) {
+      Progress(name + " failed (" + std::to_string(r.errors) + " errors), first: " + r.first_error);
+      out.exit_code = 1;
+      return out;
+    }
+    out.usage.Add(before, after);
+    out.rates.push_back(r.rows / r.seconds);
+    out.total.rows += r.rows;
+    out.total.seconds += r.seconds;
+  }
+  if (StopRequested()) {
+    Progress("interrupted");
+    out.exit_code = 130;
+    return out;
+  }
+  std::vector<double> sorted = out.rates;
+  out.median_rows_per_s = Percentile(sorted, 50);
+  return out;
+}
+
+std::string JoinRates(const std::vector<double>& rates) {
+  std::string out;
+  for (double r : rates) {
+    if (!out.empty()) out += ", ";
+    out += FormatNumber(r, 0);
+  }
+  return out;
+}
+
 int RunPut(const PutOptions& o) {
   auto cluster_or = OpenBenchCluster(o.cluster);
   if (!cluster_or.ok()) {
@@ -382,40 +281,23 @@ int RunPut(const PutOptions& o) {
   std::mt19937_64 rng(std::random_device{}());
 
   // Phase A: --raw-rounds rounds of N rows each; the median round counts.
-  std::vector<double> raw_rates;
-  PhaseResult raw_total;
-  UsageDelta raw_usage;
-  for (int round = 1; round <= o.raw_rounds && !StopRequested(); ++round) {
-    auto statements = PlanRawStatements(cfg, host_of_shard, datastore, column, o.cells,
-                                        o.raw_rows_per_insert, o.body_bytes, rng);
-    size_t statement_count = 0;
-    for (const auto& s : statements) statement_count += s.size();
-    Progress("phase A round " + std::to_string(round) + "/" + std::to_string(o.raw_rounds) + ": " +
-             std::to_string(statement_count) + " INSERT statements over " +
-             std::to_string(o.raw_connections) + " connection(s) per host");
-    Usage before = TakeUsage(cluster);
-    PhaseResult raw = RunRawPhase(cfg, statements, o.raw_connections);
-    Usage after = TakeUsage(cluster);
-    if (raw.interrupted) {
-      Progress("interrupted");
-      return 130;
-    }
-    if (raw.errors > 0) {
-      Progress("phase A failed (" + std::to_string(raw.errors) +
-               " errors), first: " + raw.first_error);
-      return 1;
-    }
-    raw_usage.Add(before, after);
-    raw_rates.push_back(raw.rows / raw.seconds);
-    raw_total.rows += raw.rows;
-    raw_total.seconds += raw.seconds;
-  }
-  if (StopRequested()) {
-    Progress("interrupted");
-    return 130;
-  }
-  std::vector<double> sorted_rates = raw_rates;
-  const double raw_rows_per_s = Percentile(sorted_rates, 50);
+  RawRounds raw_phase = RunRawRounds(cluster, "phase A", o.raw_rounds, o.raw_connections, [&] {
+    return PlanRawStatements(cfg, host_of_shard, datastore, column, o.cells, o.raw_rows_per_insert,
+                             o.body_bytes, rng);
+  });
+  if (raw_phase.exit_code != 0) return raw_phase.exit_code;
+  const double raw_rows_per_s = raw_phase.median_rows_per_s;
+
+  // Phase C (run before B, reported after it): the layout's ceiling for
+  // single puts, every cell alone in its shard's INSERT, C / W cells per
+  // transaction from W connections.
+  const int writers = cfg.group_commit.writer_threads_per_host;
+  const int ceiling_rows_per_tx = std::max(1, o.callers / std::max(1, writers));
+  RawRounds ceiling = RunRawRounds(cluster, "phase C", o.raw_rounds, writers, [&] {
+    return PlanShardRowTransactions(cfg, host_of_shard, datastore, column, o.cells,
+                                    ceiling_rows_per_tx, o.body_bytes, rng);
+  });
+  if (ceiling.exit_code != 0) return ceiling.exit_code;
 
   // Optional reference: what C callers get without group commit.
   PhaseResult single;
@@ -482,13 +364,13 @@ int RunPut(const PutOptions& o) {
   t.Add("connections", std::to_string(o.raw_connections) +
                            " per host (= default writer threads per host: same number of "
                            "transactions in flight)");
-  std::string rounds;
-  for (double r : raw_rates) rounds += (rounds.empty() ? "" : ", ") + FormatNumber(r, 0);
-  t.Add("rounds of N rows", std::to_string(o.raw_rounds) + " (rows/s: " + rounds + ")");
-  t.Add("rows written", std::to_string(raw_total.rows));
-  t.Add("seconds", FormatNumber(raw_total.seconds, 3));
+  t.Add("rounds of N rows",
+        std::to_string(raw_phase.rates.size()) + " (rows/s: " + JoinRates(raw_phase.rates) + ")");
+  t.Add("rows written", std::to_string(raw_phase.total.rows));
+  t.Add("seconds", FormatNumber(raw_phase.total.seconds, 3));
   t.Add("raw rows/s (median round)", FormatNumber(raw_rows_per_s, 0));
-  AddUsageRows(t, raw_usage, static_cast<double>(raw_total.rows), raw_total.seconds);
+  AddUsageRows(t, raw_phase.usage, static_cast<double>(raw_phase.total.rows),
+               raw_phase.total.seconds);
   if (o.single_row_baseline) {
     t.Section("phase A': raw single-row autocommit INSERT (no group commit)");
     t.Add("connections", std::to_string(o.callers) + " per host (= callers)");
@@ -505,19 +387,35 @@ int RunPut(const PutOptions& o) {
   t.Add("put latency p50 ms", FormatNumber(p50, 2));
   t.Add("put latency p99 ms", FormatNumber(p99, 2));
   t.Add("put latency max ms", FormatNumber(max_ms, 2));
-  t.Add("transactions (batches)", std::to_string(put.batches));
-  t.Add("transactions/s", FormatNumber(put.batches / put.seconds, 0));
-  t.Add("cells per batch (mean)",
+  t.Add(
+      "transactions",
+      std::to_string(put.transactions) + " (" + FormatNumber(put.transactions / put.seconds, 0) +
+          "/s, " +
+          FormatNumber(put.transactions ? static_cast<double>(put.rows) / put.transactions : 0, 2) +
+          " cells each)");
+  t.Add("shard batches (one INSERT each)", std::to_string(put.batches));
+  t.Add("cells per shard batch (mean)",
         FormatNumber(put.batches ? static_cast<double>(put.rows) / put.batches : 0, 2));
-  t.Add("cells per batch (as seen by a cell)", FormatNumber(put.cell_weighted_batch, 2));
+  t.Add("cells per shard batch (as seen by a cell)", FormatNumber(put.cell_weighted_batch, 2));
   t.Add("largest batch", std::to_string(put.max_batch));
   t.Add("single-cell batches",
         FormatNumber(put.batches ? 100.0 * put.single_cell_batches / put.batches : 0, 1) + " %");
   UsageDelta put_usage;
   put_usage.Add(put_before, put_after);
   if (put.rows > 0) AddUsageRows(t, put_usage, static_cast<double>(put.rows), put.seconds);
+  t.Section("phase C: the layout's ceiling (raw single-row INSERTs, one per shard)");
+  t.Add("transactions", std::to_string(ceiling_rows_per_tx) + " rows of distinct shards each, " +
+                            std::to_string(writers) +
+                            " connection(s) per host (= writer threads), no commit lock");
+  t.Add("rounds of N rows",
+        std::to_string(ceiling.rates.size()) + " (rows/s: " + JoinRates(ceiling.rates) + ")");
+  t.Add("ceiling rows/s (median round)", FormatNumber(ceiling.median_rows_per_s, 0));
+  AddUsageRows(t, ceiling.usage, static_cast<double>(ceiling.total.rows), ceiling.total.seconds);
   t.Section("result");
   t.Add("ratio (cells/s / raw rows/s)", FormatNumber(ratio, 3) + " (target >= 0.5)");
+  t.Add("ceiling / raw rows/s", FormatNumber(ceiling.median_rows_per_s / raw_rows_per_s, 3) +
+                                    " (the best ratio single puts can reach on this layout)");
+  t.Add("cells/s / ceiling rows/s", FormatNumber(cells_per_s / ceiling.median_rows_per_s, 3));
   t.Add("compression ratio (JSON / stored)", FormatNumber(compression_ratio, 2));
   t.Print();
 
@@ -537,6 +435,12 @@ int RunPut(const PutOptions& o) {
   j["max_batch_cells"] = cfg.group_commit.max_batch_cells;
   j["writer_threads"] = cfg.group_commit.writer_threads_per_host;
   j["mean_batch_cells"] = Round(put.batches ? static_cast<double>(put.rows) / put.batches : 0, 2);
+  j["ceiling_rows_per_s"] = Round(ceiling.median_rows_per_s, 1);
+  j["ceiling_ratio"] = Round(ceiling.median_rows_per_s / raw_rows_per_s, 3);
+  j["ratio_to_ceiling"] = Round(cells_per_s / ceiling.median_rows_per_s, 3);
+  j["transactions"] = put.transactions;
+  j["cells_per_transaction"] =
+      Round(put.transactions ? static_cast<double>(put.rows) / put.transactions : 0, 2);
   if (o.single_row_baseline) j["single_row_rows_per_s"] = Round(single.rows / single.seconds, 1);
   j["errors"] = put.errors;
   PrintJsonLine(j);
