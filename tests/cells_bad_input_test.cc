@@ -15,14 +15,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/private_mariadb.h"
+#include "tests/support/status_printing.h"
+#include "tests/support/store_environment.h"
 #include "tests/support/test_cluster.h"
 
 namespace cellar {
-
-// Status codes print by name in test failures.
-[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
-  *os << StatusCodeName(code);
-}
 
 namespace {
 
@@ -33,20 +30,14 @@ constexpr uint32_t kShards = 4;
 constexpr int kSmallBodyLimit = 1000;
 constexpr int kSmallBatchLimit = 5;
 
-class BadInputEnv : public ::testing::Environment {
+// The shared store, plus the same cluster with small limits, from YAML.
+class BadInputEnv : public testing::StoreEnvironment {
  public:
+  BadInputEnv() : StoreEnvironment({"badinput"}, kShards) {}
   void SetUp() override {
-    try {
-      db = testing::PrivateMariaDb::Start("badinput");
-    } catch (const std::exception& e) {
-      FAIL() << "cannot start MariaDB: " << e.what();
-    }
-    config = testing::MakeClusterConfig({db.get()}, kShards);
-    store = CellStore::Open(config);
-    Status s = store->Init();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    // The same cluster with small limits, from YAML.
-    const std::string yaml = testing::MakeClusterYaml({db.get()}, kShards) +
+    StoreEnvironment::SetUp();
+    if (!store) return;
+    const std::string yaml = testing::MakeClusterYaml({dbs[0].get()}, kShards) +
                              "limits:\n  max_body_bytes: " + std::to_string(kSmallBodyLimit) +
                              "\n  max_batch_cells: " + std::to_string(kSmallBatchLimit) + "\n";
     Result<ClusterConfig> small = ParseClusterConfig(yaml, "small.yaml");
@@ -55,13 +46,9 @@ class BadInputEnv : public ::testing::Environment {
   }
   void TearDown() override {
     small_store.reset();
-    store.reset();
-    db.reset();
+    StoreEnvironment::TearDown();
   }
 
-  std::unique_ptr<testing::PrivateMariaDb> db;
-  ClusterConfig config;
-  std::unique_ptr<CellStore> store;
   std::unique_ptr<CellStore> small_store;
 };
 
@@ -84,7 +71,7 @@ class BadInputTest : public ::testing::Test {
     if (!expect_nothing_written_ || !store_) return;
     EXPECT_EQ(heads_, AllHeads()) << "a rejected request wrote something";
     std::string out;
-    ASSERT_TRUE(env->db->Execute(
+    ASSERT_TRUE(env->dbs[0]->Execute(
         "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema LIKE 'cellar\\_s%'",
         &out));
     EXPECT_EQ(std::to_string(3 * kShards) + "\n", out) << "a table disappeared";

@@ -22,14 +22,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/private_mariadb.h"
+#include "tests/support/status_printing.h"
+#include "tests/support/store_environment.h"
 #include "tests/support/test_cluster.h"
 
 namespace cellar {
-
-// Status codes print by name in test failures.
-[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
-  *os << StatusCodeName(code);
-}
 
 namespace {
 
@@ -40,32 +37,8 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kShards = 8;  // db1 owns 0-3, db2 owns 4-7
 constexpr auto kQuick = std::chrono::seconds(5);
 
-class TwoDbEnv : public ::testing::Environment {
- public:
-  void SetUp() override {
-    try {
-      db1 = testing::PrivateMariaDb::Start("db1");
-      db2 = testing::PrivateMariaDb::Start("db2");
-    } catch (const std::exception& e) {
-      FAIL() << "cannot start MariaDB: " << e.what();
-    }
-    config = testing::MakeClusterConfig({db1.get(), db2.get()}, kShards);
-    store = CellStore::Open(config);
-    Status s = store->Init();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  void TearDown() override {
-    store.reset();
-    db2.reset();
-    db1.reset();
-  }
-
-  std::unique_ptr<testing::PrivateMariaDb> db1, db2;
-  ClusterConfig config;
-  std::unique_ptr<CellStore> store;
-};
-
-TwoDbEnv* const env = static_cast<TwoDbEnv*>(::testing::AddGlobalTestEnvironment(new TwoDbEnv));
+testing::StoreEnvironment* const env = static_cast<testing::StoreEnvironment*>(
+    ::testing::AddGlobalTestEnvironment(new testing::StoreEnvironment({"db1", "db2"}, kShards)));
 
 bool OnDb2(uint32_t shard) { return shard >= kShards / 2; }
 
@@ -91,13 +64,13 @@ class FailureTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(nullptr, env->store) << "the MariaDB servers did not start";
     ASSERT_EQ(4u, env->config.HostForShard(4).first_shard);
-    ASSERT_EQ(env->db2->port(), env->config.HostForShard(4).port);
-    ASSERT_EQ(env->db1->port(), env->config.HostForShard(3).port);
+    ASSERT_EQ(env->dbs[1]->port(), env->config.HostForShard(4).port);
+    ASSERT_EQ(env->dbs[0]->port(), env->config.HostForShard(3).port);
     store_ = env->store.get();
   }
   void TearDown() override {
     // Leave db2 running for the next test.
-    if (env->db2 && !env->db2->running()) env->db2->Restart();
+    if (env->dbs.size() > 1 && !env->dbs[1]->running()) env->dbs[1]->Restart();
   }
 
   // Runs `op`, checks it took less than kQuick, and returns its status.
@@ -150,8 +123,8 @@ TEST_F(FailureTest, DownHostGivesUnavailableForItsShardsOnlyAndRecovers) {
     before.push_back(*r);
   }
 
-  env->db2->Kill();
-  ASSERT_FALSE(env->db2->running());
+  env->dbs[1]->Kill();
+  ASSERT_FALSE(env->dbs[1]->running());
 
   for (uint32_t s = 0; s < kShards; ++s) {
     SCOPED_TRACE("shard " + std::to_string(s));
@@ -199,7 +172,7 @@ TEST_F(FailureTest, DownHostGivesUnavailableForItsShardsOnlyAndRecovers) {
   EXPECT_THAT(init.message(), HasSubstr("db2"));
 
   // Back up on the same port: the same store serves db2's shards again.
-  env->db2->Restart();
+  env->dbs[1]->Restart();
   const auto restarted = Clock::now();
   for (uint32_t s = kShards / 2; s < kShards; ++s) {
     ASSERT_TRUE(WaitFor([&] { return store_->Get("trips", rows[s], "BASE", 0).ok(); },
@@ -251,8 +224,8 @@ TEST_F(FailureTest, FirstReadAfterRestartSucceedsDespiteStalePooledConnections) 
   for (auto& t : readers) t.join();
   ASSERT_EQ(120, ok.load());
 
-  env->db2->Kill();
-  env->db2->Restart();
+  env->dbs[1]->Kill();
+  env->dbs[1]->Restart();
 
   Result<Cell> first = store_->Get("trips", row, "BASE", 0);
   EXPECT_TRUE(first.ok()) << first.status().ToString();
@@ -266,9 +239,9 @@ TEST_F(FailureTest, FirstReadAfterRestartSucceedsDespiteStalePooledConnections) 
 // 1.1's Connection::commit() ignores the server's reply, so a failed COMMIT
 // used to look successful, and acknowledged puts were lost in a crash.)
 TEST_F(FailureTest, CommitOnKilledConnectionIsUnavailable) {
-  ASSERT_TRUE(
-      env->db1->Execute("CREATE DATABASE IF NOT EXISTS adapter;"
-                        "CREATE TABLE IF NOT EXISTS adapter.t (k INT PRIMARY KEY) ENGINE=InnoDB;"));
+  ASSERT_TRUE(env->dbs[0]->Execute(
+      "CREATE DATABASE IF NOT EXISTS adapter;"
+      "CREATE TABLE IF NOT EXISTS adapter.t (k INT PRIMARY KEY) ENGINE=InnoDB;"));
   const MysqlEndpoint endpoint = EndpointFor(env->config, env->config.HostForShard(0));
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(round == 0 ? "killed before COMMIT" : "killed before ROLLBACK");
@@ -280,7 +253,7 @@ TEST_F(FailureTest, CommitOnKilledConnectionIsUnavailable) {
     ASSERT_TRUE(c.Begin().ok());
     Result<uint64_t> inserted = c.Execute("INSERT INTO adapter.t (k) VALUES (?)", {int64_t{round}});
     ASSERT_TRUE(inserted.ok()) << inserted.status().ToString();
-    ASSERT_TRUE(env->db1->Execute("KILL " + (*id)[0].Bytes(0)));
+    ASSERT_TRUE(env->dbs[0]->Execute("KILL " + (*id)[0].Bytes(0)));
     if (round == 0) {
       Status commit = c.Commit();
       EXPECT_EQ(StatusCode::kUnavailable, commit.code()) << commit.ToString();
@@ -290,7 +263,7 @@ TEST_F(FailureTest, CommitOnKilledConnectionIsUnavailable) {
     EXPECT_TRUE(c.broken());
     EXPECT_EQ(StatusCode::kUnavailable, c.Begin().code());
     std::string out;
-    ASSERT_TRUE(env->db1->Execute("SELECT COUNT(*) FROM adapter.t", &out));
+    ASSERT_TRUE(env->dbs[0]->Execute("SELECT COUNT(*) FROM adapter.t", &out));
     EXPECT_EQ("0\n", out);
   }
   // A transaction on a healthy connection commits, and a rolled back one leaves nothing.
@@ -304,13 +277,13 @@ TEST_F(FailureTest, CommitOnKilledConnectionIsUnavailable) {
   ASSERT_TRUE((*conn)->Commit().ok());
   EXPECT_FALSE((*conn)->broken());
   std::string out;
-  ASSERT_TRUE(env->db1->Execute("SELECT GROUP_CONCAT(k) FROM adapter.t", &out));
+  ASSERT_TRUE(env->dbs[0]->Execute("SELECT GROUP_CONCAT(k) FROM adapter.t", &out));
   EXPECT_EQ("8\n", out);
   // Outside a transaction every statement commits on its own again.
   ASSERT_TRUE((*conn)->Execute("INSERT INTO adapter.t (k) VALUES (?)", {int64_t{9}}).ok());
-  ASSERT_TRUE(env->db1->Execute("SELECT COUNT(*) FROM adapter.t", &out));
+  ASSERT_TRUE(env->dbs[0]->Execute("SELECT COUNT(*) FROM adapter.t", &out));
   EXPECT_EQ("2\n", out);
-  ASSERT_TRUE(env->db1->Execute("DROP DATABASE adapter"));
+  ASSERT_TRUE(env->dbs[0]->Execute("DROP DATABASE adapter"));
 }
 
 // Puts in flight while the host dies end with OK or Unavailable, quickly; every
@@ -354,13 +327,13 @@ TEST_F(FailureTest, PutsInFlightWhenHostDiesAreDurableOrRetryable) {
     });
   }
   ASSERT_TRUE(WaitFor([&] { return puts_done.load() > 300; }, std::chrono::milliseconds(20000)));
-  env->db2->Kill();
+  env->dbs[1]->Kill();
   const int at_kill = puts_done.load();
   // Keep writing for a while against the dead host.
   WaitFor([&] { return puts_done.load() > at_kill + 600; }, std::chrono::milliseconds(1500));
   stop = true;
   for (auto& th : threads) th.join();
-  env->db2->Restart();
+  env->dbs[1]->Restart();
 
   int acknowledged = 0, unavailable = 0;
   for (int t = 0; t < kThreads; ++t) {
@@ -391,13 +364,12 @@ TEST_F(FailureTest, PutsInFlightWhenHostDiesAreDurableOrRetryable) {
         if (!c.ok()) {
           const uint32_t shard = ShardForRow(o.write.row_key, kShards);
           std::string out;
-          (OnDb2(shard) ? env->db2 : env->db1)
-              ->Execute(
-                  "SELECT added_id, HEX(row_key), column_name, ref_key, created_at FROM "
-                  "cellar_s" +
-                      std::to_string(shard) + ".cells_trips WHERE added_id >= " +
-                      std::to_string(o.added_id - 3) + " ORDER BY added_id LIMIT 8",
-                  &out);
+          env->dbs[OnDb2(shard) ? 1 : 0]->Execute(
+              "SELECT added_id, HEX(row_key), column_name, ref_key, created_at FROM "
+              "cellar_s" +
+                  std::to_string(shard) + ".cells_trips WHERE added_id >= " +
+                  std::to_string(o.added_id - 3) + " ORDER BY added_id LIMIT 8",
+              &out);
           ADD_FAILURE() << "thread " << t << " shard " << shard << " acknowledged added_id "
                         << o.added_id << "; the shard's log from 3 ids before it:\n"
                         << out;

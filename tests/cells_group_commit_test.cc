@@ -21,13 +21,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/private_mariadb.h"
+#include "tests/support/status_printing.h"
+#include "tests/support/store_environment.h"
 #include "tests/support/test_cluster.h"
 
 namespace cellar {
-
-[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
-  *os << StatusCodeName(code);
-}
 
 namespace {
 
@@ -38,31 +36,8 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kShards = 8;
 const std::string kDs = "trips";
 
-class GroupCommitEnv : public ::testing::Environment {
- public:
-  void SetUp() override {
-    try {
-      db = testing::PrivateMariaDb::Start("group-commit");
-    } catch (const std::exception& e) {
-      FAIL() << "cannot start MariaDB: " << e.what();
-    }
-    config = testing::MakeClusterConfig({db.get()}, kShards);
-    store = CellStore::Open(config);
-    Status s = store->Init();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  void TearDown() override {
-    store.reset();
-    db.reset();
-  }
-
-  std::unique_ptr<testing::PrivateMariaDb> db;
-  ClusterConfig config;
-  std::unique_ptr<CellStore> store;
-};
-
-GroupCommitEnv* const env =
-    static_cast<GroupCommitEnv*>(::testing::AddGlobalTestEnvironment(new GroupCommitEnv));
+testing::StoreEnvironment* const env = static_cast<testing::StoreEnvironment*>(
+    ::testing::AddGlobalTestEnvironment(new testing::StoreEnvironment({"group-commit"}, kShards)));
 
 Uuid RowOnShard(uint32_t shard) {
   for (;;) {

@@ -22,14 +22,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/private_mariadb.h"
+#include "tests/support/status_printing.h"
+#include "tests/support/store_environment.h"
 #include "tests/support/test_cluster.h"
 
 namespace cellar {
-
-// Status codes print by name in test failures.
-[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
-  *os << StatusCodeName(code);
-}
 
 namespace {
 
@@ -39,30 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kShards = 8;
 
-class StoreEnv : public ::testing::Environment {
- public:
-  void SetUp() override {
-    try {
-      db = testing::PrivateMariaDb::Start("store");
-    } catch (const std::exception& e) {
-      FAIL() << "cannot start MariaDB: " << e.what();
-    }
-    config = testing::MakeClusterConfig({db.get()}, kShards);
-    store = CellStore::Open(config);
-    Status s = store->Init();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  void TearDown() override {
-    store.reset();
-    db.reset();
-  }
-
-  std::unique_ptr<testing::PrivateMariaDb> db;
-  ClusterConfig config;
-  std::unique_ptr<CellStore> store;
-};
-
-StoreEnv* const env = static_cast<StoreEnv*>(::testing::AddGlobalTestEnvironment(new StoreEnv));
+testing::StoreEnvironment* const env = static_cast<testing::StoreEnvironment*>(
+    ::testing::AddGlobalTestEnvironment(new testing::StoreEnvironment({"store"}, kShards)));
 
 class StoreTest : public ::testing::Test {
  protected:
@@ -166,7 +141,7 @@ TEST_F(StoreTest, InitIsIdempotentAndCreatesEveryShardDatabase) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(put.added_id, got->added_id);
   std::string out;
-  ASSERT_TRUE(env->db->Execute(
+  ASSERT_TRUE(env->dbs[0]->Execute(
       "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema LIKE 'cellar\\_s%'"
       " AND table_name IN ('cells_trips', 'cells_users', 'commit_order')",
       &out));

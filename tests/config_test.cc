@@ -10,14 +10,10 @@
 #include "config/cluster_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/status_printing.h"
 #include "tests/support/test_cluster.h"
 
 namespace cellar {
-
-// Status codes print by name in test failures.
-[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
-  *os << StatusCodeName(code);
-}
 
 namespace {
 

@@ -20,12 +20,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/indexes_test_util.h"
+#include "tests/support/status_printing.h"
 
 namespace cellar {
-
-[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
-  *os << StatusCodeName(code);
-}
 
 namespace idxtest {
 namespace {

@@ -16,12 +16,9 @@
 #include "indexes/index_entry.h"
 #include "indexes/index_writer.h"
 #include "tests/indexes_test_util.h"
+#include "tests/support/status_printing.h"
 
 namespace cellar {
-
-[[maybe_unused]] static void PrintTo(StatusCode code, std::ostream* os) {
-  *os << StatusCodeName(code);
-}
 
 namespace idxtest {
 namespace {
