@@ -1,0 +1,233 @@
+// CellStore against a real MariaDB under concurrent callers: many threads
+// putting, one address from several threads, concurrent erases. One private
+// server is shared by every test of this binary (tests/cells_store_fixture.h).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "cells/cell_store.h"
+#include "cells/shard_map.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cells_store_fixture.h"
+#include "tests/support/status_printing.h"
+#include "tests/support/store_environment.h"
+
+namespace cellar {
+
+testing::StoreEnvironment* const store_env =
+    static_cast<testing::StoreEnvironment*>(::testing::AddGlobalTestEnvironment(
+        new testing::StoreEnvironment({"store-concurrency"}, kStoreTestShards)));
+
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kShards = kStoreTestShards;
+
+TEST_F(StoreTest, ConcurrentPutsOfOneAddressCreateItOnce) {
+  constexpr int kThreads = 8;
+  for (bool same_body : {true, false}) {
+    SCOPED_TRACE(same_body ? "same body" : "different bodies");
+    const Uuid row = Uuid::Random();
+    std::vector<Result<PutResult>> results(kThreads, Result<PutResult>(Internal("not run")));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        results[t] = store_->Put("trips", W(row, "BASE", 1, {{"v", same_body ? 0 : t}}));
+      });
+    for (auto& t : threads) t.join();
+    int created = 0, retries = 0, conflicts = 0;
+    std::set<uint64_t> ids;
+    for (const auto& r : results) {
+      if (r.ok()) {
+        (r->created ? created : retries)++;
+        ids.insert(r->added_id);
+      } else {
+        EXPECT_EQ(StatusCode::kConflict, r.status().code()) << r.status().ToString();
+        ++conflicts;
+      }
+    }
+    EXPECT_EQ(1, created);
+    EXPECT_EQ(1u, ids.size());
+    EXPECT_EQ(same_body ? kThreads - 1 : 0, retries);
+    EXPECT_EQ(same_body ? 0 : kThreads - 1, conflicts);
+    EXPECT_EQ(1u, RowInLog("trips", row, 0).size());
+  }
+}
+
+TEST_F(StoreTest, SixteenThreadsOfPutsAreAllReadBackAndLoggedOnceInOrder) {
+  constexpr int kThreads = 16, kPerThread = 2000, kRowsPerThread = 100;
+  const std::vector<uint64_t> heads = Heads("trips");
+  struct Written {
+    CellWrite write;
+    PutResult result;
+  };
+  std::vector<std::vector<Written>> written(kThreads);
+  std::vector<std::vector<Uuid>> rows(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    for (int r = 0; r < kRowsPerThread; ++r) rows[t].push_back(Uuid::Random());
+
+  std::atomic<int> failures{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        CellWrite w{rows[t][i % kRowsPerThread], (i / kRowsPerThread) % 2 ? "STATUS" : "BASE",
+                    i / (2 * kRowsPerThread), json{{"thread", t}, {"i", i}, {"pad", "x"}}};
+        Result<PutResult> r = store_->Put("trips", w);
+        if (!r.ok() || !r->created) {
+          if (failures++ < 10)
+            ADD_FAILURE() << "put " << t << "/" << i << ": "
+                          << (r.ok() ? "not created" : r.status().ToString());
+          continue;
+        }
+        written[t].push_back({std::move(w), *r});
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double put_secs = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_EQ(0, failures.load());
+
+  // Index by address.
+  using Address = std::tuple<Uuid, std::string, int64_t>;
+  std::map<Address, const Written*> by_address;
+  for (const auto& v : written)
+    for (const Written& w : v)
+      ASSERT_TRUE(
+          by_address.emplace(Address{w.write.row_key, w.write.column, w.write.ref_key}, &w).second);
+  ASSERT_EQ(static_cast<size_t>(kThreads * kPerThread), by_address.size());
+
+  // Each thread's own puts to one shard got increasing added_ids (commit order).
+  for (const auto& v : written) {
+    std::map<uint32_t, uint64_t> last;
+    for (const Written& w : v) {
+      EXPECT_GT(w.result.added_id, last[w.result.shard]);
+      last[w.result.shard] = w.result.added_id;
+    }
+  }
+
+  // Every cell reads back: all versions of every (row, column) from 4 reader
+  // threads, and every 8th cell also by its address.
+  const auto read_start = Clock::now();
+  std::atomic<int> read_failures{0};
+  std::atomic<size_t> read_cells{0};
+  auto check = [&](const Cell& c, const Written& w) {
+    if (c.body != w.write.body || c.added_id != w.result.added_id ||
+        c.created_at != w.result.created_at || c.shard != w.result.shard || c.tombstone) {
+      if (read_failures++ < 10)
+        ADD_FAILURE() << "read back " << CellToJson(c).dump() << ", wrote " << w.write.body.dump()
+                      << " added_id " << w.result.added_id;
+    }
+  };
+  std::vector<std::thread> readers;
+  for (int k = 0; k < 4; ++k) {
+    readers.emplace_back([&, k] {
+      for (int t = k; t < kThreads; t += 4) {
+        for (const Uuid& row : rows[t]) {
+          for (const char* column : {"BASE", "STATUS"}) {
+            VersionQuery q;
+            q.limit = 1000;
+            Result<std::vector<Cell>> v = store_->Versions("trips", row, column, q);
+            if (!v.ok() || Refs(*v) != std::vector<int64_t>{9, 8, 7, 6, 5, 4, 3, 2, 1, 0}) {
+              if (read_failures++ < 10)
+                ADD_FAILURE() << row.ToString() << "/" << column << ": "
+                              << (v.ok() ? ::testing::PrintToString(Refs(*v))
+                                         : v.status().ToString());
+              continue;
+            }
+            for (const Cell& c : *v) {
+              auto it = by_address.find(Address{row, column, c.ref_key});
+              ASSERT_NE(by_address.end(), it);
+              check(c, *it->second);
+              ++read_cells;
+            }
+          }
+        }
+        for (size_t i = 0; i < written[t].size(); i += 8) {
+          const Written& w = written[t][i];
+          Result<Cell> c = store_->Get("trips", w.write.row_key, w.write.column, w.write.ref_key);
+          if (!c.ok()) {
+            if (read_failures++ < 10) ADD_FAILURE() << c.status().ToString();
+            continue;
+          }
+          check(*c, w);
+        }
+      }
+    });
+  }
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(0, read_failures.load());
+  EXPECT_EQ(by_address.size(), read_cells.load());
+  const double read_secs = std::chrono::duration<double>(Clock::now() - read_start).count();
+
+  // Walk every shard log (small pages): each of our cells exactly once, in added_id order.
+  const auto walk_start = Clock::now();
+  std::map<Address, int> seen;
+  std::map<std::pair<uint32_t, MicrosSinceEpoch>, int> transactions;  // (shard, created_at)
+  for (uint32_t s = 0; s < kShards; ++s) {
+    const std::vector<Cell> log = WalkLog("trips", s, heads[s], s % 2 ? 7 : 64);
+    for (size_t i = 1; i < log.size(); ++i) ASSERT_LT(log[i - 1].added_id, log[i].added_id);
+    for (const Cell& c : log) {
+      auto it = by_address.find(Address{c.row_key, c.column, c.ref_key});
+      if (it == by_address.end()) continue;  // not ours
+      ++seen[it->first];
+      EXPECT_EQ(it->second->result.added_id, c.added_id);
+      EXPECT_EQ(it->second->write.body, c.body);
+      EXPECT_EQ(s, ShardForRow(c.row_key, kShards));
+      ++transactions[{s, c.created_at}];
+    }
+  }
+  const double walk_secs = std::chrono::duration<double>(Clock::now() - walk_start).count();
+  EXPECT_EQ(by_address.size(), seen.size());
+  for (const auto& [addr, n] : seen) EXPECT_EQ(1, n) << std::get<0>(addr).ToString();
+
+  // Group commit: cells of one transaction share created_at.
+  int max_batch = 0, multi = 0;
+  for (const auto& [key, n] : transactions) {
+    max_batch = std::max(max_batch, n);
+    if (n > 1) ++multi;
+  }
+  std::printf(
+      "[group commit] %d puts from %d threads in %.2f s (%.0f puts/s); %zu transactions, %d of "
+      "them with >1 cell, largest %d cells, %.1f cells/transaction; read back in %.2f s, logs "
+      "walked in %.2f s\n",
+      kThreads * kPerThread, kThreads, put_secs, kThreads * kPerThread / put_secs,
+      transactions.size(), multi, max_batch,
+      static_cast<double>(seen.size()) / static_cast<double>(transactions.size()), read_secs,
+      walk_secs);
+  EXPECT_GT(max_batch, 1) << "no two concurrent puts were ever committed together";
+  EXPECT_LT(transactions.size(), by_address.size());
+}
+
+TEST_F(StoreTest, ConcurrentErasesOfOneColumnGetDistinctRefKeys) {
+  const Uuid row = Uuid::Random();
+  MustPut("trips", W(row, "BASE", 3, {{"v", 3}}));
+  constexpr int kThreads = 6;
+  std::vector<Result<PutResult>> results(kThreads, Result<PutResult>(Internal("not run")));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] { results[t] = store_->Erase("trips", row, "BASE"); });
+  for (auto& t : threads) t.join();
+  std::set<int64_t> refs;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->created);
+    refs.insert(r->ref_key);
+  }
+  EXPECT_EQ((std::set<int64_t>{4, 5, 6, 7, 8, 9}), refs);
+}
+
+}  // namespace
+}  // namespace cellar
