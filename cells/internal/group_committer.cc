@@ -94,13 +94,12 @@ void GroupCommitter::Release(const std::vector<ShardBatch*>& done) {
   for (const ShardBatch* b : done) {
     QueueKey key{b->datastore, b->shard};
     busy_.erase(key);
+    // Empty queues stay: there is at most one per (datastore, shard) of the
+    // host, and dropping one would cost a deque allocation on the next put.
     auto it = queues_.find(key);
-    if (it == queues_.end()) continue;
-    if (!it->second.empty()) {
+    if (it != queues_.end() && !it->second.empty()) {
       ready_.push_back(key);
       cv_.notify_one();
-    } else {
-      queues_.erase(it);
     }
   }
 }
