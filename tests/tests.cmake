@@ -45,7 +45,7 @@ target_link_libraries(trigger_process_test PRIVATE cellar_triggers PkgConfig::HT
 target_compile_definitions(trigger_process_test PRIVATE
   CELLAR_BILLING_BIN="$<TARGET_FILE:cellar-billing>" CELLAR_TRIGGER_BIN="$<TARGET_FILE:cellar-trigger>")
 add_dependencies(trigger_process_test cellar-billing cellar-trigger)
-cellar_test(indexes_unit_test indexes_unit_test.cc)
+cellar_test(indexes_unit_test indexes_unit_test.cc indexes_entry_unit_test.cc)
 target_link_libraries(indexes_unit_test PRIVATE cellar_indexes)
 target_compile_definitions(indexes_unit_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 cellar_test(indexes_test indexes_test.cc indexes_test_util.cc)
