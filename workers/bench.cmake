@@ -8,6 +8,7 @@ add_executable(cellar-bench
   bench/bench_put.cc
   bench/bench_put_raw.cc
   bench/bench_relay.cc
+  bench/bench_relay_baselines.cc
   bench/bench_trigger.cc
   bench/bench_index.cc
   bench/bench_all.cc)
