@@ -1,6 +1,6 @@
 # cellar-bench: benchmark programs (workers/bench/). Each subcommand lives in
-# bench_<name>.cc; it links the private-MariaDB support library to start its
-# own server when not given --config.
+# bench_<name>.cc (a long one also in bench_<name>_<part>.cc); it links the
+# private-MariaDB support library to start its own server when not given --config.
 add_executable(cellar-bench
   bench/bench_main.cc
   bench/bench_common.cc
@@ -9,8 +9,14 @@ add_executable(cellar-bench
   bench/bench_put_raw.cc
   bench/bench_relay.cc
   bench/bench_relay_baselines.cc
+  bench/bench_relay_collector.cc
   bench/bench_trigger.cc
   bench/bench_index.cc
+  bench/bench_index_trips.cc
+  bench/bench_index_lag.cc
+  bench/bench_index_upserts.cc
+  bench/bench_index_query.cc
+  bench/bench_index_report.cc
   bench/bench_all.cc)
 target_include_directories(cellar-bench PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(cellar-bench PRIVATE cellar_cells cellar_changelog cellar_triggers

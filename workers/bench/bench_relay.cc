@@ -62,7 +62,6 @@
 #include <stop_token>
 #include <string>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
 #include "base/log.h"
@@ -79,11 +78,12 @@
 #include "workers/bench/bench_common.h"
 #include "workers/bench/bench_load.h"
 #include "workers/bench/bench_relay_baselines.h"
+#include "workers/bench/bench_relay_collector.h"
 
 namespace cellar::bench {
 namespace {
 
-using namespace relay_parts;  // NOLINT: this benchmark's own baselines and probes
+using namespace relay_parts;  // NOLINT: this benchmark's own consumer, baselines and probes
 
 struct RelayBenchOptions {
   ClusterOptions cluster;
@@ -98,112 +98,6 @@ struct RelayBenchOptions {
 };
 
 constexpr double kTargetP99Ms = 50;  // issue 3: a committed cell is published within 50 ms p99
-
-// ---- Event identity ---------------------------------------------------------
-
-uint64_t EventKey(uint32_t shard, uint64_t added_id) {
-  return (static_cast<uint64_t>(shard) << 44) | added_id;
-}
-
-// ---- The consumer -------------------------------------------------------------
-
-// One latency observation: the cell's created_at (transaction start) and
-// arrival - created_at.
-struct Sample {
-  MicrosSinceEpoch created_at = 0;
-  double ms = 0;
-};
-
-std::vector<double> Millis(const std::vector<Sample>& samples) {
-  std::vector<double> out;
-  out.reserve(samples.size());
-  for (const auto& s : samples) out.push_back(s.ms);
-  return out;
-}
-
-// The p-th percentile of the samples of each whole second after t0, e.g. "12, 14, 95".
-std::string PerSecond(const std::vector<Sample>& samples, MicrosSinceEpoch t0, double p) {
-  std::vector<std::vector<double>> by_second;
-  for (const auto& s : samples) {
-    const auto sec = static_cast<size_t>(std::max<int64_t>(0, (s.created_at - t0) / 1000000));
-    if (by_second.size() <= sec) by_second.resize(sec + 1);
-    by_second[sec].push_back(s.ms);
-  }
-  std::string out;
-  for (auto& v : by_second) out += (out.empty() ? "" : ", ") + FormatNumber(Percentile(v, p), 0);
-  return out;
-}
-
-// Reads the change log (no group, from the beginning) in a background thread
-// and keeps what the phases need about this run's events.
-class Collector {
- public:
-  Collector(std::unique_ptr<ChangeLogConsumer> consumer, std::string run)
-      : consumer_(std::move(consumer)), run_(std::move(run)) {
-    thread_ = std::jthread([this](std::stop_token st) { Run(st); });
-  }
-  ~Collector() {
-    thread_.request_stop();
-    thread_.join();
-    consumer_->Close();
-  }
-
-  uint64_t prefill_seen() const { return prefill_seen_.load(); }
-  // When the newest pre-fill event arrived (steady clock).
-  Stopwatch::Clock::time_point last_prefill_at() const {
-    return Stopwatch::Clock::time_point(Stopwatch::Clock::duration(last_prefill_at_.load()));
-  }
-  uint64_t latency_seen() const { return latency_seen_.load(); }
-  uint64_t duplicates() const { return duplicates_.load(); }
-  uint64_t errors() const { return errors_.load(); }
-  std::vector<Sample> Latencies() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return latencies_;
-  }
-  // Phase B events' arrival times; the paced writer adds its acks.
-  AckLatency& acks() { return acks_; }
-
- private:
-  void Run(std::stop_token st) {
-    while (!st.stop_requested() && !StopRequested()) {
-      auto r = consumer_->Poll(100);
-      if (!r.ok()) {
-        errors_++;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // broker hiccup
-        continue;
-      }
-      if (!r->has_value()) continue;
-      const MicrosSinceEpoch now = NowMicros();
-      const Cell& c = (*r)->event.cell;
-      if (!c.body.is_object()) continue;
-      auto run = c.body.find("bench_run");
-      if (run == c.body.end() || *run != run_) continue;
-      if (!seen_.insert(EventKey(c.shard, c.added_id)).second) {
-        duplicates_++;
-        continue;
-      }
-      if (c.body.value("bench_phase", "") == "latency") {
-        acks_.Arrived(AckLatency::Key(c.shard, c.added_id), now);
-        std::lock_guard<std::mutex> lock(mu_);
-        latencies_.push_back({c.created_at, static_cast<double>(now - c.created_at) / 1e3});
-        latency_seen_++;
-      } else {
-        last_prefill_at_ = Stopwatch::Clock::now().time_since_epoch().count();
-        prefill_seen_++;
-      }
-    }
-  }
-
-  std::unique_ptr<ChangeLogConsumer> consumer_;
-  const std::string run_;
-  std::unordered_set<uint64_t> seen_;  // consumer thread only
-  std::atomic<uint64_t> prefill_seen_{0}, latency_seen_{0}, duplicates_{0}, errors_{0};
-  std::atomic<Stopwatch::Clock::rep> last_prefill_at_{0};
-  mutable std::mutex mu_;
-  std::vector<Sample> latencies_;
-  AckLatency acks_;
-  std::jthread thread_;
-};
 
 // ---- The run ------------------------------------------------------------------
 
