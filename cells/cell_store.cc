@@ -6,6 +6,7 @@
 #include "cells/internal/cell_validation.h"
 #include "cells/internal/cells_table.h"
 #include "cells/internal/group_committer.h"
+#include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
 
@@ -27,24 +28,35 @@ struct CellStore::Impl {
   std::vector<uint32_t> host_of_shard;
 
   std::string Table(uint32_t shard, const std::string& datastore) const {
-    return QualifiedTable(config.ShardDatabase(shard), CellsTableName(datastore));
+    return QualifiedTable(config.DatabaseForShard(shard), CellsTableName(datastore));
+  }
+  std::string HostTable(size_t host, const std::string& datastore) const {
+    return QualifiedTable(config.HostDatabase(config.mysql.hosts[host]), CellsTableName(datastore));
   }
 
-  // Runs fn(connection) on the shard's host, retrying once on a fresh
-  // connection when a pooled one turns out to be stale.
+  // Runs fn(connection) on host `host`, retrying once on a fresh connection
+  // when a pooled one turns out to be stale. `what` prefixes errors.
   template <typename T, typename Fn>
-  Result<T> WithShard(uint32_t shard, Fn&& fn) {
-    MysqlHostPool& pool = *pools[host_of_shard[shard]];
+  Result<T> WithHost(size_t host, const std::string& what, Fn&& fn) {
+    MysqlHostPool& pool = *pools[host];
     Status last;
     for (int attempt = 0; attempt < 2; ++attempt) {
       auto lease = pool.Acquire();
-      if (!lease.ok())
-        return Unavailable("shard " + std::to_string(shard) + ": " + lease.status().message());
+      if (!lease.ok()) {
+        if (lease.status().code() != StatusCode::kUnavailable)
+          return Status(lease.status().code(), what + ": " + lease.status().message());
+        return Unavailable(what + ": " + lease.status().message());
+      }
       Result<T> r = fn(**lease);
       if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
       last = r.status();
     }
-    return Unavailable("shard " + std::to_string(shard) + ": " + last.message());
+    return Unavailable(what + ": " + last.message());
+  }
+  template <typename T, typename Fn>
+  Result<T> WithShard(uint32_t shard, Fn&& fn) {
+    return WithHost<T>(host_of_shard[shard], "shard " + std::to_string(shard),
+                       std::forward<Fn>(fn));
   }
 
   // Visibility floor for a column's TTL (0 when the column never expires).
@@ -54,10 +66,13 @@ struct CellStore::Impl {
 
   std::vector<Result<PutResult>> Submit(std::vector<std::unique_ptr<WriteUnit>>& units) {
     std::vector<std::future<void>> waits;
+    std::vector<std::vector<WriteUnit*>> by_host(committers.size());
     for (auto& u : units) {
       waits.push_back(u->done.get_future());
-      committers[host_of_shard[u->shard]]->Submit(u.get());
+      by_host[host_of_shard[u->shard]].push_back(u.get());
     }
+    for (size_t h = 0; h < by_host.size(); ++h)
+      if (!by_host[h].empty()) committers[h]->Submit(by_host[h]);
     for (auto& w : waits) w.wait();
     std::vector<Result<PutResult>> out;
     for (auto& u : units)
@@ -80,7 +95,7 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config) {
     internal::GroupCommitterOptions opts;
     opts.threads = config.group_commit.writer_threads_per_host;
     opts.max_batch_cells = config.group_commit.max_batch_cells;
-    opts.database_prefix = config.mysql.database_prefix;
+    opts.database = config.HostDatabase(host);
     impl->committers.push_back(std::make_unique<GroupCommitter>(ep, opts));
     for (uint32_t s = host.first_shard; s <= host.last_shard && s < config.shards; ++s)
       impl->host_of_shard[s] = static_cast<uint32_t>(h);
@@ -99,22 +114,42 @@ MysqlHostPool& CellStore::PoolForShard(uint32_t shard) {
   return *impl_->pools[impl_->host_of_shard[shard]];
 }
 
+MysqlHostPool& CellStore::PoolForHost(size_t host) { return *impl_->pools[host]; }
+
+Status CellStore::CheckLayout() {
+  Status first_error;
+  for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {
+    const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
+    const std::string legacy = impl_->config.LegacyShardDatabase(host.first_shard);
+    auto r = impl_->WithHost<bool>(h, "host " + host.name, [&](MysqlConnection& c) -> Result<bool> {
+      CELLAR_ASSIGN_OR_RETURN(
+          auto rows, c.Query("SELECT COUNT(*) FROM information_schema.TABLES"
+                             " WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'cells\\_%'",
+                             {legacy}));
+      return !rows.empty() && rows[0].Uint(0) > 0;
+    });
+    Status st = r.status();
+    if (r.ok() && *r)
+      st = FailedPrecondition("host " + host.name + " holds cells in the per-shard layout of an "
+                              "older Cellar (database " + legacy + "); run `cellar migrate` to "
+                              "copy them into the host log (database " +
+                              impl_->config.HostDatabase(host) + ")");
+    if (!st.ok() && first_error.ok()) first_error = st;
+  }
+  return first_error;
+}
+
 Status CellStore::Init() {
   Status first_error;
-  for (uint32_t shard = 0; shard < impl_->config.shards; ++shard) {
-    const std::string db = impl_->config.ShardDatabase(shard);
-    auto r = impl_->WithShard<bool>(shard, [&](MysqlConnection& c) -> Result<bool> {
+  for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {
+    const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
+    const std::string db = impl_->config.HostDatabase(host);
+    auto r = impl_->WithHost<bool>(h, "host " + host.name, [&](MysqlConnection& c) -> Result<bool> {
       CELLAR_RETURN_IF_ERROR(c.ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + db +
                                           "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
-      CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateCommitOrderTableSql(db)));
-      for (const auto& ds : impl_->config.datastores) {
-        CELLAR_RETURN_IF_ERROR(
-            c.ExecuteDdl(internal::CreateCellsTableSql(impl_->Table(shard, ds.name))));
-        CELLAR_RETURN_IF_ERROR(
-            c.Execute("INSERT IGNORE INTO `" + db + "`.`commit_order` (datastore) VALUES (?)",
-                      {ds.name})
-                .status());
-      }
+      CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateWriteFenceSql(db)));
+      for (const auto& ds : impl_->config.datastores)
+        CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateCellsTableSql(impl_->HostTable(h, ds.name))));
       return true;
     });
     if (!r.ok() && first_error.ok()) first_error = r.status();
@@ -214,7 +249,7 @@ Result<Cell> CellStore::Get(const std::string& datastore, const Uuid& row,
     CELLAR_ASSIGN_OR_RETURN(
         auto rows, c.Query(sql, {row.ToBytes(), column, ref_key, Impl::VisibleSince(*col)}));
     if (rows.empty()) return NotFound("no cell " + CellAddress(datastore, row, column, ref_key));
-    return RowToCell(rows[0], shard);
+    return RowToCell(rows[0]);
   });
 }
 
@@ -276,12 +311,32 @@ Result<std::vector<Cell>> CellStore::Versions(const std::string& datastore, cons
         CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, params));
         std::vector<Cell> out;
         for (const auto& r : rows) {
-          CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r, shard));
+          CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r));
           out.push_back(std::move(cell));
         }
         return out;
       });
 }
+
+namespace {
+
+// How long a log read waits for an open writer before returning what is
+// final so far (write_fence.h).
+constexpr int kFenceWaitSeconds = 1;
+
+Result<std::vector<Cell>> ReadCells(MysqlConnection& c, const std::string& sql,
+                                    const std::vector<SqlParam>& params) {
+  CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, params));
+  std::vector<Cell> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r));
+    out.push_back(std::move(cell));
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t shard,
                                          uint64_t after_added_id, int limit) {
@@ -293,18 +348,84 @@ Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t 
     return InvalidArgument("limit must be between 1 and " +
                            std::to_string(impl_->config.limits.max_log_limit) + ", got " +
                            std::to_string(limit));
-  const std::string sql = std::string("SELECT ") + internal::kCellColumns + " FROM " +
-                          impl_->Table(shard, datastore) +
-                          " WHERE added_id > ? ORDER BY added_id LIMIT " + std::to_string(limit);
+  const std::string table = impl_->Table(shard, datastore);
+  const std::string db = impl_->config.DatabaseForShard(shard);
+  const std::string select = std::string("SELECT ") + internal::kCellColumns + " FROM " + table +
+                             " WHERE shard = ? AND added_id > ?";
   return impl_->WithShard<ShardLogPage>(shard, [&](MysqlConnection& c) -> Result<ShardLogPage> {
-    CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, {after_added_id}));
     ShardLogPage page;
     page.next_after = after_added_id;
-    for (const auto& r : rows) {
-      CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r, shard));
-      page.next_after = cell.added_id;
-      page.cells.push_back(std::move(cell));
+    CELLAR_ASSIGN_OR_RETURN(
+        std::vector<Cell> first,
+        ReadCells(c, select + " ORDER BY added_id LIMIT " + std::to_string(limit),
+                  {uint64_t{shard}, after_added_id}));
+    if (first.empty()) return page;
+    // Other shards' cells interleave in the host log, so a gap says nothing
+    // here: wait for the writers that were open, then read again up to the
+    // highest id seen, which is now final.
+    Status fenced = internal::WaitForOpenWriters(c, db, kFenceWaitSeconds);
+    if (fenced.code() == StatusCode::kDeadlineExceeded) return page;  // nothing final yet
+    CELLAR_RETURN_IF_ERROR(fenced);
+    const uint64_t high = first.back().added_id;
+    CELLAR_ASSIGN_OR_RETURN(
+        page.cells, ReadCells(c, select + " AND added_id <= ? ORDER BY added_id LIMIT " +
+                                     std::to_string(limit),
+                              {uint64_t{shard}, after_added_id, high}));
+    page.next_after = static_cast<int>(page.cells.size()) == limit ? page.cells.back().added_id
+                                                                    : high;
+    return page;
+  });
+}
+
+Result<HostLogPage> CellStore::HostLog(const std::string& datastore, size_t host,
+                                       uint64_t after_added_id, int limit) {
+  CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
+  if (host >= impl_->config.mysql.hosts.size())
+    return InvalidArgument("host " + std::to_string(host) + " out of range: the cluster has " +
+                           std::to_string(impl_->config.mysql.hosts.size()) + " hosts");
+  if (limit < 1 || limit > impl_->config.limits.max_log_limit)
+    return InvalidArgument("limit must be between 1 and " +
+                           std::to_string(impl_->config.limits.max_log_limit) + ", got " +
+                           std::to_string(limit));
+  const std::string db = impl_->config.HostDatabase(impl_->config.mysql.hosts[host]);
+  const std::string select = std::string("SELECT ") + internal::kCellColumns + " FROM " +
+                             impl_->HostTable(host, datastore) + " WHERE added_id > ?";
+  const std::string what = "host " + impl_->config.mysql.hosts[host].name;
+  return impl_->WithHost<HostLogPage>(host, what, [&](MysqlConnection& c) -> Result<HostLogPage> {
+    HostLogPage page;
+    page.next_after = after_added_id;
+    CELLAR_ASSIGN_OR_RETURN(
+        page.cells, ReadCells(c, select + " ORDER BY added_id LIMIT " + std::to_string(limit),
+                              {after_added_id}));
+    if (page.cells.empty()) return page;
+    // A contiguous run of ids is final: no id is missing, so none can appear.
+    size_t run = 0;
+    while (run < page.cells.size() && page.cells[run].added_id == after_added_id + run + 1) ++run;
+    if (run == page.cells.size()) {
+      page.next_after = page.cells.back().added_id;
+      return page;
     }
+    // A gap: an open writer may still fill it, or it is a rolled-back or
+    // failed insert. Wait for the writers that were open, then everything up
+    // to the highest id seen is final (write_fence.h).
+    const uint64_t high = page.cells.back().added_id;
+    const uint64_t final_before = run ? page.cells[run - 1].added_id : after_added_id;
+    Status fenced = internal::WaitForOpenWriters(c, db, kFenceWaitSeconds);
+    page.cells.resize(run);
+    page.next_after = final_before;
+    if (fenced.code() == StatusCode::kDeadlineExceeded) {
+      page.held_by_open_writer = true;
+      return page;
+    }
+    CELLAR_RETURN_IF_ERROR(fenced);
+    CELLAR_ASSIGN_OR_RETURN(
+        std::vector<Cell> rest,
+        ReadCells(c, select + " AND added_id <= ? ORDER BY added_id LIMIT " +
+                         std::to_string(limit - static_cast<int>(run)),
+                  {final_before, high}));
+    const bool full = static_cast<int>(run + rest.size()) == limit;
+    for (auto& cell : rest) page.cells.push_back(std::move(cell));
+    page.next_after = full && !page.cells.empty() ? page.cells.back().added_id : high;
     return page;
   });
 }
@@ -313,20 +434,36 @@ Result<uint64_t> CellStore::ShardHead(const std::string& datastore, uint32_t sha
   CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
   if (shard >= impl_->config.shards)
     return InvalidArgument("shard " + std::to_string(shard) + " out of range");
-  const std::string sql = "SELECT MAX(added_id) FROM " + impl_->Table(shard, datastore);
+  const std::string sql =
+      "SELECT MAX(added_id) FROM " + impl_->Table(shard, datastore) + " WHERE shard = ?";
   return impl_->WithShard<uint64_t>(shard, [&](MysqlConnection& c) -> Result<uint64_t> {
-    CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql));
+    CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, {uint64_t{shard}}));
     return rows.empty() ? 0 : rows[0].Uint(0);
   });
+}
+
+Result<uint64_t> CellStore::HostHead(const std::string& datastore, size_t host) {
+  CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
+  if (host >= impl_->config.mysql.hosts.size())
+    return InvalidArgument("host " + std::to_string(host) + " out of range");
+  const std::string sql = "SELECT MAX(added_id) FROM " + impl_->HostTable(host, datastore);
+  return impl_->WithHost<uint64_t>(
+      host, "host " + impl_->config.mysql.hosts[host].name,
+      [&](MysqlConnection& c) -> Result<uint64_t> {
+        CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql));
+        return rows.empty() ? 0 : rows[0].Uint(0);
+      });
 }
 
 Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
   PurgeStats stats;
-  for (uint32_t shard = 0; shard < impl_->config.shards; ++shard) {
-    const std::string sql = "DELETE FROM " + impl_->Table(shard, datastore) +
+  for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {
+    const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
+    const std::string sql = "DELETE FROM " + impl_->HostTable(h, datastore) +
                             " WHERE column_name = ? AND created_at < ? LIMIT 5000";
-    auto r = impl_->WithShard<uint64_t>(shard, [&](MysqlConnection& c) -> Result<uint64_t> {
+    auto r = impl_->WithHost<uint64_t>(h, "host " + host.name,
+                                       [&](MysqlConnection& c) -> Result<uint64_t> {
       uint64_t total = 0;
       for (const auto& col : ds->columns) {
         if (col.ttl_ms <= 0) continue;
@@ -342,9 +479,8 @@ Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
     if (r.ok()) {
       stats.deleted += *r;
     } else {
-      ++stats.shards_failed;
-      LogWarn("purge", "shard failed",
-              {{"shard", std::to_string(shard)}, {"error", r.status().ToString()}});
+      stats.shards_failed += host.last_shard - host.first_shard + 1;
+      LogWarn("purge", "host failed", {{"host", host.name}, {"error", r.status().ToString()}});
     }
   }
   return stats;

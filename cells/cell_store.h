@@ -1,29 +1,38 @@
-// CellStore: the store API over the sharded MySQL cells tables.
+// CellStore: the store API over the MySQL (MariaDB) hosts.
 //
-// Layout: logical shard s lives in database <prefix>_s<s> on the host that owns
-// it (config). Each datastore D has a table cells_D there:
-//   added_id   BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY  -- the shard log order
-//   row_key    BINARY(16), column_name VARCHAR(64), ref_key BIGINT
-//   body       LONGBLOB (body_codec.h), tombstone TINYINT
-//   created_at BIGINT  -- microseconds since the epoch, UTC
-//   UNIQUE KEY (row_key, column_name, ref_key)
-// plus commit_order(datastore PRIMARY KEY): one row per datastore that every
-// writing transaction locks first (SELECT ... FOR UPDATE). Writes to one
-// (shard, datastore) therefore commit one transaction at a time, in added_id
-// order, from every process: a reader that sees added_id N committed knows
-// every smaller id is committed or was rolled back for good. This is what lets
-// the change-log relay tail `added_id > checkpoint` without ever skipping a
-// cell that commits late (see changelog/relay.h).
+// Layout. Logical shards (shard_map.h) are the unit of hashing, ownership,
+// routing and partitioning; a host owns a range of them (config). They are not
+// the unit of storage: every shard a host owns shares one table per datastore
+// D in the host's database <prefix>_<host name> (ClusterConfig::HostDatabase):
+//   cells_D:
+//     added_id   BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY  -- the host's log
+//     shard      INT UNSIGNED                                -- logical shard of row_key
+//     row_key    BINARY(16), column_name VARCHAR(64), ref_key BIGINT
+//     body       LONGBLOB (body_codec.h), tombstone TINYINT
+//     created_at BIGINT  -- microseconds since the epoch, UTC
+//     UNIQUE KEY (row_key, column_name, ref_key), KEY (shard, added_id)
+// plus write_fence (internal/write_fence.h): one row per writer connection.
+// Why one table per host: a group commit writes every waiting cell of a host,
+// whatever its shard, in one multi-row INSERT and one COMMIT.
 //
-// Group commit: puts are queued per (shard, datastore) and a pool of writer
-// threads per MySQL host packs everything queued into one multi-row INSERT
-// transaction; each caller is answered after its batch committed.
+// The host log is gap-free for its readers. HostLog() and ShardLog() return a
+// cell only once no cell with a smaller added_id can still commit, without a
+// lock that orders writers: writers never wait for each other's commits, and a
+// reader waits (bounded) for the writers that were open when it read. The
+// argument is in internal/write_fence.h.
+//
+// Group commit: puts of every shard of a host wait in one queue; a pool of
+// writer threads per host packs everything waiting into one transaction; each
+// caller is answered after its transaction committed.
+//
+// Engine: MariaDB 10.5 or newer (INSERT ... RETURNING). Another server is
+// refused when a connection is made (FailedPrecondition).
 //
 // Errors (every call): InvalidArgument for a malformed request (names the bad
 // part, including an unknown datastore or column; nothing is written),
 // NotFound for a missing cell, Conflict when an address exists with a different body,
-// Unavailable when the shard's MySQL host cannot be reached (other shards are
-// unaffected), Aborted for a cell of a put_batch row whose other cell failed.
+// Unavailable when the shard's MySQL host cannot be reached (other hosts' shards
+// are unaffected), Aborted for a cell of a put_batch row whose other cell failed.
 //
 // Threading: every method is thread-safe and may block on MySQL. Close() (or
 // the destructor) must not race with other calls.
@@ -55,6 +64,14 @@ struct ShardLogPage {
   uint64_t next_after = 0;  // pass as after_added_id to continue (== input when empty)
 };
 
+struct HostLogPage {
+  std::vector<Cell> cells;  // in added_id order, all columns and shards
+  uint64_t next_after = 0;  // pass as after_added_id to continue (>= input)
+  // True when the page stopped early because a writing transaction on the host
+  // stayed open past the read's wait: the cells after it are not final yet.
+  bool held_by_open_writer = false;
+};
+
 struct PurgeStats {
   uint64_t deleted = 0;
   uint32_t shards_failed = 0;
@@ -67,9 +84,16 @@ class CellStore {
   static std::unique_ptr<CellStore> Open(const ClusterConfig& config);
   ~CellStore();
 
-  // Creates every shard database and its tables, idempotently. Unavailable
+  // Creates every host database and its tables, idempotently. Unavailable
   // names the first host that could not be reached (the others are still done).
+  // FailedPrecondition (from CheckLayout) when a host holds the old layout.
   [[nodiscard]] Status Init();
+
+  // OK when no host holds cells in the per-shard layout of an older Cellar
+  // (databases <prefix>_s<shard>); FailedPrecondition naming `cellar migrate`
+  // otherwise. Unavailable when a host cannot be reached. Long-running
+  // processes call it at start and refuse to run on an old cluster.
+  [[nodiscard]] Status CheckLayout();
 
   // Appends one cell. The same address with an equal body again is success
   // with created=false (a retried write); with a different body, Conflict.
@@ -99,17 +123,37 @@ class CellStore {
                                         const std::string& column);
 
   // Up to `limit` cells of `shard` with added_id > after_added_id, in order.
+  // added_ids are positions in the host's log (other shards' cells sit in
+  // between). No cell of the shard with added_id <= next_after can commit after
+  // this call: the read waits up to 1 s for open writers of the host, and
+  // returns an empty page (next_after unchanged) if one is still open.
   [[nodiscard]] Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
                                               uint64_t after_added_id, int limit);
   // The highest committed added_id of the shard (0 when empty).
   [[nodiscard]] Result<uint64_t> ShardHead(const std::string& datastore, uint32_t shard);
 
-  // Physically deletes expired versions of TTL columns on every shard.
+  // The host log: up to `limit` cells of every shard of mysql.hosts[host] with
+  // added_id > after_added_id, in added_id order. No cell with added_id <=
+  // next_after can commit after this call, so a reader that continues from
+  // next_after never skips one (internal/write_fence.h). A contiguous run of
+  // ids returns at once; a gap waits up to 1 s for the host's open writers,
+  // and if one is still open the page ends before the gap
+  // (held_by_open_writer). InvalidArgument for an unknown datastore, a host
+  // index out of range or a limit outside 1..limits.max_log_limit.
+  [[nodiscard]] Result<HostLogPage> HostLog(const std::string& datastore, size_t host,
+                                            uint64_t after_added_id, int limit);
+  // The highest committed added_id of the host's log (0 when empty).
+  [[nodiscard]] Result<uint64_t> HostHead(const std::string& datastore, size_t host);
+
+  // Physically deletes expired versions of TTL columns on every host
+  // (shards_failed counts the shards of hosts that failed).
   [[nodiscard]] Result<PurgeStats> Purge(const std::string& datastore);
 
   // Connection pool of the host owning `shard` (for modules that keep their
-  // own tables in shard databases: relay checkpoints, index tables).
+  // own tables in host databases: relay checkpoints, index tables).
   MysqlHostPool& PoolForShard(uint32_t shard);
+  // Connection pool of mysql.hosts[host]. REQUIRES: host < mysql.hosts.size().
+  MysqlHostPool& PoolForHost(size_t host);
   const ClusterConfig& config() const;
 
   // Stops the writer threads; queued puts fail with Unavailable. Idempotent.

@@ -67,7 +67,9 @@ struct MysqlEndpoint {
 class MysqlConnection {
  public:
   // Connects and sets the session to UTC, utf8mb4 and READ COMMITTED.
-  // Unavailable when the server cannot be reached or refuses the login.
+  // Unavailable when the server cannot be reached or refuses the login;
+  // FailedPrecondition when it is not MariaDB 10.5 or newer (the one supported
+  // engine: Cellar relies on INSERT ... RETURNING).
   static Result<std::unique_ptr<MysqlConnection>> Connect(const MysqlEndpoint& endpoint);
   ~MysqlConnection();
   MysqlConnection(const MysqlConnection&) = delete;
@@ -95,14 +97,6 @@ class MysqlConnection {
   // REQUIRES: no transaction is open.
   Status UseImplicitTransactions();
 
-  // The first auto-increment id the last INSERT on this connection generated.
-  Result<uint64_t> LastInsertId();
-  // @@auto_increment_increment of this session (1 unless Galera or replication set it).
-  uint64_t auto_increment_increment() const { return auto_increment_increment_; }
-
-  // True on MariaDB (INSERT ... RETURNING, 10.5+); false on MySQL.
-  bool supports_returning() const { return supports_returning_; }
-
   // True after an Unavailable error: the caller must drop this connection.
   bool broken() const { return broken_; }
   const MysqlEndpoint& endpoint() const { return endpoint_; }
@@ -122,8 +116,6 @@ class MysqlConnection {
   };
   std::unordered_map<std::string, CachedStatement> statements_;
   std::list<std::string> lru_;  // SQL texts, most recently used first
-  uint64_t auto_increment_increment_ = 1;
-  bool supports_returning_ = false;
   bool implicit_transactions_ = false;
   bool broken_ = false;
 };
@@ -161,6 +153,9 @@ class MysqlHostPool {
   std::mutex mu_;
   std::vector<std::unique_ptr<MysqlConnection>> idle_;
 };
+
+// True for a VERSION() string of MariaDB 10.5 or newer, e.g. "10.11.6-MariaDB-0+deb12u1".
+bool IsSupportedEngine(const std::string& version);
 
 // "`<db>`.`<table>`". REQUIRES: both names already validated as identifiers.
 std::string QualifiedTable(const std::string& database, const std::string& table);

@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <map>
 #include <optional>
@@ -12,7 +13,7 @@
 #include "base/log.h"
 #include "changelog/cell_event.h"
 #include "changelog/internal/relay_ownership.h"
-#include "changelog/internal/shard_stream.h"
+#include "changelog/internal/host_stream.h"
 #include "changelog/kafka_conf.h"
 #include "changelog/relay_checkpoint.h"
 
@@ -21,11 +22,17 @@ namespace cellar {
 using internal::DeliveryTag;
 using internal::NamedLocks;
 using internal::RelayMembership;
-using internal::ShardStream;
+using internal::HostStream;
 
-std::string RelayLockName(const std::string& shard_database) {
-  std::string name = "cellar_relay:" + shard_database;
-  return name.size() <= 64 ? name : name.substr(0, 64);
+std::string RelayLockName(const std::string& host_database, const std::string& datastore) {
+  std::string name = "cellar_relay:" + host_database + "/" + datastore;
+  if (name.size() <= 64) return name;
+  // Too long for MariaDB: a hash keeps distinct streams distinct.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return "cellar_relay:" + name.substr(13, 34) + "~" + hex;
 }
 
 namespace {
@@ -92,8 +99,9 @@ struct Relay::Impl {
   bool stop_checkpoints = false;  // guarded by checkpoint_mu
   std::vector<std::thread> host_threads;
 
+  size_t total_streams = 0;  // hosts x datastores
   std::mutex streams_mu;
-  std::map<uint32_t, std::vector<std::shared_ptr<ShardStream>>> owned;  // shard -> streams
+  std::map<std::string, std::shared_ptr<HostStream>> owned;  // lock name -> stream
 
   Impl(CellStore* s, std::string id) : store(s), relay_id(std::move(id)), config(s->config()) {
     callbacks.relay_id = relay_id;
@@ -132,8 +140,7 @@ struct Relay::Impl {
     std::unique_lock<std::shared_mutex> lock(producer_mu);
     {
       std::lock_guard<std::mutex> g(streams_mu);
-      for (auto& [shard, streams] : owned)
-        for (auto& s : streams) s->Rewind();
+      for (auto& [name, s] : owned) s->Rewind();
     }
     producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
     producer->poll(0);  // frees the purged records' tags (stale generation: ignored)
@@ -142,130 +149,110 @@ struct Relay::Impl {
     rewinds++;
   }
 
-  std::vector<std::shared_ptr<ShardStream>> Streams(uint32_t shard) {
+  std::shared_ptr<HostStream> Stream(const std::string& lock_name) {
     std::lock_guard<std::mutex> g(streams_mu);
-    auto it = owned.find(shard);
-    return it == owned.end() ? std::vector<std::shared_ptr<ShardStream>>{} : it->second;
+    auto it = owned.find(lock_name);
+    return it == owned.end() ? nullptr : it->second;
   }
 
   // True when the broker no longer has the record the checkpoint says was
-  // acknowledged (the partition ends at or before its offset): the broker lost
-  // events, e.g. the local in-memory broker restarted. Resets the checkpoint.
-  Result<bool> ResetIfBrokerLost(MysqlConnection& conn, uint32_t shard,
-                                 const std::string& datastore, RelayCheckpoint* cp) {
-    if (cp->after_added_id == 0 || cp->kafka_offset < 0) return false;
+  // acknowledged (its partition ends at or before that offset): the broker
+  // lost events, e.g. the local in-memory broker restarted. Resets the checkpoint.
+  Result<bool> ResetIfBrokerLost(MysqlConnection& conn, const std::string& database,
+                                 const std::string& host_name, const std::string& datastore,
+                                 RelayCheckpoint* cp) {
+    if (cp->after_added_id == 0 || cp->kafka_offset < 0 || cp->kafka_partition < 0) return false;
     const std::string topic = ChangeLogTopic(config.kafka, datastore);
-    const int32_t partition = ChangeLogPartition(config.kafka, shard);
     int64_t high;
     {
       std::shared_lock<std::shared_mutex> lock(producer_mu);
-      CELLAR_ASSIGN_OR_RETURN(
-          high, PartitionHighWatermark(producer.get(), topic, partition, kKafkaTimeoutMs));
+      CELLAR_ASSIGN_OR_RETURN(high, PartitionHighWatermark(producer.get(), topic,
+                                                           cp->kafka_partition, kKafkaTimeoutMs));
     }
     if (high > cp->kafka_offset) return false;
     LogWarn("relay",
             "broker has fewer records than the checkpoint says were published; "
-            "republishing the shard from the beginning",
-            {{"shard", std::to_string(shard)},
+            "republishing the host log from the beginning",
+            {{"host", host_name},
              {"datastore", datastore},
              {"checkpoint", std::to_string(cp->after_added_id)},
+             {"checkpoint_partition", std::to_string(cp->kafka_partition)},
              {"checkpoint_offset", std::to_string(cp->kafka_offset)},
              {"partition_end", std::to_string(high)}});
-    CELLAR_RETURN_IF_ERROR(ResetCheckpoint(conn, config.ShardDatabase(shard), datastore));
+    CELLAR_RETURN_IF_ERROR(ResetCheckpoint(conn, database, datastore));
     *cp = RelayCheckpoint{};
     resets++;
     return true;
   }
 
-  // Before publishing anything: find every shard whose checkpoint the broker
+  // Before publishing anything: find every stream whose checkpoint the broker
   // cannot back, so that no relay's first records hide an older loss behind a
-  // grown partition end. Unreachable shards are checked again on adoption.
+  // grown partition end. Unreachable hosts are checked again on adoption.
   void CheckAllCheckpoints() {
-    for (uint32_t shard = 0; shard < config.shards; ++shard) {
-      auto lease = store->PoolForShard(shard).Acquire();
+    for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+      const MysqlHostConfig& host = config.mysql.hosts[h];
+      const std::string db = config.HostDatabase(host);
+      auto lease = store->PoolForHost(h).Acquire();
       if (!lease.ok()) continue;
-      const std::string db = config.ShardDatabase(shard);
       if (!EnsureCheckpointTable(**lease, db).ok()) continue;
       for (const auto& ds : config.datastores) {
         auto cp = LoadCheckpoint(**lease, db, ds.name);
-        if (cp.ok()) ResetIfBrokerLost(**lease, shard, ds.name, &*cp).status().IgnoreError();
+        if (cp.ok()) ResetIfBrokerLost(**lease, db, host.name, ds.name, &*cp).status().IgnoreError();
       }
     }
   }
 
-  // Loads checkpoints of a newly locked shard and checks that the broker still
-  // has what the checkpoint claims was published.
-  Status AdoptShard(uint32_t shard) {
-    const std::string db = config.ShardDatabase(shard);
-    auto lease = store->PoolForShard(shard).Acquire();
+  // Loads the checkpoint of a newly locked stream and checks that the broker
+  // still has what the checkpoint claims was published.
+  Status AdoptStream(size_t host, const std::string& datastore) {
+    const MysqlHostConfig& hc = config.mysql.hosts[host];
+    auto s = std::make_shared<HostStream>();
+    s->host = host;
+    s->host_name = hc.name;
+    s->datastore = datastore;
+    s->database = config.HostDatabase(hc);
+    s->topic = ChangeLogTopic(config.kafka, datastore);
+    s->lock_name = RelayLockName(s->database, datastore);
+    auto lease = store->PoolForHost(host).Acquire();
     if (!lease.ok()) return lease.status();
-    CELLAR_RETURN_IF_ERROR(EnsureCheckpointTable(**lease, db));
-    std::vector<std::shared_ptr<ShardStream>> streams;
-    for (const auto& ds : config.datastores) {
-      auto s = std::make_shared<ShardStream>();
-      s->shard = shard;
-      s->datastore = ds.name;
-      s->database = db;
-      s->topic = ChangeLogTopic(config.kafka, ds.name);
-      s->partition = ChangeLogPartition(config.kafka, shard);
-      CELLAR_ASSIGN_OR_RETURN(RelayCheckpoint cp, LoadCheckpoint(**lease, db, ds.name));
-      CELLAR_RETURN_IF_ERROR(ResetIfBrokerLost(**lease, shard, ds.name, &cp).status());
-      s->read_pos = s->acked = s->saved = cp.after_added_id;
-      s->acked_offset = cp.kafka_offset;
-      streams.push_back(std::move(s));
-    }
+    CELLAR_RETURN_IF_ERROR(EnsureCheckpointTable(**lease, s->database));
+    CELLAR_ASSIGN_OR_RETURN(RelayCheckpoint cp, LoadCheckpoint(**lease, s->database, datastore));
+    CELLAR_RETURN_IF_ERROR(
+        ResetIfBrokerLost(**lease, s->database, hc.name, datastore, &cp).status());
+    s->read_pos = s->acked = s->saved = cp.after_added_id;
+    s->acked_offset = cp.kafka_offset;
+    s->acked_partition = cp.kafka_partition;
     std::lock_guard<std::mutex> g(streams_mu);
-    owned[shard] = std::move(streams);
+    owned[s->lock_name] = std::move(s);
     return Status::Ok();
   }
 
   // The checkpoint `s` should have, if it is ahead of what is saved.
-  static std::optional<RelayCheckpoint> Unsaved(ShardStream& s) {
+  static std::optional<RelayCheckpoint> Unsaved(HostStream& s) {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.acked <= s.saved) return std::nullopt;
-    return RelayCheckpoint{s.acked, s.acked_offset, NowMicros()};
+    RelayCheckpoint cp;
+    cp.after_added_id = s.acked;
+    cp.kafka_offset = s.acked_offset;
+    cp.kafka_partition = s.acked_partition;
+    cp.updated_at = NowMicros();
+    return cp;
   }
-  static void MarkSaved(ShardStream& s, uint64_t acked) {
+  static void MarkSaved(HostStream& s, uint64_t acked) {
     std::lock_guard<std::mutex> lock(s.mu);
     s.saved = std::max(s.saved, acked);
   }
 
-  void SaveStream(ShardStream& s) {
+  // Saves one stream's checkpoint if it moved. Checkpoints are monotonic
+  // (SaveCheckpoint never moves one back), so racing with a DropStream save
+  // of the same stream is harmless.
+  void SaveStream(HostStream& s) {
     std::optional<RelayCheckpoint> cp = Unsaved(s);
     if (!cp) return;
-    auto lease = store->PoolForShard(s.shard).Acquire();
+    auto lease = store->PoolForHost(s.host).Acquire();
     if (!lease.ok()) return;
     if (SaveCheckpoint(**lease, s.database, s.datastore, *cp).ok())
       MarkSaved(s, cp->after_added_id);
-  }
-
-  // Saves the checkpoints of every owned stream of one host that moved, in one
-  // transaction (one log flush instead of one per shard); on any failure falls
-  // back to saving them one by one, so one bad shard database cannot hold the
-  // others back. Checkpoints are monotonic (SaveCheckpoint never moves one
-  // back), so racing with a DropShard save of the same stream is harmless.
-  void SaveHost(std::vector<std::shared_ptr<ShardStream>>& streams) {
-    std::vector<std::pair<ShardStream*, RelayCheckpoint>> moved;
-    for (auto& s : streams)
-      if (auto cp = Unsaved(*s)) moved.emplace_back(s.get(), *cp);
-    if (moved.empty()) return;
-    if (moved.size() > 1) {
-      auto lease = store->PoolForShard(moved.front().first->shard).Acquire();
-      if (lease.ok()) {
-        MysqlConnection& conn = **lease;
-        Status st = conn.Begin();
-        for (size_t i = 0; st.ok() && i < moved.size(); ++i)
-          st = SaveCheckpoint(conn, moved[i].first->database, moved[i].first->datastore,
-                              moved[i].second);
-        if (st.ok()) st = conn.Commit();
-        if (st.ok()) {
-          for (auto& [s, cp] : moved) MarkSaved(*s, cp.after_added_id);
-          return;
-        }
-        conn.Rollback();
-      }
-    }
-    for (auto& [s, cp] : moved) SaveStream(*s);
   }
 
   // Saves checkpoints every kSaveIntervalMs on its own thread, so that log
@@ -275,41 +262,39 @@ struct Relay::Impl {
     while (!stop_checkpoints) {
       checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kSaveIntervalMs));
       lock.unlock();
-      std::map<const void*, std::vector<std::shared_ptr<ShardStream>>> by_host;
+      std::vector<std::shared_ptr<HostStream>> streams;
       {
         std::lock_guard<std::mutex> g(streams_mu);
-        for (auto& [shard, streams] : owned)
-          for (auto& st : streams) by_host[&store->PoolForShard(shard)].push_back(st);
+        for (auto& [name, s] : owned) streams.push_back(s);
       }
-      for (auto& [host, streams] : by_host) SaveHost(streams);
+      for (auto& s : streams) SaveStream(*s);
       lock.lock();
     }
   }
 
-  // Flushes, saves and forgets a shard (its lock is released by the caller).
-  void DropShard(uint32_t shard, bool flush) {
-    auto streams = Streams(shard);
-    if (flush) {
+  // Flushes, saves and forgets a stream (its lock is released by the caller).
+  void DropStream(const std::string& lock_name, bool flush) {
+    auto s = Stream(lock_name);
+    if (s && flush) {
       auto deadline =
           std::chrono::steady_clock::now() + std::chrono::milliseconds(kFlushOnReleaseMs);
-      for (auto& s : streams) {
-        while (std::chrono::steady_clock::now() < deadline) {
-          {
-            std::lock_guard<std::mutex> lock(s->mu);
-            if (s->inflight.empty()) break;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));  // waiting on delivery reports
+      while (std::chrono::steady_clock::now() < deadline) {
+        {
+          std::lock_guard<std::mutex> lock(s->mu);
+          if (s->inflight.empty()) break;
         }
-        SaveStream(*s);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // waiting on delivery reports
       }
+      SaveStream(*s);
     }
     std::lock_guard<std::mutex> g(streams_mu);
-    owned.erase(shard);
+    owned.erase(lock_name);
   }
 
-  // Reads new cells of the stream and hands them to the producer. Returns the count.
-  size_t Pump(const std::shared_ptr<ShardStream>& sp, uint64_t head) {
-    ShardStream& s = *sp;
+  // Reads the next final cells of the stream's host log and hands them to
+  // the producer. Returns the count.
+  size_t Pump(const std::shared_ptr<HostStream>& sp) {
+    HostStream& s = *sp;
     bool failed;
     {
       std::lock_guard<std::mutex> lock(s.mu);
@@ -318,38 +303,40 @@ struct Relay::Impl {
     if (failed) {
       s.Rewind();
       rewinds++;
-      LogWarn("relay", "delivery failed; rewinding shard to its acknowledged position",
-              {{"shard", std::to_string(s.shard)}, {"datastore", s.datastore}});
+      LogWarn("relay", "delivery failed; rewinding stream to its acknowledged position",
+              {{"host", s.host_name}, {"datastore", s.datastore}});
     }
     uint64_t after, gen;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      if (head <= s.read_pos || s.inflight.size() >= kMaxInFlightPerStream) return 0;
+      if (s.inflight.size() >= kMaxInFlightPerStream) return 0;
       after = s.read_pos;
       gen = s.generation;
     }
-    auto page = store->ShardLog(s.datastore, s.shard, after, config.relay.batch_cells);
+    auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
     if (!page.ok()) return 0;
     size_t produced = 0;
     std::shared_lock<std::shared_mutex> plock(producer_mu);
     for (const Cell& c : page->cells) {
       std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
       std::string key = c.row_key.ToString();
+      const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
       {
         std::lock_guard<std::mutex> lock(s.mu);
-        if (s.generation != gen) break;  // rewound meanwhile
-        s.inflight.push_back({c.added_id, false, -1});
+        if (s.generation != gen) return produced;  // rewound meanwhile
+        s.inflight.push_back({c.added_id, false, -1, partition});
       }
       auto* tag = new DeliveryTag{sp, gen, c.added_id};
       RdKafka::ErrorCode err =
-          producer->produce(s.topic, s.partition, RdKafka::Producer::RK_MSG_COPY, value.data(),
+          producer->produce(s.topic, partition, RdKafka::Producer::RK_MSG_COPY, value.data(),
                             value.size(), key.data(), key.size(), c.created_at / 1000, tag);
       if (err != RdKafka::ERR_NO_ERROR) {
         // Queue full or similar: take the record back and try again later.
         delete tag;
         std::lock_guard<std::mutex> lock(s.mu);
         if (!s.inflight.empty() && s.inflight.back().added_id == c.added_id) s.inflight.pop_back();
-        break;
+        published += produced;
+        return produced;
       }
       {
         std::lock_guard<std::mutex> lock(s.mu);
@@ -357,13 +344,22 @@ struct Relay::Impl {
       }
       ++produced;
     }
+    // Past the last cell: positions up to next_after are final and hold no
+    // cell (rolled-back or failed inserts), so the read may skip them.
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (s.generation == gen && s.read_pos < page->next_after) {
+        s.read_pos = page->next_after;
+        if (s.inflight.empty() && s.acked < s.read_pos) s.acked = s.read_pos;
+      }
+    }
     published += produced;
     return produced;
   }
 
   int TargetShare() {
     int members = membership->Refresh();
-    return static_cast<int>((config.shards + members - 1) / members);
+    return static_cast<int>((total_streams + members - 1) / members);
   }
 
   void HostLoop(size_t host_index);
@@ -371,18 +367,19 @@ struct Relay::Impl {
 
 void Relay::Impl::HostLoop(size_t host_index) {
   const MysqlHostConfig& host = config.mysql.hosts[host_index];
+  const std::string db = config.HostDatabase(host);
   NamedLocks locks(EndpointFor(config, host));
-  std::vector<uint32_t> mine;  // shards of this host this relay owns
+  std::vector<std::string> mine;  // lock names of the streams of this host this relay owns
   auto next_ownership = std::chrono::steady_clock::now();
   int idle_ms = config.relay.poll_min_ms;
-  const uint32_t host_shards = host.last_shard - host.first_shard + 1;
-  uint32_t rotate = static_cast<uint32_t>(std::hash<std::string>{}(relay_id) % host_shards);
+  const size_t n = config.datastores.size();
+  const size_t rotate = std::hash<std::string>{}(relay_id) % std::max<size_t>(n, 1);
 
   auto lose_all = [&](const std::string& why) {
     if (!mine.empty())
-      LogWarn("relay", "lost shard locks",
-              {{"host", host.name}, {"reason", why}, {"shards", std::to_string(mine.size())}});
-    for (uint32_t s : mine) DropShard(s, /*flush=*/false);
+      LogWarn("relay", "lost stream locks",
+              {{"host", host.name}, {"reason", why}, {"streams", std::to_string(mine.size())}});
+    for (const auto& name : mine) DropStream(name, /*flush=*/false);
     owned_total -= static_cast<int>(mine.size());
     mine.clear();
     locks.Disconnect();
@@ -395,56 +392,42 @@ void Relay::Impl::HostLoop(size_t host_index) {
       if (!mine.empty() && !locks.Ping().ok()) lose_all("lock connection broke");
       const int target = TargetShare();
       while (owned_total > target && !mine.empty()) {
-        uint32_t s = mine.back();
+        std::string name = mine.back();
         mine.pop_back();
         owned_total--;
-        DropShard(s, /*flush=*/true);
-        locks.Release(RelayLockName(config.ShardDatabase(s))).IgnoreError();
-        LogInfo("relay", "released shard to rebalance", {{"shard", std::to_string(s)}});
+        DropStream(name, /*flush=*/true);
+        locks.Release(name).IgnoreError();
+        LogInfo("relay", "released stream to rebalance", {{"stream", name}});
       }
-      for (uint32_t i = 0; i < host_shards && owned_total < target && !stopping; ++i) {
-        uint32_t s = host.first_shard + (i + rotate) % host_shards;
-        if (std::find(mine.begin(), mine.end(), s) != mine.end()) continue;
-        auto got = locks.TryAcquire(RelayLockName(config.ShardDatabase(s)));
+      for (size_t i = 0; i < n && owned_total < target && !stopping; ++i) {
+        const std::string& ds = config.datastores[(i + rotate) % n].name;
+        const std::string name = RelayLockName(db, ds);
+        if (std::find(mine.begin(), mine.end(), name) != mine.end()) continue;
+        auto got = locks.TryAcquire(name);
         if (!got.ok()) {
           lose_all(got.status().message());
           break;
         }
         if (!*got) continue;
-        if (Status st = AdoptShard(s); !st.ok()) {
-          locks.Release(RelayLockName(config.ShardDatabase(s))).IgnoreError();
-          LogWarn("relay", "cannot adopt shard",
-                  {{"shard", std::to_string(s)}, {"error", st.ToString()}});
+        if (Status st = AdoptStream(host_index, ds); !st.ok()) {
+          locks.Release(name).IgnoreError();
+          LogWarn("relay", "cannot adopt stream",
+                  {{"host", host.name}, {"datastore", ds}, {"error", st.ToString()}});
           break;
         }
-        mine.push_back(s);
+        mine.push_back(name);
         owned_total++;
-        LogInfo("relay", "owns shard", {{"shard", std::to_string(s)}, {"relay", relay_id}});
+        LogInfo("relay", "owns stream",
+                {{"host", host.name}, {"datastore", ds}, {"relay", relay_id}});
       }
     }
     if (mine.empty()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing owned: wait a round
       continue;
     }
-
-    // One query for the heads of every owned (shard, datastore) of this host.
-    std::vector<std::shared_ptr<ShardStream>> streams;
-    for (uint32_t s : mine)
-      for (auto& st : Streams(s)) streams.push_back(st);
-    std::string sql;
-    for (size_t i = 0; i < streams.size(); ++i) {
-      if (i) sql += " UNION ALL ";
-      sql += "SELECT " + std::to_string(i) + ", IFNULL(MAX(added_id), 0) FROM " +
-             QualifiedTable(streams[i]->database, "cells_" + streams[i]->datastore);
-    }
     size_t produced = 0;
-    auto lease = store->PoolForShard(mine.front()).Acquire();
-    if (lease.ok()) {
-      auto heads = (*lease)->Query(sql);
-      if (heads.ok()) {
-        for (const auto& row : *heads) produced += Pump(streams[row.Uint(0)], row.Uint(1));
-      }
-    }
+    for (const auto& name : mine)
+      if (auto s = Stream(name)) produced += Pump(s);
     if (produced == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));  // adaptive idle poll
       idle_ms = std::min(idle_ms * 2, config.relay.poll_max_ms);
@@ -453,9 +436,9 @@ void Relay::Impl::HostLoop(size_t host_index) {
     }
   }
   // Shutdown: flush and save what this thread owns, then let the locks go.
-  for (uint32_t s : mine) {
-    DropShard(s, /*flush=*/true);
-    locks.Release(RelayLockName(config.ShardDatabase(s))).IgnoreError();
+  for (const auto& name : mine) {
+    DropStream(name, /*flush=*/true);
+    locks.Release(name).IgnoreError();
   }
   owned_total -= static_cast<int>(mine.size());
 }
@@ -467,6 +450,9 @@ Relay::~Relay() { Stop(); }
 
 Status Relay::Start() {
   Impl& m = *impl_;
+  if (Status layout = m.store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
+    return layout;
+  m.total_streams = m.config.mysql.hosts.size() * m.config.datastores.size();
   CELLAR_ASSIGN_OR_RETURN(m.producer, m.MakeProducer());
   for (const auto& ds : m.config.datastores)
     CELLAR_RETURN_IF_ERROR(EnsureTopic(m.producer.get(), ChangeLogTopic(m.config.kafka, ds.name),
@@ -511,7 +497,8 @@ RelayStats Relay::stats() const {
   s.rewinds = impl_->rewinds;
   s.republished_after_broker_loss = impl_->resets;
   std::lock_guard<std::mutex> g(impl_->streams_mu);
-  for (const auto& [shard, streams] : impl_->owned) s.owned_shards.push_back(shard);
+  for (const auto& [name, stream] : impl_->owned)
+    s.owned_streams.push_back(stream->host_name + "/" + stream->datastore);
   return s;
 }
 

@@ -12,6 +12,7 @@ Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database)
                          " (datastore VARCHAR(64) CHARACTER SET ascii NOT NULL PRIMARY KEY,"
                          " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
                          " kafka_offset BIGINT NOT NULL DEFAULT -1,"
+                         " kafka_partition INT NOT NULL DEFAULT -1,"
                          " updated_at BIGINT NOT NULL DEFAULT 0 COMMENT 'microseconds, UTC')"
                          " ENGINE=InnoDB");
 }
@@ -19,7 +20,7 @@ Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database)
 Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string& database,
                                        const std::string& datastore) {
   CELLAR_ASSIGN_OR_RETURN(auto rows,
-                          conn.Query("SELECT after_added_id, kafka_offset, updated_at FROM " +
+                          conn.Query("SELECT after_added_id, kafka_offset, updated_at, kafka_partition FROM " +
                                          Table(database) + " WHERE datastore = ?",
                                      {datastore}));
   RelayCheckpoint cp;
@@ -27,6 +28,7 @@ Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string&
     cp.after_added_id = rows[0].Uint(0);
     cp.kafka_offset = rows[0].Int(1);
     cp.updated_at = rows[0].Int(2);
+    cp.kafka_partition = static_cast<int32_t>(rows[0].Int(3));
   }
   return cp;
 }
@@ -35,14 +37,18 @@ Status SaveCheckpoint(MysqlConnection& conn, const std::string& database,
                       const std::string& datastore, const RelayCheckpoint& cp) {
   return conn
       .Execute("INSERT INTO " + Table(database) +
-                   " (datastore, after_added_id, kafka_offset, updated_at) VALUES (?, ?, ?, ?)"
+                   " (datastore, after_added_id, kafka_offset, kafka_partition, updated_at)"
+                   " VALUES (?, ?, ?, ?, ?)"
                    " ON DUPLICATE KEY UPDATE"
                    " kafka_offset = IF(VALUES(after_added_id) > after_added_id,"
                    "                   VALUES(kafka_offset), kafka_offset),"
+                   " kafka_partition = IF(VALUES(after_added_id) > after_added_id,"
+                   "                      VALUES(kafka_partition), kafka_partition),"
                    " updated_at = IF(VALUES(after_added_id) > after_added_id,"
                    "                 VALUES(updated_at), updated_at),"
                    " after_added_id = GREATEST(after_added_id, VALUES(after_added_id))",
-               {datastore, cp.after_added_id, cp.kafka_offset, NowMicros()})
+               {datastore, cp.after_added_id, cp.kafka_offset, int64_t{cp.kafka_partition},
+                NowMicros()})
       .status();
 }
 
@@ -50,7 +56,8 @@ Status ResetCheckpoint(MysqlConnection& conn, const std::string& database,
                        const std::string& datastore) {
   return conn
       .Execute("REPLACE INTO " + Table(database) +
-                   " (datastore, after_added_id, kafka_offset, updated_at) VALUES (?, 0, -1, ?)",
+                   " (datastore, after_added_id, kafka_offset, kafka_partition, updated_at)"
+                   " VALUES (?, 0, -1, -1, ?)",
                {datastore, NowMicros()})
       .status();
 }

@@ -1,12 +1,12 @@
-// RelayCheckpoint: how far the relay has published one (shard, datastore),
-// stored in that shard's own database (table relay_checkpoint), so it moves
-// with the shard when the shard moves between hosts.
+// RelayCheckpoint: how far the relay has published one host log (host,
+// datastore), stored in the host's database (table relay_checkpoint, one row
+// per datastore).
 //
 // after_added_id is advanced only after Kafka acknowledged every cell of the
-// shard up to and including it. kafka_offset is the offset Kafka assigned to
-// that last cell: if the broker's partition ends below it on start-up, the
-// broker lost events (e.g. the local in-memory broker restarted) and the relay
-// republishes the shard from the beginning.
+// host log up to and including it. kafka_partition/kafka_offset locate the
+// record of that last cell: if the broker's partition ends at or below it on
+// start-up, the broker lost events (e.g. the local in-memory broker restarted)
+// and the relay republishes the host log from the beginning.
 #pragma once
 
 #include <cstdint>
@@ -20,11 +20,12 @@ namespace cellar {
 
 struct RelayCheckpoint {
   uint64_t after_added_id = 0;
-  int64_t kafka_offset = -1;  // -1: nothing acknowledged yet
+  int64_t kafka_offset = -1;     // -1: nothing acknowledged yet
+  int32_t kafka_partition = -1;  // partition of that record
   MicrosSinceEpoch updated_at = 0;
 };
 
-// Creates the table if missing. REQUIRES: `database` is a validated shard database name.
+// Creates the table if missing. REQUIRES: `database` is a validated host database name.
 Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database);
 // The checkpoint of `datastore` in `database` (zero when never saved).
 Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string& database,

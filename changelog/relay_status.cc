@@ -1,35 +1,33 @@
-// ReadRelayStatus: per (shard, datastore) checkpoint, head and lag.
+// ReadRelayStatus: per stream (host, datastore) checkpoint, head and lag.
 #include "cells/mysql_client.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
 
 namespace cellar {
 
-std::vector<RelayShardStatus> ReadRelayStatus(CellStore& store) {
+std::vector<RelayStreamStatus> ReadRelayStatus(CellStore& store) {
   const ClusterConfig& config = store.config();
-  std::vector<RelayShardStatus> out;
-  for (uint32_t shard = 0; shard < config.shards; ++shard) {
-    const std::string db = config.ShardDatabase(shard);
-    auto lease = store.PoolForShard(shard).Acquire();
-    bool owned = false;
-    std::string lock_error;
-    if (lease.ok()) {
-      auto rows = (*lease)->Query("SELECT IS_USED_LOCK(?) IS NOT NULL", {RelayLockName(db)});
-      if (rows.ok() && !rows->empty()) owned = (*rows)[0].Int(0) == 1;
-      if (!EnsureCheckpointTable(**lease, db).ok()) lock_error = "cannot create relay_checkpoint";
-    }
+  std::vector<RelayStreamStatus> out;
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+    const MysqlHostConfig& host = config.mysql.hosts[h];
+    const std::string db = config.HostDatabase(host);
+    auto lease = store.PoolForHost(h).Acquire();
+    std::string table_error;
+    if (lease.ok() && !EnsureCheckpointTable(**lease, db).ok())
+      table_error = "cannot create relay_checkpoint";
     for (const auto& ds : config.datastores) {
-      RelayShardStatus st;
-      st.shard = shard;
+      RelayStreamStatus st;
+      st.host = host.name;
       st.datastore = ds.name;
-      st.owned = owned;
       if (!lease.ok()) {
         st.error = lease.status().ToString();
         out.push_back(st);
         continue;
       }
+      auto rows = (*lease)->Query("SELECT IS_USED_LOCK(?) IS NOT NULL", {RelayLockName(db, ds.name)});
+      if (rows.ok() && !rows->empty()) st.owned = (*rows)[0].Int(0) == 1;
       auto cp = LoadCheckpoint(**lease, db, ds.name);
-      auto head = store.ShardHead(ds.name, shard);
+      auto head = store.HostHead(ds.name, h);
       if (!cp.ok() || !head.ok()) {
         st.error = !cp.ok() ? cp.status().ToString() : head.status().ToString();
       } else {
@@ -38,7 +36,7 @@ std::vector<RelayShardStatus> ReadRelayStatus(CellStore& store) {
         st.head = *head;
         st.lag = *head > st.checkpoint ? *head - st.checkpoint : 0;
       }
-      if (!lock_error.empty() && st.error.empty()) st.error = lock_error;
+      if (!table_error.empty() && st.error.empty()) st.error = table_error;
       out.push_back(st);
     }
   }

@@ -1,5 +1,7 @@
 #include "config/cluster_config.h"
 
+#include <cctype>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -70,7 +72,18 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig*
     if (!r.CheckKeys(h, hp, {"name", "address", "port", "shards"}) && !h.IsMap()) continue;
     MysqlHostConfig host;
     host.name = "db" + std::to_string(i + 1);
-    r.ReadString(h, "name", hp, &host.name);
+    if (r.ReadString(h, "name", hp, &host.name)) {
+      if (!IsValidHostName(host.name))
+        r.Error(h["name"], hp + ".name",
+                "must match [A-Za-z0-9_-]{1,32}, got '" + host.name + "'");
+      else if (m->database_prefix.size() + 1 + host.name.size() > 64)
+        r.Error(h["name"], hp + ".name",
+                "database name '" + m->database_prefix + "_" + host.name +
+                    "' (database_prefix + '_' + name) is over MariaDB's 64 characters");
+      for (const auto& other : m->hosts)
+        if (other.name == host.name)
+          r.Error(h["name"], hp + ".name", "duplicate host name '" + host.name + "'");
+    }
     r.ReadString(h, "address", hp, &host.address);
     ReadIntInto(r, h, "port", hp, 1, 65535, &host.port);
     std::string range;
@@ -173,6 +186,13 @@ bool IsValidDatastoreName(std::string_view name) {
   return true;
 }
 
+bool IsValidHostName(std::string_view name) {
+  if (name.empty() || name.size() > 32) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  return true;
+}
+
 bool IsValidColumnName(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
@@ -200,7 +220,21 @@ const MysqlHostConfig& ClusterConfig::HostForShard(uint32_t shard) const {
   return mysql.hosts.front();
 }
 
-std::string ClusterConfig::ShardDatabase(uint32_t shard) const {
+std::string ClusterConfig::HostDatabase(const MysqlHostConfig& host) const {
+  return mysql.database_prefix + "_" + host.name;
+}
+
+std::string ClusterConfig::DatabaseForShard(uint32_t shard) const {
+  return HostDatabase(HostForShard(shard));
+}
+
+size_t ClusterConfig::HostIndexForShard(uint32_t shard) const {
+  for (size_t i = 0; i < mysql.hosts.size(); ++i)
+    if (shard >= mysql.hosts[i].first_shard && shard <= mysql.hosts[i].last_shard) return i;
+  return 0;
+}
+
+std::string ClusterConfig::LegacyShardDatabase(uint32_t shard) const {
   return mysql.database_prefix + "_s" + std::to_string(shard);
 }
 

@@ -39,7 +39,7 @@ struct DatastoreConfig {
 };
 
 struct MysqlHostConfig {
-  std::string name;  // label used in logs and metrics
+  std::string name;  // [A-Za-z0-9_-]{1,32}: logs, metrics and the database <prefix>_<name>
   std::string address = "127.0.0.1";
   int port = 3306;
   uint32_t first_shard = 0;  // inclusive
@@ -49,7 +49,7 @@ struct MysqlHostConfig {
 struct MysqlConfig {
   std::string user = "root";
   std::string password_env;                // name of the environment variable holding the password
-  std::string database_prefix = "cellar";  // shard s lives in database <prefix>_s<s>
+  std::string database_prefix = "cellar";  // a host's tables live in database <prefix>_<host name>
   int connect_timeout_ms = 2000;           // per connection attempt
   int io_timeout_ms = 10000;               // read/write timeout of one statement round trip
   int pool_size_per_host = 8;              // idle reader connections kept per host
@@ -94,8 +94,16 @@ struct ClusterConfig {
   const DatastoreConfig* FindDatastore(std::string_view name) const;
   // The host owning `shard`. REQUIRES: shard < shards (validated configs cover every shard).
   const MysqlHostConfig& HostForShard(uint32_t shard) const;
-  // "<prefix>_s<shard>" e.g. cellar_s7.
-  std::string ShardDatabase(uint32_t shard) const;
+  // "<prefix>_<host name>", e.g. cellar_db1: the database holding every table
+  // of that host (its cells log, index tables, relay checkpoints).
+  std::string HostDatabase(const MysqlHostConfig& host) const;
+  // HostDatabase(HostForShard(shard)). REQUIRES: shard < shards.
+  std::string DatabaseForShard(uint32_t shard) const;
+  // Index into mysql.hosts of the host owning `shard`. REQUIRES: shard < shards.
+  size_t HostIndexForShard(uint32_t shard) const;
+  // "<prefix>_s<shard>": the per-shard database of the old layout (before the
+  // host log); only used to detect and migrate such a cluster.
+  std::string LegacyShardDatabase(uint32_t shard) const;
   // The MySQL password from the environment variable named by mysql.password_env ("" if unset).
   std::string MysqlPassword() const;
 };
@@ -112,5 +120,6 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
 // True for names safe to splice into SQL identifiers and topic names.
 bool IsValidDatastoreName(std::string_view name);  // [a-z][a-z0-9_]{0,47}
 bool IsValidColumnName(std::string_view name);     // [A-Za-z][A-Za-z0-9_]{0,63}
+bool IsValidHostName(std::string_view name);       // [A-Za-z0-9_-]{1,32}
 
 }  // namespace cellar

@@ -6,6 +6,7 @@
 
 #include "cells/body_codec.h"
 #include "cells/internal/cells_table.h"
+#include "cells/internal/write_fence.h"
 
 namespace cellar::internal {
 namespace {
@@ -35,11 +36,6 @@ bool SameBody(const PendingCell& want, const std::string& stored_encoded, bool s
 }
 
 constexpr size_t kLookupChunk = 128;
-
-Status MissingCommitOrderRow(const std::string& datastore, uint32_t shard) {
-  return Internal("shard " + std::to_string(shard) + " has no commit_order row for '" + datastore +
-                  "': run `cellar init`");
-}
 
 Status LoadExisting(MysqlConnection& conn, const std::string& table,
                     const std::vector<WriteUnit*>& units, std::map<Address, Existing>* out) {
@@ -72,12 +68,12 @@ Status LoadExisting(MysqlConnection& conn, const std::string& table,
 
 }  // namespace
 
-Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
-                       const std::string& datastore, uint32_t shard,
-                       const std::vector<WriteUnit*>& units, bool look_up_existing,
-                       MicrosSinceEpoch now, CommitLock lock) {
+Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
+                           const std::string& datastore, const std::vector<WriteUnit*>& units,
+                           bool look_up_existing, MicrosSinceEpoch now) {
   const std::string table = QualifiedTable(database, CellsTableName(datastore));
   auto fail = [&](Status s) { return s; };
+  std::vector<uint32_t> insert_shard;  // shard of inserts[i]
 
   std::map<Address, Existing> existing;
   bool has_erase = false;
@@ -168,40 +164,21 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
       planned.emplace(addr, Planned{cells[ci], inserts.size()});
       d.insert_index[ci] = static_cast<long>(inserts.size());
       inserts.push_back(cells[ci]);
+      insert_shard.push_back(u->shard);
     }
   }
 
-  // added_id of each planned insert: INSERT ... RETURNING on MariaDB (10.5+),
-  // LAST_INSERT_ID() on MySQL.
+  // added_id of each planned insert, from one multi-row INSERT ... RETURNING.
   std::vector<uint64_t> ids(inserts.size(), 0);
   if (!inserts.empty()) {
-    std::string sql =
-        "INSERT INTO " + table + " (row_key, column_name, ref_key, body, tombstone, created_at) ";
+    std::string sql = "INSERT INTO " + table +
+                      " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
     std::vector<SqlParam> params;
-    params.reserve(inserts.size() * 6 + 1);
-    if (lock == CommitLock::kHeld) {
-      sql += "VALUES ";
-      for (size_t i = 0; i < inserts.size(); ++i) sql += i ? ",(?,?,?,?,?,?)" : "(?,?,?,?,?,?)";
-    } else {
-      // Reading commit_order FOR UPDATE takes the commit lock before the rows
-      // are inserted. Several rows come from a derived table; its byte columns
-      // are cast to BINARY, or it would store them as utf8mb4 text.
-      const std::string row = "CAST(? AS BINARY), ?, ?, CAST(? AS BINARY), ?, ?";
-      const std::string commit_order = QualifiedTable(database, "commit_order");
-      if (inserts.size() == 1) {
-        sql += "SELECT " + row + " FROM " + commit_order + " WHERE datastore = ?";
-      } else {
-        sql += "SELECT v.* FROM " + commit_order +
-               " c, (SELECT CAST(? AS BINARY) AS r, ? AS n, ? AS k, CAST(? AS BINARY) AS b,"
-               " ? AS t, ? AS a";
-        for (size_t i = 1; i < inserts.size(); ++i) sql += " UNION ALL SELECT " + row;
-        sql += ") v WHERE c.datastore = ?";
-      }
-    }
-    if (lock != CommitLock::kHeld)
-      sql += lock == CommitLock::kTakeNoWait ? " FOR UPDATE NOWAIT" : " FOR UPDATE";
+    params.reserve(inserts.size() * 7);
     for (size_t i = 0; i < inserts.size(); ++i) {
+      sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
       const PendingCell& c = *inserts[i];
+      params.emplace_back(uint64_t{insert_shard[i]});
       params.emplace_back(c.row_key.ToBytes());
       params.emplace_back(c.column);
       params.emplace_back(c.ref_key);
@@ -209,32 +186,18 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
       params.emplace_back(int64_t{c.tombstone ? 1 : 0});
       params.emplace_back(now);
     }
-    if (lock != CommitLock::kHeld) params.emplace_back(datastore);
-    if (!conn.supports_returning()) {
-      // MySQL: the commit lock is held, so no other INSERT into this table
-      // runs and the statement's ids are consecutive (step = increment).
-      auto inserted = conn.Execute(sql, params);
-      if (!inserted.ok()) return fail(inserted.status());
-      auto first = conn.LastInsertId();
-      if (!first.ok()) return fail(first.status());
-      for (size_t i = 0; i < inserts.size(); ++i)
-        ids[i] = *first + i * conn.auto_increment_increment();
-    } else {
-      sql += " RETURNING row_key, column_name, ref_key, added_id";
-      // Conflict here (duplicate key) means a cell exists that was not looked
-      // up: the caller retries the transaction with look_up_existing.
-      auto rows = conn.Query(sql, params);
-      if (!rows.ok()) return fail(rows.status());
-      if (rows->empty() && lock != CommitLock::kHeld)  // the SELECT found no commit_order row
-        return fail(MissingCommitOrderRow(datastore, shard));
-      std::map<Address, uint64_t> by_address;
-      for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
-      for (size_t i = 0; i < inserts.size(); ++i) {
-        auto it = by_address.find(
-            Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
-        if (it == by_address.end()) return fail(Internal("INSERT ... RETURNING missed a row"));
-        ids[i] = it->second;
-      }
+    sql += " RETURNING row_key, column_name, ref_key, added_id";
+    // Conflict here (duplicate key) means a cell exists that was not looked
+    // up: the caller retries the transaction with look_up_existing.
+    auto rows = conn.Query(sql, params);
+    if (!rows.ok()) return rows.status();
+    std::map<Address, uint64_t> by_address;
+    for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
+    for (size_t i = 0; i < inserts.size(); ++i) {
+      auto it = by_address.find(
+          Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
+      if (it == by_address.end()) return Internal("INSERT ... RETURNING missed a row");
+      ids[i] = it->second;
     }
   }
 
@@ -244,7 +207,7 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
     const Decision& d = decisions[ui];
     for (size_t ci = 0; ci < d.insert_index.size(); ++ci) {
       PutResult r;
-      r.shard = shard;
+      r.shard = u->shard;
       if (d.insert_index[ci] >= 0) {
         const PendingCell* c = inserts[d.insert_index[ci]];
         r.added_id = ids[d.insert_index[ci]];
@@ -268,119 +231,48 @@ Status ApplyShardBatch(MysqlConnection& conn, const std::string& database,
 }  // namespace cellar::internal
 
 namespace cellar::internal {
-
-Status LockShardForCommit(MysqlConnection& conn, const std::string& database,
-                          const std::string& datastore, uint32_t shard, bool nowait) {
-  auto locked =
-      conn.Query("SELECT datastore FROM `" + database +
-                     "`.`commit_order` WHERE datastore = ? FOR UPDATE" + (nowait ? " NOWAIT" : ""),
-                 {datastore});
-  if (!locked.ok()) return locked.status();
-  if (locked->empty()) return MissingCommitOrderRow(datastore, shard);
-  return Status::Ok();
-}
-
 namespace {
 
-// One transaction over `batches`. With try_locks, shards whose commit lock is
-// held elsewhere are moved to *busy instead of waited for.
-Status RunOnce(MysqlConnection& conn, const std::string& prefix, std::vector<ShardBatch*>& batches,
-               bool look_up, bool try_locks, std::vector<ShardBatch*>* busy) {
+// One transaction over `batches`; with look_up, existing cells are read first.
+Status RunOnce(MysqlConnection& conn, const std::string& database,
+               std::vector<DatastoreBatch>& batches, bool look_up) {
   CELLAR_RETURN_IF_ERROR(conn.Begin());
   auto abort = [&](Status s) {
     conn.Rollback();
-    for (auto* b : batches)
-      for (auto* u : b->units) u->results.clear();
+    for (auto& b : batches)
+      for (auto* u : b.units) u->results.clear();
     return s;
   };
-  std::vector<ShardBatch*> locked;
-  // Fast path (MariaDB, nothing to read first): each shard's INSERT takes the
-  // shard's commit lock itself, one statement per shard.
-  bool has_erase = false;
-  for (auto* b : batches)
-    for (auto* u : b->units) has_erase |= u->erase;
-  if (!look_up && !has_erase && conn.supports_returning()) {
-    const MicrosSinceEpoch now = NowMicros();
-    const CommitLock lock = try_locks ? CommitLock::kTakeNoWait : CommitLock::kTake;
-    for (auto* b : batches) {
-      Status st = ApplyShardBatch(conn, prefix + "_s" + std::to_string(b->shard), b->datastore,
-                                  b->shard, b->units, /*look_up_existing=*/false, now, lock);
-      if (st.ok()) {
-        locked.push_back(b);
-      } else if (try_locks && st.code() == StatusCode::kAborted) {
-        for (auto* u : b->units) u->results.clear();
-        busy->push_back(b);  // another writer is committing this shard: don't wait here
-      } else {
-        return abort(st);
-      }
-    }
-    if (Status st = conn.Commit(); !st.ok()) return abort(st);
-    batches = std::move(locked);
-    return Status::Ok();
-  }
-  for (auto* b : batches) {
-    Status st = LockShardForCommit(conn, prefix + "_s" + std::to_string(b->shard), b->datastore,
-                                   b->shard, try_locks);
-    if (st.ok()) {
-      locked.push_back(b);
-    } else if (try_locks && st.code() == StatusCode::kAborted) {
-      busy->push_back(b);  // another writer is committing this shard: don't wait here
-    } else {
-      return abort(st);
-    }
-  }
+  if (Status st = EnterWriteFence(conn, database); !st.ok()) return abort(st);
   const MicrosSinceEpoch now = NowMicros();
-  for (auto* b : locked) {
-    Status st = ApplyShardBatch(conn, prefix + "_s" + std::to_string(b->shard), b->datastore,
-                                b->shard, b->units, look_up, now);
+  for (auto& b : batches) {
+    Status st = ApplyDatastoreBatch(conn, database, b.datastore, b.units, look_up, now);
     if (!st.ok()) return abort(st);
   }
   if (Status st = conn.Commit(); !st.ok()) return abort(st);
-  batches = std::move(locked);
   return Status::Ok();
 }
 
-// Runs `batches` optimistically, then with look-up after a duplicate key.
-Status RunWithLookupFallback(MysqlConnection& conn, const std::string& prefix,
-                             std::vector<ShardBatch*> batches, bool try_locks,
-                             std::vector<ShardBatch*>* busy) {
+}  // namespace
+
+Status RunGroupTransaction(MysqlConnection& conn, const std::string& database,
+                           std::vector<DatastoreBatch>& batches) {
+  bool registered_again = false;
   for (bool look_up : {false, true}) {
-    std::vector<ShardBatch*> attempt = batches;
-    std::vector<ShardBatch*> busy_now;
-    Status st = RunOnce(conn, prefix, attempt, look_up, try_locks, &busy_now);
-    if (st.ok()) {
-      busy->insert(busy->end(), busy_now.begin(), busy_now.end());
-      return st;
+    Status st = RunOnce(conn, database, batches, look_up);
+    if (st.code() == StatusCode::kFailedPrecondition && !registered_again) {
+      // Our fence row was removed (e.g. the table was recreated): register
+      // again and redo this pass once.
+      registered_again = true;
+      CELLAR_RETURN_IF_ERROR(RegisterWriter(conn, database));
+      st = RunOnce(conn, database, batches, look_up);
     }
+    if (st.ok()) return st;
     // A duplicate key on the optimistic pass: some cell exists already. Redo
     // the transaction, this time reading existing cells first.
     if (look_up || st.code() != StatusCode::kConflict) return st;
   }
   return Internal("unreachable");
-}
-
-}  // namespace
-
-Status RunGroupTransaction(MysqlConnection& conn, const std::string& database_prefix,
-                           std::vector<ShardBatch*>& batches, std::vector<ShardBatch*>* busy) {
-  std::sort(batches.begin(), batches.end(), [](const ShardBatch* a, const ShardBatch* b) {
-    return std::tie(a->shard, a->datastore) < std::tie(b->shard, b->datastore);
-  });
-  // Several shards: take their commit locks without waiting, so one shard
-  // that another writer is committing does not hold up the rest.
-  const bool try_locks = batches.size() > 1;
-  std::vector<ShardBatch*> all = batches;
-  Status st = RunWithLookupFallback(conn, database_prefix, all, try_locks, busy);
-  if (st.ok()) {
-    batches.erase(std::remove_if(batches.begin(), batches.end(),
-                                 [&](ShardBatch* b) {
-                                   return std::find(busy->begin(), busy->end(), b) != busy->end();
-                                 }),
-                  batches.end());
-  } else {
-    busy->clear();
-  }
-  return st;
 }
 
 }  // namespace cellar::internal

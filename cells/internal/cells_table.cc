@@ -7,7 +7,8 @@ namespace cellar::internal {
 std::string CreateCellsTableSql(const std::string& table) {
   return "CREATE TABLE IF NOT EXISTS " + table +
          " ("
-         " added_id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,"
+         " added_id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT COMMENT 'position in the host log',"
+         " shard INT UNSIGNED NOT NULL COMMENT 'logical shard of row_key',"
          " row_key BINARY(16) NOT NULL,"
          " column_name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
          " ref_key BIGINT NOT NULL,"
@@ -16,17 +17,12 @@ std::string CreateCellsTableSql(const std::string& table) {
          " created_at BIGINT NOT NULL COMMENT 'microseconds since the epoch, UTC',"
          " PRIMARY KEY (added_id),"
          " UNIQUE KEY cell_address (row_key, column_name, ref_key),"
+         " KEY shard_log (shard, added_id),"
          " KEY column_created (column_name, created_at)"
          ") ENGINE=InnoDB";
 }
 
-std::string CreateCommitOrderTableSql(const std::string& database) {
-  return "CREATE TABLE IF NOT EXISTS `" + database +
-         "`.`commit_order` (datastore VARCHAR(64) CHARACTER SET ascii NOT NULL PRIMARY KEY)"
-         " ENGINE=InnoDB";
-}
-
-Result<Cell> RowToCell(const SqlRow& row, uint32_t shard) {
+Result<Cell> RowToCell(const SqlRow& row) {
   Cell c;
   c.row_key = Uuid::FromBytes(row.Bytes(0));
   c.column = row.Bytes(1);
@@ -34,11 +30,11 @@ Result<Cell> RowToCell(const SqlRow& row, uint32_t shard) {
   c.tombstone = row.Int(4) != 0;
   c.created_at = row.Int(5);
   c.added_id = row.Uint(6);
-  c.shard = shard;
+  c.shard = static_cast<uint32_t>(row.Uint(7));
   if (!c.tombstone) {
     auto body = DecodeBody(row.Bytes(3));
     if (!body.ok())
-      return Internal("cell at shard " + std::to_string(shard) + " added_id " +
+      return Internal("cell at shard " + std::to_string(c.shard) + " added_id " +
                       std::to_string(c.added_id) + ": " + body.status().message());
     c.body = std::move(body).value();
   }

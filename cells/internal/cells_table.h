@@ -1,4 +1,4 @@
-// SQL text for the cells table of one (shard, datastore), and reading its rows.
+// SQL text for a host's cells table of one datastore, and reading its rows.
 #pragma once
 
 #include <string>
@@ -11,15 +11,14 @@ namespace cellar::internal {
 
 // The column list every cell SELECT uses, in the order RowToCell expects.
 inline constexpr const char* kCellColumns =
-    "row_key, column_name, ref_key, body, tombstone, created_at, added_id";
+    "row_key, column_name, ref_key, body, tombstone, created_at, added_id, shard";
 
 inline std::string CellsTableName(const std::string& datastore) { return "cells_" + datastore; }
 
-// DDL for one shard database (idempotent).
+// DDL for the cells table of one (host, datastore): the host's log (idempotent).
 std::string CreateCellsTableSql(const std::string& qualified_table);
-std::string CreateCommitOrderTableSql(const std::string& database);
 
 // Decodes a row selected with kCellColumns. Internal if the stored body is corrupt.
-Result<Cell> RowToCell(const SqlRow& row, uint32_t shard);
+Result<Cell> RowToCell(const SqlRow& row);
 
 }  // namespace cellar::internal

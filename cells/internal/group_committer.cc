@@ -1,7 +1,9 @@
 #include "cells/internal/group_committer.h"
 
+#include <map>
+
 #include "base/log.h"
-#include "cells/internal/batch_transaction.h"
+#include "cells/internal/write_fence.h"
 
 namespace cellar::internal {
 namespace {
@@ -35,127 +37,88 @@ void GroupCommitter::Stop() {
   for (auto& t : threads_) t.join();
   threads_.clear();
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [key, q] : queues_)
-    for (WriteUnit* u : q) Finish(u, Unavailable("the cell store is closing"));
-  queues_.clear();
-  ready_.clear();
+  for (WriteUnit* u : queue_) Finish(u, Unavailable("the cell store is closing"));
+  queue_.clear();
 }
 
-void GroupCommitter::Submit(WriteUnit* unit) {
+void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
-      Finish(unit, Unavailable("the cell store is closed"));
+      for (WriteUnit* u : units) Finish(u, Unavailable("the cell store is closed"));
       return;
     }
-    QueueKey key{unit->datastore, unit->shard};
-    auto& q = queues_[key];
-    q.push_back(unit);
-    if (q.size() == 1 && !busy_.count(key)) ready_.push_back(key);
+    queue_.insert(queue_.end(), units.begin(), units.end());
   }
   cv_.notify_one();
 }
 
 void GroupCommitter::WriterLoop() {
   std::unique_ptr<MysqlConnection> conn;
+  std::vector<WriteUnit*> units;
   while (true) {
-    // Take every queue that is ready (up to max_batch_cells cells in all):
-    // one transaction, one fsync, for all of this host's waiting shards.
-    std::vector<ShardBatch> batches;
+    units.clear();
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
+      // Everything waiting, up to max_batch_cells: one transaction, one fsync.
       size_t cells = 0;
-      while (!ready_.empty() && cells < static_cast<size_t>(options_.max_batch_cells)) {
-        QueueKey key = ready_.front();
-        ready_.pop_front();
-        busy_.insert(key);
-        auto& q = queues_[key];
-        ShardBatch b;
-        b.shard = key.second;
-        b.datastore = key.first;
-        while (!q.empty() &&
-               (b.units.empty() ||
-                cells + q.front()->cells.size() <= static_cast<size_t>(options_.max_batch_cells))) {
-          cells += q.front()->cells.size();
-          b.units.push_back(q.front());
-          q.pop_front();
-        }
-        batches.push_back(std::move(b));
+      while (!queue_.empty() &&
+             (units.empty() ||
+              cells + queue_.front()->cells.size() <= static_cast<size_t>(options_.max_batch_cells))) {
+        cells += queue_.front()->cells.size();
+        units.push_back(queue_.front());
+        queue_.pop_front();
       }
     }
-    CommitBatches(conn, batches);
+    Commit(conn, units);
   }
 }
 
-void GroupCommitter::Release(const std::vector<ShardBatch*>& done) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const ShardBatch* b : done) {
-    QueueKey key{b->datastore, b->shard};
-    busy_.erase(key);
-    // Empty queues stay: there is at most one per (datastore, shard) of the
-    // host, and dropping one would cost a deque allocation on the next put.
-    auto it = queues_.find(key);
-    if (it != queues_.end() && !it->second.empty()) {
-      ready_.push_back(key);
-      cv_.notify_one();
-    }
+void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
+                            std::vector<WriteUnit*>& units) {
+  std::map<std::string, size_t> index;  // datastore -> batches[i]
+  std::vector<DatastoreBatch> batches;
+  for (WriteUnit* u : units) {
+    auto [it, added] = index.emplace(u->datastore, batches.size());
+    if (added) batches.push_back(DatastoreBatch{u->datastore, {}});
+    batches[it->second].units.push_back(u);
   }
-}
-
-void GroupCommitter::CommitBatches(std::unique_ptr<MysqlConnection>& conn,
-                                   std::vector<ShardBatch>& batches) {
-  auto answer = [](const std::vector<ShardBatch*>& done, const Status& status) {
-    for (ShardBatch* b : done) {
-      Status mine = status.ok() ? status
-                                : Status(status.code(), "shard " + std::to_string(b->shard) + ": " +
-                                                            status.message());
-      for (WriteUnit* u : b->units) Finish(u, mine);
-    }
-  };
-  std::vector<ShardBatch*> free_shards;
-  for (auto& b : batches) free_shards.push_back(&b);
-  std::vector<ShardBatch*> busy;
-  // Answer this transaction's callers, and let other threads take their
-  // shards again, before waiting for busy shards: a shard's later writes must
-  // not queue behind another shard's held lock.
-  answer(free_shards, CommitWithRetries(conn, free_shards, &busy));
-  Release(free_shards);
-  // Shards whose commit lock another writer held: one at a time, waiting.
-  for (ShardBatch* b : busy) {
-    std::vector<ShardBatch*> one{b}, none;
-    answer(one, CommitWithRetries(conn, one, &none));
-    Release(one);
+  Status status = CommitWithRetries(conn, batches);
+  for (WriteUnit* u : units) {
+    Status mine = status.ok() ? status
+                              : Status(status.code(), "shard " + std::to_string(u->shard) + ": " +
+                                                          status.message());
+    Finish(u, mine);
   }
 }
 
 Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
-                                         std::vector<ShardBatch*>& batches,
-                                         std::vector<ShardBatch*>* busy) {
+                                         std::vector<DatastoreBatch>& batches) {
   Status status;
-  const std::vector<ShardBatch*> original = batches;
   for (int attempt = 0; attempt <= kDeadlockRetries; ++attempt) {
-    batches = original;
-    busy->clear();
     bool fresh = false;
     if (!conn || conn->broken()) {
       fresh = true;
       conn.reset();
       auto c = MysqlConnection::Connect(endpoint_);
       if (!c.ok()) {
-        status = Unavailable(c.status().message());
+        status = c.status().code() == StatusCode::kUnavailable ? c.status()
+                                                               : Unavailable(c.status().message());
         break;
       }
       conn = std::move(c).value();
       // Every group transaction ends in COMMIT or ROLLBACK: no BEGIN needed.
-      if (Status st = conn->UseImplicitTransactions(); !st.ok()) {
+      Status st = conn->UseImplicitTransactions();
+      if (st.ok()) st = RegisterWriter(*conn, options_.database);
+      if (!st.ok()) {
         conn.reset();
-        status = Unavailable(st.message());
+        status = st.code() == StatusCode::kInternal ? st : Unavailable(st.message());
         break;
       }
     }
-    status = RunGroupTransaction(*conn, options_.database_prefix, batches, busy);
+    status = RunGroupTransaction(*conn, options_.database, batches);
     if (status.ok()) break;
     if (status.code() == StatusCode::kUnavailable) {
       // A pooled connection may have gone stale (server restarted): retry once
@@ -167,17 +130,12 @@ Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
     if (status.code() != StatusCode::kAborted) break;  // deadlocks and lock timeouts retry
   }
   if (!status.ok()) {
-    batches = original;
-    busy->clear();
-    std::string shards;
     size_t units = 0;
-    for (const auto* b : batches) {
-      if (!shards.empty()) shards += ',';
-      shards += std::to_string(b->shard);
-      units += b->units.size();
-    }
+    for (const auto& b : batches) units += b.units.size();
     LogWarn("group_commit", "batch failed",
-            {{"shards", shards}, {"units", std::to_string(units)}, {"error", status.ToString()}});
+            {{"database", options_.database},
+             {"units", std::to_string(units)},
+             {"error", status.ToString()}});
   }
   return status;
 }

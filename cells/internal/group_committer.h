@@ -1,12 +1,13 @@
 // GroupCommitter: the per-host writer of the group commit.
 //
-// Units are queued per (datastore, shard). A fixed pool of writer threads, each
-// with its own MySQL connection, takes every queue of the host that is not
-// being committed by another thread (up to max_batch_cells cells in all) and
-// commits them as ONE transaction: per shard a commit_order lock and one
-// multi-row INSERT ... RETURNING, then a single COMMIT (one fsync). While one
-// batch commits, new arrivals accumulate into the next, so batches grow with
-// load (the Tera tablet-writer idea).
+// Units of every shard and datastore of the host wait in one queue. A fixed
+// pool of writer threads, each with its own MySQL connection (a registered
+// writer of the host's write fence), takes everything waiting (up to
+// max_batch_cells cells) and commits it as ONE transaction: one multi-row
+// INSERT ... RETURNING per datastore and a single COMMIT (one fsync). While one
+// thread commits, new arrivals accumulate for the next, so batches grow with
+// load (the Tera tablet-writer idea); several transactions are in flight at
+// once, and none waits for another's commit (write_fence.h).
 //
 // Threading: Submit() is thread-safe. The destructor stops the threads and
 // fails still-queued units with Unavailable.
@@ -14,10 +15,8 @@
 
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,9 +28,9 @@
 namespace cellar::internal {
 
 struct GroupCommitterOptions {
-  int threads = 4;
-  int max_batch_cells = 256;
-  std::string database_prefix = "cellar";
+  int threads = 4;            // writer connections, i.e. transactions in flight
+  int max_batch_cells = 256;  // cells per transaction
+  std::string database;       // the host database (ClusterConfig::HostDatabase)
 };
 
 class GroupCommitter {
@@ -39,33 +38,27 @@ class GroupCommitter {
   GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options);
   ~GroupCommitter();
 
-  // Queues `unit`; its `done` promise is set once its results are final.
-  // REQUIRES: unit outlives the promise being set; unit->cells not empty.
-  void Submit(WriteUnit* unit);
+  // Queues `units` together (a put_batch's rows land in one transaction when
+  // they fit); each unit's `done` promise is set once its results are final.
+  // REQUIRES: each unit outlives its promise being set; unit->cells not empty.
+  void Submit(const std::vector<WriteUnit*>& units);
 
   // Fails queued units and joins the threads. Idempotent.
   void Stop();
 
  private:
-  using QueueKey = std::pair<std::string, uint32_t>;  // (datastore, shard)
-
   void WriterLoop();
-  // Commits `batches` (one transaction for the free shards, then one per busy
-  // shard) and answers every unit.
-  void CommitBatches(std::unique_ptr<MysqlConnection>& conn, std::vector<ShardBatch>& batches);
-  // Marks the answered `done` shards not busy; queues with new units become ready.
-  void Release(const std::vector<ShardBatch*>& done);
+  // Commits `units` in one transaction (with retries) and answers every unit.
+  void Commit(std::unique_ptr<MysqlConnection>& conn, std::vector<WriteUnit*>& units);
   // RunGroupTransaction with reconnects and deadlock/lock-timeout retries.
   Status CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
-                           std::vector<ShardBatch*>& batches, std::vector<ShardBatch*>* busy);
+                           std::vector<DatastoreBatch>& batches);
 
   const MysqlEndpoint endpoint_;
   const GroupCommitterOptions options_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<QueueKey, std::deque<WriteUnit*>> queues_;
-  std::deque<QueueKey> ready_;  // queues with work that no thread is committing
-  std::set<QueueKey> busy_;     // queues a thread is committing now
+  std::deque<WriteUnit*> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

@@ -1,6 +1,6 @@
-// ShardStream: the relay's in-memory state for one (shard, datastore): what
-// was read and handed to the producer, what Kafka acknowledged, and what is
-// saved as the checkpoint. Shared between the relay's host thread (reads,
+// HostStream: the relay's in-memory state for one (host, datastore), i.e. one
+// host log: what was read and handed to the producer, what Kafka acknowledged,
+// and what is saved as the checkpoint. Shared between the relay's host thread (reads,
 // produces), the checkpoint thread (saves) and the producer's delivery callbacks.
 #pragma once
 
@@ -12,17 +12,19 @@
 
 namespace cellar::internal {
 
-struct ShardStream {
-  uint32_t shard = 0;
+struct HostStream {
+  size_t host = 0;        // index into mysql.hosts
+  std::string host_name;  // for logs
   std::string datastore;
-  std::string database;
+  std::string database;  // the host database (checkpoint table, lock name)
   std::string topic;
-  int32_t partition = 0;
+  std::string lock_name;  // RelayLockName(database, datastore)
 
   std::mutex mu;              // guards everything below
   uint64_t read_pos = 0;      // highest added_id handed to the producer
   uint64_t acked = 0;         // every added_id <= acked is acknowledged
-  int64_t acked_offset = -1;  // Kafka offset of the record of `acked`
+  int64_t acked_offset = -1;     // Kafka offset of the record of `acked`
+  int32_t acked_partition = -1;  // and its partition
   uint64_t saved = 0;         // checkpoint stored in MySQL
   uint64_t generation = 0;    // bumped on rewind; stale delivery reports are ignored
   bool failed = false;        // a delivery failed: rewind to `acked`
@@ -30,6 +32,7 @@ struct ShardStream {
     uint64_t added_id;
     bool done;
     int64_t offset;
+    int32_t partition;
   };
   std::deque<InFlight> inflight;
 
@@ -47,6 +50,7 @@ struct ShardStream {
     while (!inflight.empty() && inflight.front().done) {
       acked = inflight.front().added_id;
       acked_offset = inflight.front().offset;
+      acked_partition = inflight.front().partition;
       inflight.pop_front();
       advanced = true;
     }
@@ -68,7 +72,7 @@ struct ShardStream {
 
 // What the producer carries per record (msg_opaque), freed in the delivery callback.
 struct DeliveryTag {
-  std::shared_ptr<ShardStream> stream;
+  std::shared_ptr<HostStream> stream;
   uint64_t generation;
   uint64_t added_id;
 };

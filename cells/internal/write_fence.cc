@@ -1,0 +1,86 @@
+#include "cells/internal/write_fence.h"
+
+#include <set>
+
+namespace cellar::internal {
+namespace {
+
+std::string FenceTable(const std::string& database) {
+  return QualifiedTable(database, "write_fence");
+}
+
+// Internal naming `cellar init` when the fence table does not exist.
+Status NameInitIfMissing(const Status& st, const std::string& database) {
+  if (st.code() == StatusCode::kInternal && st.message().find("doesn't exist") != std::string::npos)
+    return Internal("host database " + database + " has no write_fence table: run `cellar init`");
+  return st;
+}
+
+}  // namespace
+
+std::string CreateWriteFenceSql(const std::string& database) {
+  return "CREATE TABLE IF NOT EXISTS " + FenceTable(database) +
+         " (conn_id BIGINT UNSIGNED NOT NULL PRIMARY KEY COMMENT 'CONNECTION_ID() of a writer',"
+         " registered_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB";
+}
+
+Status RegisterWriter(MysqlConnection& conn, const std::string& database) {
+  const std::string table = FenceTable(database);
+  // Rows of closed connections are never locked again; drop them so the
+  // readers' scan stays small. A live connection is always in PROCESSLIST
+  // before its row exists, so no live writer loses its row here.
+  // Found with a plain read, deleted by primary key: a locking scan would
+  // wait for every open writer.
+  auto dead = conn.Query("SELECT conn_id FROM " + table +
+                         " WHERE conn_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST)");
+  Status st = dead.status();
+  for (size_t i = 0; st.ok() && i < dead->size(); ++i)
+    st = conn.Execute("DELETE FROM " + table + " WHERE conn_id = ?", {(*dead)[i].Uint(0)}).status();
+  if (st.ok())
+    st = conn.Execute("INSERT IGNORE INTO " + table + " (conn_id) VALUES (CONNECTION_ID())")
+             .status();
+  if (st.ok()) return conn.Commit();
+  conn.Rollback();
+  return NameInitIfMissing(st, database);
+}
+
+Status EnterWriteFence(MysqlConnection& conn, const std::string& database) {
+  auto rows = conn.Query("SELECT conn_id FROM " + FenceTable(database) +
+                         " WHERE conn_id = CONNECTION_ID() FOR UPDATE");
+  if (!rows.ok()) return NameInitIfMissing(rows.status(), database);
+  if (rows->empty())
+    return FailedPrecondition("this connection's write fence row in " + database + " is gone");
+  return Status::Ok();
+}
+
+Status WaitForOpenWriters(MysqlConnection& conn, const std::string& database, int max_wait_s) {
+  const std::string table = FenceTable(database);
+  CELLAR_ASSIGN_OR_RETURN(auto all, conn.Query("SELECT conn_id FROM " + table));
+  if (all.empty()) return Status::Ok();
+  // The rows no transaction holds (locked and released within this autocommit
+  // statement); the others belong to open writing transactions.
+  CELLAR_ASSIGN_OR_RETURN(auto free_rows,
+                          conn.Query("SELECT conn_id FROM " + table + " FOR UPDATE SKIP LOCKED"));
+  std::set<uint64_t> free_ids;
+  for (const auto& r : free_rows) free_ids.insert(r.Uint(0));
+  for (const auto& r : all) {
+    const uint64_t id = r.Uint(0);
+    if (free_ids.count(id)) continue;
+    // One row per statement: this waits for that writer alone, and holds the
+    // row only for the instant between being granted it and the statement's
+    // end, so no other writer ever waits behind the reader.
+    auto waited = conn.Query("SELECT conn_id FROM " + table + " WHERE conn_id = ? FOR UPDATE WAIT " +
+                                 std::to_string(max_wait_s),
+                             {id});
+    if (!waited.ok()) {
+      if (waited.status().code() == StatusCode::kAborted)
+        return DeadlineExceeded("a writing transaction on " + database + " (connection " +
+                                std::to_string(id) + ") is still open after " +
+                                std::to_string(max_wait_s) + " s");
+      return waited.status();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace cellar::internal

@@ -1,0 +1,333 @@
+// The host log against a real MariaDB: every shard of a host in one cells
+// table, one group transaction per host, writers that never wait for each
+// other, and log readers (HostLog, ShardLog) that never skip a cell that
+// commits late (cells/internal/write_fence.h). The tests try to break the
+// fence: a writer held open across many later commits, rolled-back and killed
+// writers, two stores (two worker nodes) writing one host, a consistent-read
+// backup left open.
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/time.h"
+#include "cells/body_codec.h"
+#include "cells/cell_store.h"
+#include "cells/internal/write_fence.h"
+#include "cells/mysql_client.h"
+#include "cells/shard_map.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_printing.h"
+#include "tests/support/store_environment.h"
+#include "tests/support/test_cluster.h"
+
+namespace cellar {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kShards = 8;
+const std::string kDs = "trips";
+
+// One server, so every shard is on host 0.
+testing::StoreEnvironment* const env = static_cast<testing::StoreEnvironment*>(
+    ::testing::AddGlobalTestEnvironment(new testing::StoreEnvironment({"hostlog"}, kShards)));
+
+Uuid RowOnShard(uint32_t shard) {
+  for (;;) {
+    Uuid u = Uuid::Random();
+    if (ShardForRow(u, kShards) == shard) return u;
+  }
+}
+
+std::unique_ptr<MysqlConnection> Connect() {
+  auto c = MysqlConnection::Connect(EndpointFor(env->config, env->config.mysql.hosts[0]));
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+std::string Database() { return env->config.HostDatabase(env->config.mysql.hosts[0]); }
+
+// A writer outside the store, as another process would be: it holds its
+// fenced transaction open between Insert() and Commit()/Rollback().
+class OpenWriter {
+ public:
+  OpenWriter() : conn_(Connect()) {
+    EXPECT_TRUE(internal::RegisterWriter(*conn_, Database()).ok());
+    EXPECT_TRUE(conn_->Begin().ok());
+    Status st = internal::EnterWriteFence(*conn_, Database());
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  // Inserts one cell (not committed); returns its added_id.
+  uint64_t Insert(const Uuid& row, int64_t ref_key) {
+    auto rows = conn_->Query(
+        "INSERT INTO " + QualifiedTable(Database(), "cells_" + kDs) +
+            " (shard, row_key, column_name, ref_key, body, tombstone, created_at)"
+            " VALUES (?, ?, 'BASE', ?, ?, 0, ?) RETURNING added_id",
+        {uint64_t{ShardForRow(row, kShards)}, row.ToBytes(), ref_key,
+         EncodeBody({{"held", ref_key}}), NowMicros()});
+    EXPECT_TRUE(rows.ok() && rows->size() == 1) << rows.status().ToString();
+    return rows.ok() && !rows->empty() ? (*rows)[0].Uint(0) : 0;
+  }
+  uint64_t connection_id() {
+    auto rows = conn_->Query("SELECT CONNECTION_ID()");
+    return rows.ok() ? (*rows)[0].Uint(0) : 0;
+  }
+  Status Commit() { return conn_->Commit(); }
+  void Rollback() { conn_->Rollback(); }
+
+ private:
+  std::unique_ptr<MysqlConnection> conn_;
+};
+
+// Reads the host log from `after` until it has returned `want` cells or
+// `deadline` passes; returns what it read.
+std::vector<Cell> ReadHostLog(uint64_t* after, size_t want, std::chrono::seconds deadline) {
+  std::vector<Cell> out;
+  const auto end = Clock::now() + deadline;
+  while (out.size() < want && Clock::now() < end) {
+    Result<HostLogPage> page = env->store->HostLog(kDs, 0, *after, 500);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok()) break;
+    EXPECT_GE(page->next_after, *after);
+    *after = page->next_after;
+    for (auto& c : page->cells) out.push_back(std::move(c));
+    if (page->cells.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return out;
+}
+
+class HostLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(nullptr, env->store) << "the shared MariaDB did not start"; }
+  CellStore& store() { return *env->store; }
+  uint64_t Head() {
+    Result<uint64_t> h = store().HostHead(kDs, 0);
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
+    return h.ok() ? *h : 0;
+  }
+};
+
+TEST_F(HostLogTest, OneBatchOverEveryShardIsOneTransactionAndKeepsItsBytes) {
+  std::mt19937 rng(3);
+  std::vector<CellWrite> writes;
+  for (int i = 0; i < 40; ++i) {
+    std::string bytes(64 + rng() % 64, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    writes.push_back({RowOnShard(i % kShards), "BASE", i, {{"i", i}, {"bytes", bytes}}});
+  }
+  std::vector<Result<PutResult>> results = store().PutBatch(kDs, writes);
+  std::set<uint64_t> ids;
+  std::set<MicrosSinceEpoch> commits;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].status().ToString();
+    EXPECT_TRUE(results[i]->created);
+    EXPECT_EQ(i % kShards, results[i]->shard);
+    ids.insert(results[i]->added_id);
+    commits.insert(results[i]->created_at);
+    Result<Cell> back = store().Get(kDs, writes[i].row_key, "BASE", writes[i].ref_key);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(writes[i].body, back->body) << "cell " << i << " changed on the way";
+    EXPECT_EQ(results[i]->added_id, back->added_id);
+    EXPECT_EQ(i % kShards, back->shard);
+  }
+  EXPECT_EQ(writes.size(), ids.size()) << "every cell has its own added_id";
+  EXPECT_EQ(1u, commits.size()) << "one transaction for every shard of the host";
+  std::vector<Result<PutResult>> again = store().PutBatch(kDs, writes);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    ASSERT_TRUE(again[i].ok()) << again[i].status().ToString();
+    EXPECT_FALSE(again[i]->created);
+    EXPECT_EQ(results[i]->added_id, again[i]->added_id);
+  }
+}
+
+TEST_F(HostLogTest, HeldWriterHoldsTheLogButNoOtherWriter) {
+  uint64_t after = Head();
+  OpenWriter held;
+  const Uuid held_row = RowOnShard(5);
+  const uint64_t held_id = held.Insert(held_row, 0);
+  ASSERT_GT(held_id, after);
+
+  // Many later commits on every shard go through while it is open.
+  const auto start = Clock::now();
+  std::vector<std::future<Result<PutResult>>> puts;
+  for (int i = 0; i < 64; ++i)
+    puts.push_back(std::async(std::launch::async, [this, i] {
+      return store().Put(kDs, {RowOnShard(i % kShards), "BASE", 0, {{"i", i}}});
+    }));
+  for (auto& p : puts) {
+    Result<PutResult> r = p.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_GT(r->added_id, held_id);
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << "writers waited for the held one";
+
+  // The log stops before the held id: the cells after it are not final.
+  Result<HostLogPage> page = store().HostLog(kDs, 0, after, 500);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_TRUE(page->held_by_open_writer);
+  EXPECT_TRUE(page->cells.empty());
+  EXPECT_EQ(after, page->next_after);
+  Result<ShardLogPage> shard_page = store().ShardLog(kDs, 3, after, 500);
+  ASSERT_TRUE(shard_page.ok()) << shard_page.status().ToString();
+  EXPECT_TRUE(shard_page->cells.empty()) << "ShardLog must not pass the open writer either";
+
+  // Committed: the log returns the held cell first, then the 64, each once.
+  ASSERT_TRUE(held.Commit().ok());
+  std::vector<Cell> cells = ReadHostLog(&after, 65, std::chrono::seconds(10));
+  ASSERT_EQ(65u, cells.size());
+  EXPECT_EQ(held_id, cells[0].added_id);
+  EXPECT_EQ(held_row, cells[0].row_key);
+  for (size_t i = 1; i < cells.size(); ++i) EXPECT_LT(cells[i - 1].added_id, cells[i].added_id);
+}
+
+TEST_F(HostLogTest, RolledBackAndKilledWritersLeaveGapsThatDoNotStallTheLog) {
+  uint64_t after = Head();
+  OpenWriter rolled_back, killed;
+  rolled_back.Insert(RowOnShard(1), 0);
+  killed.Insert(RowOnShard(2), 0);
+  const uint64_t killed_conn = killed.connection_id();
+  std::vector<CellWrite> later;
+  for (int i = 0; i < 10; ++i) later.push_back({RowOnShard(i % kShards), "BASE", 0, {{"i", i}}});
+  for (const auto& r : store().PutBatch(kDs, later)) ASSERT_TRUE(r.ok()) << r.status().ToString();
+
+  rolled_back.Rollback();
+  auto admin = Connect();
+  ASSERT_TRUE(admin->Execute("KILL ?", {killed_conn}).ok());
+  std::vector<Cell> cells = ReadHostLog(&after, 10, std::chrono::seconds(10));
+  ASSERT_EQ(10u, cells.size()) << "the log must pass the two permanent gaps";
+  std::set<Uuid> rows;
+  for (const auto& c : cells) rows.insert(c.row_key);
+  for (const auto& w : later) EXPECT_TRUE(rows.count(w.row_key));
+  Result<HostLogPage> rest = store().HostLog(kDs, 0, after, 500);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_TRUE(rest->cells.empty()) << "the rolled-back and killed cells never appear";
+}
+
+TEST_F(HostLogTest, ConsistentSnapshotBackupDoesNotStallTheLog) {
+  uint64_t after = Head();
+  auto backup = Connect();
+  ASSERT_TRUE(backup->ExecuteDdl("START TRANSACTION WITH CONSISTENT SNAPSHOT").ok());
+  ASSERT_TRUE(backup->Query("SELECT COUNT(*) FROM " + QualifiedTable(Database(), "cells_" + kDs))
+                  .ok());
+  OpenWriter rolled_back;  // makes a gap, so the read must consult the fence
+  rolled_back.Insert(RowOnShard(4), 0);
+  rolled_back.Rollback();
+  ASSERT_TRUE(store().Put(kDs, {RowOnShard(6), "BASE", 0, {{"after", "gap"}}}).ok());
+  const auto start = Clock::now();
+  std::vector<Cell> cells = ReadHostLog(&after, 1, std::chrono::seconds(5));
+  EXPECT_EQ(1u, cells.size());
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(900))
+      << "the open read-only transaction held the log back";
+  backup->Rollback();
+}
+
+TEST_F(HostLogTest, TwoStoresWritingOneHostWithHeldWritersAreLoggedOnceInOrder) {
+  // Two worker nodes (two CellStores) write the host from 16 threads while
+  // outside writers hold transactions open for random times and roll some
+  // back; a reader tails the host log all along. Every committed cell must be
+  // read exactly once, in added_id order, and nothing rolled back may appear.
+  auto second = CellStore::Open(env->config);
+  uint64_t after = Head();
+  std::atomic<bool> writing{true};
+  std::mutex mu;
+  std::set<std::pair<Uuid, int64_t>> committed;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 16; ++t)
+    writers.emplace_back([&, t] {
+      CellStore& s = t % 2 ? *second : store();
+      for (int i = 0; i < 150; ++i) {
+        const Uuid row = Uuid::Random();
+        Result<PutResult> r = s.Put(kDs, {row, "BASE", 0, {{"t", t}, {"i", i}}});
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        std::lock_guard<std::mutex> lock(mu);
+        committed.insert({row, 0});
+      }
+    });
+  std::thread holders([&] {
+    std::mt19937 rng(7);
+    for (int k = 0; k < 12; ++k) {
+      OpenWriter w;
+      const Uuid row = Uuid::Random();
+      w.Insert(row, 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 200));
+      if (k % 3 == 0) {
+        w.Rollback();
+      } else {
+        ASSERT_TRUE(w.Commit().ok());
+        std::lock_guard<std::mutex> lock(mu);
+        committed.insert({row, 1});
+      }
+    }
+  });
+  std::vector<Cell> seen;
+  std::thread reader([&] {
+    while (writing) {
+      auto more = ReadHostLog(&after, 1, std::chrono::seconds(1));
+      for (auto& c : more) seen.push_back(std::move(c));
+    }
+  });
+  for (auto& w : writers) w.join();
+  holders.join();
+  writing = false;
+  reader.join();
+  auto rest = ReadHostLog(&after, committed.size() - std::min(committed.size(), seen.size()),
+                          std::chrono::seconds(10));
+  for (auto& c : rest) seen.push_back(std::move(c));
+
+  std::set<std::pair<Uuid, int64_t>> read;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (i) EXPECT_LT(seen[i - 1].added_id, seen[i].added_id) << "log out of order at " << i;
+    EXPECT_TRUE(read.insert({seen[i].row_key, seen[i].ref_key}).second)
+        << "cell read twice: " << seen[i].row_key.ToString();
+  }
+  EXPECT_EQ(committed, read) << "committed " << committed.size() << ", read " << read.size();
+}
+
+TEST_F(HostLogTest, MissingTablesNameCellarInitAndWriteNothing) {
+  auto admin = Connect();
+  ASSERT_TRUE(admin->ExecuteDdl("DROP TABLE " + QualifiedTable(Database(), "write_fence")).ok());
+  // A fresh store: its writer connections register anew and find no table.
+  auto fresh = CellStore::Open(env->config);
+  const CellWrite single{RowOnShard(6), "BASE", 0, {{"n", 1}}};
+  Result<PutResult> r = fresh->Put(kDs, single);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("run `cellar init`"));
+  EXPECT_EQ(StatusCode::kNotFound, store().Get(kDs, single.row_key, "BASE", 0).status().code());
+  ASSERT_TRUE(fresh->Init().ok());
+  Result<PutResult> after = fresh->Put(kDs, single);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_TRUE(after->created);
+  // The first store's writers lost their fence rows with the table: they
+  // register again on their own.
+  Result<PutResult> old = store().Put(kDs, {RowOnShard(2), "BASE", 0, {{"n", 2}}});
+  EXPECT_TRUE(old.ok()) << old.status().ToString();
+}
+
+TEST_F(HostLogTest, PerShardLayoutOfAnOlderCellarIsRefusedNamingMigrate) {
+  ASSERT_TRUE(store().CheckLayout().ok());
+  auto admin = Connect();
+  const std::string legacy = env->config.LegacyShardDatabase(0);
+  ASSERT_TRUE(admin->ExecuteDdl("CREATE DATABASE `" + legacy + "`").ok());
+  ASSERT_TRUE(
+      admin->ExecuteDdl("CREATE TABLE `" + legacy + "`.cells_trips (added_id BIGINT PRIMARY KEY)")
+          .ok());
+  Status layout = store().CheckLayout();
+  EXPECT_EQ(StatusCode::kFailedPrecondition, layout.code()) << layout.ToString();
+  EXPECT_THAT(layout.message(), HasSubstr("cellar migrate"));
+  EXPECT_THAT(layout.message(), HasSubstr(legacy));
+  ASSERT_TRUE(admin->ExecuteDdl("DROP DATABASE `" + legacy + "`").ok());
+  EXPECT_TRUE(store().CheckLayout().ok());
+}
+
+}  // namespace
+}  // namespace cellar
