@@ -24,7 +24,7 @@ namespace cellar {
 
 testing::StoreEnvironment* const store_env =
     static_cast<testing::StoreEnvironment*>(::testing::AddGlobalTestEnvironment(
-        new testing::StoreEnvironment({"store-concurrency"}, kStoreTestShards)));
+        new testing::StoreEnvironment({"concurrency-a", "concurrency-b"}, kStoreTestShards)));
 
 namespace {
 

@@ -157,8 +157,13 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ("alpha", c.HostForShard(9).name);
   EXPECT_EQ("beta", c.HostForShard(10).name);
   EXPECT_EQ("beta", c.HostForShard(15).name);
-  EXPECT_EQ("cx_s0", c.ShardDatabase(0));
-  EXPECT_EQ("cx_s15", c.ShardDatabase(15));
+  // One database per host: every shard of a host shares it.
+  EXPECT_EQ("cx_alpha", c.DatabaseForShard(0));
+  EXPECT_EQ("cx_alpha", c.DatabaseForShard(9));
+  EXPECT_EQ("cx_beta", c.DatabaseForShard(15));
+  EXPECT_EQ(0u, c.HostIndexForShard(9));
+  EXPECT_EQ(1u, c.HostIndexForShard(10));
+  EXPECT_EQ("cx_s15", c.LegacyShardDatabase(15));
 
   // The password comes from the environment variable named in the file.
   unsetenv("CELLAR_CONFIG_TEST_PASSWORD");
@@ -187,7 +192,29 @@ TEST(ConfigTest, MinimalConfigGetsDefaults) {
   EXPECT_EQ(1 << 20, r->limits.max_body_bytes);
   EXPECT_EQ(1000, r->limits.max_batch_cells);
   EXPECT_EQ("", r->kafka.brokers);
-  EXPECT_EQ("cellar_s63", r->ShardDatabase(63));
+  EXPECT_EQ("cellar_db1", r->DatabaseForShard(63));
+}
+
+TEST(ConfigTest, HostNamesMustBeUniqueIdentifiersThatFitADatabaseName) {
+  Result<ClusterConfig> r = ParseClusterConfig(
+      "mysql:\n  hosts:\n"
+      "    - { name: \"a b\", shards: 0-9 }\n"
+      "    - { name: same, shards: 10-19 }\n"
+      "    - { name: same, shards: 20-63 }\n"
+      "datastores: [ { name: t, columns: { A: } } ]\n",
+      "hosts.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("hosts.yaml:3: mysql.hosts[0].name: must match [A-Za-z0-9_-]{1,32}"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("hosts.yaml:5: mysql.hosts[2].name: duplicate host name 'same'"));
+  const std::string long_prefix(48, 'p');
+  r = ParseClusterConfig("mysql:\n  database_prefix: " + long_prefix +
+                             "\n  hosts: [ { name: abcdefghijklmnopq, shards: 0-63 } ]\n"
+                             "datastores: [ { name: t, columns: { A: } } ]\n",
+                         "long.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("is over MariaDB's 64 characters"));
 }
 
 TEST(ConfigTest, LoadFromFileNamesTheFileInErrors) {

@@ -118,7 +118,7 @@ TEST(TestClusterTest, ConfigSplitsShardsOverDatabases) {
   EXPECT_EQ(6u, cfg.mysql.hosts[1].last_shard);
   EXPECT_EQ(db2->port(), cfg.HostForShard(6).port);
   EXPECT_EQ("db1", cfg.mysql.hosts[0].name);
-  EXPECT_EQ("cx_s4", cfg.ShardDatabase(4));
+  EXPECT_EQ("cx_db2", cfg.DatabaseForShard(4));
   EXPECT_EQ("127.0.0.1:9092", cfg.kafka.brokers);
   const DatastoreConfig* trips = cfg.FindDatastore("trips");
   ASSERT_NE(nullptr, trips);

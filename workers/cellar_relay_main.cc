@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     auto st = relay.stats();
     cellar::LogInfo("relay", "stats",
                     {{"relay", relay_id},
-                     {"owned_shards", std::to_string(st.owned_shards.size())},
+                     {"owned_streams", std::to_string(st.owned_streams.size())},
                      {"published", std::to_string(st.published)},
                      {"acknowledged", std::to_string(st.acknowledged)},
                      {"rewinds", std::to_string(st.rewinds)}});
