@@ -120,13 +120,19 @@ Status CellStore::CheckLayout() {
   Status first_error;
   for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {
     const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
-    const std::string legacy = impl_->config.LegacyShardDatabase(host.first_shard);
+    std::string legacy;  // the first legacy database found on the host
     auto r = impl_->WithHost<bool>(h, "host " + host.name, [&](MysqlConnection& c) -> Result<bool> {
-      CELLAR_ASSIGN_OR_RETURN(
-          auto rows, c.Query("SELECT COUNT(*) FROM information_schema.TABLES"
-                             " WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'cells\\_%'",
-                             {legacy}));
-      return !rows.empty() && rows[0].Uint(0) > 0;
+      std::string sql =
+          "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME LIKE 'cells\\_%'"
+          " AND TABLE_SCHEMA IN (";
+      std::vector<SqlParam> params;
+      for (uint32_t s = host.first_shard; s <= host.last_shard; ++s) {
+        sql += s == host.first_shard ? "?" : ",?";
+        params.emplace_back(impl_->config.LegacyShardDatabase(s));
+      }
+      CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql + ") ORDER BY 1 LIMIT 1", params));
+      if (!rows.empty()) legacy = rows[0].Bytes(0);
+      return !rows.empty();
     });
     Status st = r.status();
     if (r.ok() && *r)
@@ -140,6 +146,8 @@ Status CellStore::CheckLayout() {
 }
 
 Status CellStore::Init() {
+  if (Status layout = CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
+    return layout;
   Status first_error;
   for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {
     const MysqlHostConfig& host = impl_->config.mysql.hosts[h];

@@ -54,3 +54,5 @@ target_compile_definitions(indexes_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOU
 cellar_test(indexes_model_test indexes_model_test.cc indexes_test_util.cc)
 target_link_libraries(indexes_model_test PRIVATE cellar_indexes)
 target_compile_definitions(indexes_model_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+cellar_test(cells_migration_test cells_migration_test.cc)
+target_link_libraries(cells_migration_test PRIVATE cellar_cells)
