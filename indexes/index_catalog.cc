@@ -54,7 +54,7 @@ std::string PointerTableName(const std::string& table, int version) {
 
 Status IndexCatalog::EnsureRegistry(MysqlConnection& conn) {
   return conn.ExecuteDdl("CREATE TABLE IF NOT EXISTS " +
-                         QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                         QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
                          " (table_name VARCHAR(64) CHARACTER SET ascii NOT NULL,"
                          " version INT NOT NULL, fingerprint CHAR(16) NOT NULL,"
                          " state VARCHAR(16) NOT NULL, definition TEXT NOT NULL,"
@@ -68,7 +68,7 @@ Result<std::vector<IndexVersion>> IndexCatalog::Versions(const std::string& tabl
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
       lease->Query("SELECT version, fingerprint, state, created_at FROM " +
-                       QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                       QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
                        " WHERE table_name = ? ORDER BY version",
                    {table}));
   std::vector<IndexVersion> out;
@@ -104,39 +104,48 @@ Status IndexCatalog::CreateTables(const IndexDefinition& def, int version) {
   const std::string shard_col = fields.front().sql_column;
   std::string cols, keys;
   for (const auto& f : fields) cols += ", " + f.sql_column + " " + SqlType(f.type) + " NULL";
-  keys += ", KEY k_newest (" + shard_col + ", created_at)";
+  keys += ", KEY k_newest (shard, " + shard_col + ", created_at)";
   for (size_t i = 1; i < fields.size(); ++i)
-    keys += ", KEY k_" + std::to_string(i) + " (" + shard_col + ", " + fields[i].sql_column + ")";
-  for (uint32_t shard = 0; shard < store_->config().shards; ++shard) {
-    const std::string db = store_->config().ShardDatabase(shard);
-    CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(shard).Acquire());
+    keys += ", KEY k_" + std::to_string(i) + " (shard, " + shard_col + ", " + fields[i].sql_column +
+            ")";
+  const ClusterConfig& cfg = store_->config();
+  for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
+    const std::string db = cfg.HostDatabase(cfg.mysql.hosts[h]);
+    CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForHost(h).Acquire());
     CELLAR_RETURN_IF_ERROR(lease->ExecuteDdl(
         "CREATE TABLE IF NOT EXISTS " + QualifiedTable(db, EntryTableName(def.table, version)) +
-        " (row_key BINARY(16) NOT NULL, column_key VARCHAR(64) CHARACTER SET ascii NOT NULL,"
+        " (shard INT UNSIGNED NOT NULL, row_key BINARY(16) NOT NULL,"
+        " column_key VARCHAR(64) CHARACTER SET ascii NOT NULL,"
         " ref_key BIGINT NOT NULL, added_id BIGINT UNSIGNED NOT NULL,"
         " source_shard INT UNSIGNED NOT NULL, created_at BIGINT NOT NULL" +
-        cols + ", PRIMARY KEY (row_key, column_key)" + keys + ") ENGINE=InnoDB"));
+        cols + ", PRIMARY KEY (shard, row_key, column_key)" + keys + ") ENGINE=InnoDB"));
     CELLAR_RETURN_IF_ERROR(lease->ExecuteDdl(
         "CREATE TABLE IF NOT EXISTS " + QualifiedTable(db, PointerTableName(def.table, version)) +
-        " (row_key BINARY(16) NOT NULL, column_key VARCHAR(64) CHARACTER SET ascii NOT NULL,"
+        " (shard INT UNSIGNED NOT NULL, row_key BINARY(16) NOT NULL,"
+        " column_key VARCHAR(64) CHARACTER SET ascii NOT NULL,"
         " ref_key BIGINT NOT NULL, target_shard INT UNSIGNED NULL,"
-        " PRIMARY KEY (row_key, column_key)) ENGINE=InnoDB"));
+        " PRIMARY KEY (shard, row_key, column_key)) ENGINE=InnoDB"));
     CELLAR_RETURN_IF_ERROR(lease->ExecuteDdl(
         "CREATE TABLE IF NOT EXISTS " + QualifiedTable(db, "index_backfill") +
-        " (table_version VARCHAR(80) CHARACTER SET ascii NOT NULL PRIMARY KEY,"
-        " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0, finished TINYINT NOT NULL DEFAULT 0)"
-        " ENGINE=InnoDB"));
+        " (table_version VARCHAR(80) CHARACTER SET ascii NOT NULL, shard INT UNSIGNED NOT NULL,"
+        " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+        " cells_done BIGINT UNSIGNED NOT NULL DEFAULT 0, finished TINYINT NOT NULL DEFAULT 0,"
+        " PRIMARY KEY (table_version, shard)) ENGINE=InnoDB"));
   }
   return Status::Ok();
 }
 
 Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
+  // On a cluster still in the per-shard layout the host logs look empty: a new
+  // version would start ready with nothing in it.
+  if (Status layout = store_->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
+    return layout;
   CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(def.table));
   const std::string fp = def.Fingerprint();
   for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
     if (it->state == IndexState::kRetired) continue;
     if (it->fingerprint == fp) {
-      CELLAR_RETURN_IF_ERROR(CreateTables(def, it->version));  // heal missing shard tables
+      CELLAR_RETURN_IF_ERROR(CreateTables(def, it->version));  // heal missing host tables
       return ApplyOutcome{*it, false};
     }
     break;
@@ -145,8 +154,8 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
   CELLAR_RETURN_IF_ERROR(CreateTables(def, version));
   // A first version over an empty datastore has nothing to backfill.
   bool empty = versions.empty();
-  for (uint32_t s = 0; empty && s < store_->config().shards; ++s) {
-    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store_->ShardHead(def.datastore, s));
+  for (size_t h = 0; empty && h < store_->config().mysql.hosts.size(); ++h) {
+    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store_->HostHead(def.datastore, h));
     empty = head == 0;
   }
   IndexVersion v{def.table, version, fp, empty ? IndexState::kReady : IndexState::kBuilding,
@@ -168,7 +177,7 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
   CELLAR_RETURN_IF_ERROR(
       lease
           ->Execute("INSERT IGNORE INTO " +
-                        QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                        QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
                         " (table_name, version, fingerprint, state, definition, created_at)"
                         " VALUES (?, ?, ?, ?, ?, ?)",
                     {def.table, int64_t{version}, fp, std::string(IndexStateName(v.state)),
@@ -179,7 +188,7 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
 
 Status IndexCatalog::MarkReady(const std::string& table, int version) {
   CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
-  const std::string reg = QualifiedTable(store_->config().ShardDatabase(0), "index_versions");
+  const std::string reg = QualifiedTable(store_->config().DatabaseForShard(0), "index_versions");
   CELLAR_RETURN_IF_ERROR(lease->Begin());
   auto a = lease->Execute("UPDATE " + reg +
                               " SET state = 'retired' WHERE table_name = ? AND version < ?"
@@ -203,7 +212,7 @@ Result<IndexDefinition> IndexCatalog::DefinitionOf(const IndexDefinition& curren
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
       lease->Query("SELECT definition FROM " +
-                       QualifiedTable(store_->config().ShardDatabase(0), "index_versions") +
+                       QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
                        " WHERE table_name = ? AND version = ?",
                    {v.table, int64_t{v.version}}));
   if (rows.empty())

@@ -1,6 +1,7 @@
 // IndexCatalog: which physical versions of each index exist and which serves.
 //
-// Registry: table `index_versions` in shard 0's database (the catalog shard):
+// Registry: table `index_versions` in the database of the host owning shard 0
+// (ClusterConfig::DatabaseForShard(0), the catalog host):
 //   (table_name, version) -> fingerprint, state, definition JSON (the whole
 //   definition: datastore, shard field, column_defs), created_at.
 // States: building (written by the worker, being backfilled), ready (serves
@@ -8,15 +9,22 @@
 // (new fingerprint) gets version N+1 in state building; the old version keeps
 // serving until the backfill of N+1 completes and marks it ready.
 //
-// Physical tables, in every shard database, for version N of index T:
-//   idx_T_vN        entries living on this shard (their shard-field value's shard):
-//                   row_key, column_key, ref_key, added_id, source_shard,
+// Physical tables, in every host database (ClusterConfig::HostDatabase), for
+// version N of index T. Each holds the rows of every shard the host owns; the
+// `shard` column leads every key, so the rows of one shard are one key range
+// (a query, a check or a shard move touches only its own shard's rows):
+//   idx_T_vN        entries, each in the shard of its shard-field value:
+//                   shard, row_key, column_key, ref_key, added_id, source_shard,
 //                   created_at, one typed column per field; PRIMARY KEY
-//                   (row_key, column_key); KEY (shard field, field) per field and
-//                   KEY (shard field, created_at) so a query is one index range scan.
-//   idx_T_vN_rows   for rows living on this shard: the ref_key last applied and
-//                   the shard holding the row's entry (to move or delete it).
-//   index_backfill  resumable backfill progress per (index version, source shard).
+//                   (shard, row_key, column_key); KEY (shard, shard field,
+//                   field) per field and KEY (shard, shard field, created_at),
+//                   so a query is one index range scan of its own shard.
+//   idx_T_vN_rows   pointers, each in the shard of its row (shard = the row's
+//                   shard): the ref_key last applied and the shard holding the
+//                   row's entry (to move or delete it); PRIMARY KEY (shard,
+//                   row_key, column_key).
+//   index_backfill  resumable backfill progress per (index version, source
+//                   shard): the shard log position reached and the cells read.
 // Thread-safe.
 #pragma once
 
@@ -59,9 +67,10 @@ class IndexCatalog {
   explicit IndexCatalog(CellStore* store) : store_(store) {}
 
   // Creates the registry and, if the definition is new or changed, a new
-  // version with its tables on every shard. A first version over a datastore
+  // version with its tables on every host. A first version over a datastore
   // with no cells starts ready; otherwise building (run backfill). Unavailable
-  // if a shard is unreachable (re-run: it is idempotent).
+  // if a host is unreachable (re-run: it is idempotent). FailedPrecondition
+  // on a cluster still in the per-shard layout (CellStore::CheckLayout).
   Result<ApplyOutcome> Apply(const IndexDefinition& def);
   // All versions of `table`, oldest first (empty if never applied).
   Result<std::vector<IndexVersion>> Versions(const std::string& table);

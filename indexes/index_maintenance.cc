@@ -35,11 +35,31 @@ Status ApplyWithRetry(IndexWriter& writer, const IndexDefinition& def, int versi
   }
 }
 
+// The next page of `shard`'s log after `after` (up to kPage cells); empty only
+// when the log is exhausted. ShardLog also answers an empty page while a
+// writer of the shard's host stays open past its wait (committed cells after
+// `after` are not final yet): then this waits and reads again, so a caller
+// that stops at an empty page skips no committed cell. Aborted on `stop`.
+Result<ShardLogPage> NextShardPage(CellStore* store, const std::string& datastore, uint32_t shard,
+                                   uint64_t after, const std::atomic<bool>* stop) {
+  while (true) {
+    CELLAR_ASSIGN_OR_RETURN(ShardLogPage page, store->ShardLog(datastore, shard, after, kPage));
+    if (!page.cells.empty()) return page;
+    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store->ShardHead(datastore, shard));
+    if (head <= after) return page;
+    if (stop && stop->load()) return Aborted("backfill interrupted; run it again to resume");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 Status BackfillIndex(CellStore* store, const IndexDefinition& def,
                      const std::function<void(const BackfillProgress&)>& on_progress,
                      const std::atomic<bool>* stop) {
+  // On a cluster still in the per-shard layout the shard logs look empty.
+  if (Status layout = store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
+    return layout;
   IndexCatalog catalog(store);
   CELLAR_ASSIGN_OR_RETURN(auto writable, catalog.Writable(def.table));
   if (writable.empty()) return NotFound("index '" + def.table + "' has not been applied");
@@ -52,47 +72,61 @@ Status BackfillIndex(CellStore* store, const IndexDefinition& def,
   const std::string key = ProgressKey(def.table, target.version);
   const auto started = std::chrono::steady_clock::now();
 
-  // Where each shard stands, and the total to do.
+  // Where each shard stands, and the total to do. Positions are added_ids of
+  // the shard's host log (other shards' cells interleave), so the work done
+  // is counted in cells read, and the total is the hosts' log heads.
   std::vector<uint64_t> after(cfg.shards, 0);
+  std::vector<uint64_t> done(cfg.shards, 0);
   std::vector<bool> finished(cfg.shards, false);
   BackfillProgress p;
-  for (uint32_t s = 0; s < cfg.shards; ++s) {
-    CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(s).Acquire());
+  for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
+    CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForHost(h).Acquire());
     CELLAR_ASSIGN_OR_RETURN(
-        auto rows, lease->Query("SELECT after_added_id, finished FROM " +
-                                    QualifiedTable(cfg.ShardDatabase(s), "index_backfill") +
-                                    " WHERE table_version = ?",
-                                {key}));
-    if (!rows.empty()) {
-      after[s] = rows[0].Uint(0);
-      finished[s] = rows[0].Int(1) != 0;
+        auto rows,
+        lease->Query("SELECT shard, after_added_id, cells_done, finished FROM " +
+                         QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[h]), "index_backfill") +
+                         " WHERE table_version = ?",
+                     {key}));
+    for (const auto& r : rows) {
+      const uint64_t s = r.Uint(0);
+      // Progress of a shard that has moved to another host counts positions
+      // of the old host's log: that shard starts over.
+      if (s >= cfg.shards || cfg.HostIndexForShard(static_cast<uint32_t>(s)) != h) continue;
+      after[s] = r.Uint(1);
+      done[s] = r.Uint(2);
+      finished[s] = r.Int(3) != 0;
+      p.cells_done += done[s];
     }
-    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store->ShardHead(vdef.datastore, s));
-    p.cells_total += std::max(head, after[s]);
-    p.cells_done += after[s];
+    CELLAR_ASSIGN_OR_RETURN(uint64_t head, store->HostHead(vdef.datastore, h));
+    p.cells_total += head;
   }
+  p.cells_total = std::max(p.cells_total, p.cells_done);
   const uint64_t done_at_start = p.cells_done;
   const auto t0 = std::chrono::steady_clock::now();
   // Applies the next page of shard `s`; *last when the shard log is exhausted.
   auto page_of = [&](uint32_t s, bool* last) -> Status {
-    CELLAR_ASSIGN_OR_RETURN(ShardLogPage page, store->ShardLog(vdef.datastore, s, after[s], kPage));
+    CELLAR_ASSIGN_OR_RETURN(ShardLogPage page,
+                            NextShardPage(store, vdef.datastore, s, after[s], stop));
     for (const Cell& c : page.cells) {
       if (!vdef.FindColumnDef(c.column)) continue;
       CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, vdef, target.version, c));
     }
     *last = page.cells.size() < static_cast<size_t>(kPage);
-    p.cells_done += page.next_after - after[s];
+    p.cells_done += page.cells.size();
     p.cells_total = std::max(p.cells_total, p.cells_done);  // cells written meanwhile
+    done[s] += page.cells.size();
     after[s] = page.next_after;
     finished[s] = *last;
     CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(s).Acquire());
     CELLAR_RETURN_IF_ERROR(
         lease
-            ->Execute("INSERT INTO " + QualifiedTable(cfg.ShardDatabase(s), "index_backfill") +
-                          " (table_version, after_added_id, finished) VALUES (?, ?, ?)"
-                          " ON DUPLICATE KEY UPDATE after_added_id = GREATEST(after_added_id,"
-                          " VALUES(after_added_id)), finished = VALUES(finished)",
-                      {key, after[s], int64_t{*last ? 1 : 0}})
+            ->Execute("INSERT INTO " + QualifiedTable(cfg.DatabaseForShard(s), "index_backfill") +
+                          " (table_version, shard, after_added_id, cells_done, finished)"
+                          " VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE"
+                          " after_added_id = GREATEST(after_added_id, VALUES(after_added_id)),"
+                          " cells_done = GREATEST(cells_done, VALUES(cells_done)),"
+                          " finished = VALUES(finished)",
+                      {key, int64_t{s}, after[s], done[s], int64_t{*last ? 1 : 0}})
             .status());
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -157,7 +191,8 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
   for (uint32_t s = 0; s < cfg.shards; ++s) {
     uint64_t after = 0;
     while (true) {
-      CELLAR_ASSIGN_OR_RETURN(ShardLogPage page, store->ShardLog(def.datastore, s, after, kPage));
+      CELLAR_ASSIGN_OR_RETURN(ShardLogPage page,
+                              NextShardPage(store, def.datastore, s, after, nullptr));
       for (Cell& c : page.cells) {
         const IndexColumnDef* cd = def.FindColumnDef(c.column);
         if (!cd) continue;
@@ -213,30 +248,33 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
     }
     return true;
   };
+  // The entry's shard comes last, after the fields.
   std::string columns = "row_key, column_key, ref_key";
   for (const auto& f : all) columns += ", " + f.sql_column;
+  columns += ", shard";
+  const size_t shard_col = 3 + all.size();
   struct Reapply {
     const Cell* cell;
     std::optional<uint32_t> clear_shard;  // a wrong entry to delete first
   };
   std::vector<Reapply> reapply;
-  for (uint32_t s = 0; s < cfg.shards; ++s) {
-    const std::string table =
-        QualifiedTable(cfg.ShardDatabase(s), EntryTableName(def.table, v.version));
-    CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(s).Acquire());
-    CELLAR_ASSIGN_OR_RETURN(auto rows, lease->Query("SELECT " + columns + " FROM " + table));
+  // Compares entries read from a host's table with the expectation. `foreign`:
+  // rows of shards the host does not own (no query reads them): all extra.
+  auto compare = [&](MysqlConnection& conn, const std::string& table,
+                     const std::vector<SqlRow>& rows, bool foreign) -> Status {
     for (const auto& r : rows) {
       ++report.present;
+      const uint64_t s = r.Uint(shard_col);
       auto it = expect.find({r.Bytes(0), r.Bytes(1)});
-      if (it == expect.end() || !it->second.has_entry || it->second.target != s) {
+      if (foreign || it == expect.end() || !it->second.has_entry || it->second.target != s) {
         ++report.extra;
         note("extra", r.Bytes(0), r.Bytes(1));
         if (repair) {
           CELLAR_RETURN_IF_ERROR(
-              lease
-                  ->Execute("DELETE FROM " + table +
-                                " WHERE row_key = ? AND column_key = ? AND ref_key = ?",
-                            {r.Bytes(0), r.Bytes(1), r.Int(2)})
+              conn.Execute(
+                      "DELETE FROM " + table +
+                          " WHERE shard = ? AND row_key = ? AND column_key = ? AND ref_key = ?",
+                      {s, r.Bytes(0), r.Bytes(1), r.Int(2)})
                   .status());
           ++report.repaired;
         }
@@ -248,9 +286,28 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
       if (r.Int(2) != it->second.latest.ref_key || !same_values(r, it->second)) {
         ++report.stale;
         note("stale", r.Bytes(0), r.Bytes(1));
-        reapply.push_back({&it->second.latest, s});
+        reapply.push_back({&it->second.latest, static_cast<uint32_t>(s)});
       }
     }
+    return Status::Ok();
+  };
+  for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
+    const MysqlHostConfig& host = cfg.mysql.hosts[h];
+    const std::string table =
+        QualifiedTable(cfg.HostDatabase(host), EntryTableName(def.table, v.version));
+    CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForHost(h).Acquire());
+    // One owned shard at a time (a key range each), then any other shard's rows.
+    for (uint32_t s = host.first_shard; s <= host.last_shard && s < cfg.shards; ++s) {
+      CELLAR_ASSIGN_OR_RETURN(
+          auto rows,
+          lease->Query("SELECT " + columns + " FROM " + table + " WHERE shard = ?", {int64_t{s}}));
+      CELLAR_RETURN_IF_ERROR(compare(*lease, table, rows, false));
+    }
+    CELLAR_ASSIGN_OR_RETURN(
+        auto foreign,
+        lease->Query("SELECT " + columns + " FROM " + table + " WHERE shard < ? OR shard > ?",
+                     {int64_t{host.first_shard}, int64_t{host.last_shard}}));
+    CELLAR_RETURN_IF_ERROR(compare(*lease, table, foreign, true));
   }
   for (auto& [k, e] : expect)
     if (e.has_entry && !e.seen) {
@@ -268,10 +325,10 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
         CELLAR_RETURN_IF_ERROR(
             lease
                 ->Execute("DELETE FROM " +
-                              QualifiedTable(cfg.ShardDatabase(*clear_shard),
+                              QualifiedTable(cfg.DatabaseForShard(*clear_shard),
                                              EntryTableName(def.table, v.version)) +
-                              " WHERE row_key = ? AND column_key = ?",
-                          {c->row_key.ToBytes(), c->column})
+                              " WHERE shard = ? AND row_key = ? AND column_key = ?",
+                          {int64_t{*clear_shard}, c->row_key.ToBytes(), c->column})
                 .status());
       }
       // Forget what the pointer says was applied, so the latest cell is applied again.
@@ -280,10 +337,10 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
       CELLAR_RETURN_IF_ERROR(
           lease
               ->Execute("UPDATE " +
-                            QualifiedTable(cfg.ShardDatabase(src),
+                            QualifiedTable(cfg.DatabaseForShard(src),
                                            PointerTableName(def.table, v.version)) +
-                            " SET ref_key = -1 WHERE row_key = ? AND column_key = ?",
-                        {c->row_key.ToBytes(), c->column})
+                            " SET ref_key = -1 WHERE shard = ? AND row_key = ? AND column_key = ?",
+                        {int64_t{src}, c->row_key.ToBytes(), c->column})
               .status());
       CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, def, v.version, *c));
       ++report.repaired;

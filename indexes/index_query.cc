@@ -293,10 +293,12 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
 
   std::string sql = "SELECT row_key, column_key, ref_key, " + order_col;
   for (const auto& f : out_fields) sql += ", " + f.sql_column;
+  // The host's table holds the entries of all its shards: the shard leads the
+  // WHERE (and every key), so the scan stays inside the query's own shard.
   sql += " FROM " +
-         QualifiedTable(cfg.ShardDatabase(shard), EntryTableName(q.index, version.version)) +
-         " WHERE " + shard_field.sql_column + " = ?";
-  std::vector<SqlParam> params{shard_value};
+         QualifiedTable(cfg.DatabaseForShard(shard), EntryTableName(q.index, version.version)) +
+         " WHERE shard = ? AND " + shard_field.sql_column + " = ?";
+  std::vector<SqlParam> params{int64_t{shard}, shard_value};
   for (const auto& f : q.filters) {
     const IndexField* field = def->FindField(f.field);
     if (!field) return InvalidArgument("index '" + q.index + "' has no field '" + f.field + "'");

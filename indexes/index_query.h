@@ -1,4 +1,5 @@
-// Index queries: one shard (the shard-field value's), one index range scan.
+// Index queries: one shard (the shard-field value's), one index range scan
+// over that shard's rows of its host's entry table.
 //
 //   IndexQuery q;
 //   q.index = "driver_partner_index";

@@ -189,6 +189,10 @@ double IndexWorker::LagQuantileMs(double q) const { return impl_->lag->Quantile(
 Status IndexWorker::Start() {
   Impl& m = *impl_;
   if (m.defs.empty()) return InvalidArgument("the index worker has no index definitions");
+  // Index tables live in the host databases: refuse a cluster still in the
+  // per-shard layout (a host that is down is the poll loop's to retry).
+  if (Status layout = m.store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
+    return layout;
   std::vector<std::string> datastores;
   for (const auto& d : m.defs)
     if (std::find(datastores.begin(), datastores.end(), d.datastore) == datastores.end())

@@ -39,7 +39,9 @@ class IndexWorker {
               IndexWorkerOptions options = {});
   ~IndexWorker();
 
-  // Unavailable when Kafka cannot be reached; InvalidArgument without indexes.
+  // Unavailable when Kafka cannot be reached; InvalidArgument without indexes;
+  // FailedPrecondition on a cluster still in the per-shard layout of an older
+  // Cellar (CellStore::CheckLayout).
   Status Start();
   // Stops polling, finishes queued events (bounded), commits offsets. Idempotent.
   void Stop();

@@ -31,7 +31,7 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
   const ClusterConfig& cfg = store_->config();
   const uint32_t src = ShardForRow(cell.row_key, cfg.shards);
   const std::string pointer =
-      QualifiedTable(cfg.ShardDatabase(src), PointerTableName(def.table, version));
+      QualifiedTable(cfg.DatabaseForShard(src), PointerTableName(def.table, version));
   const std::string entries = EntryTableName(def.table, version);
   const std::string row = cell.row_key.ToBytes();
 
@@ -58,15 +58,16 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
   // Not INSERT IGNORE: on an existing row that takes a shared lock, and two
   // writers of one row (worker and backfill) upgrading it FOR UPDATE deadlock.
   // ON DUPLICATE KEY UPDATE locks the row exclusively at once.
-  if (auto s = c.Execute("INSERT INTO " + pointer +
-                             " (row_key, column_key, ref_key, target_shard) VALUES (?, ?, -1, NULL)"
-                             " ON DUPLICATE KEY UPDATE ref_key = ref_key",
-                         {row, cell.column});
+  if (auto s =
+          c.Execute("INSERT INTO " + pointer +
+                        " (shard, row_key, column_key, ref_key, target_shard)"
+                        " VALUES (?, ?, ?, -1, NULL) ON DUPLICATE KEY UPDATE ref_key = ref_key",
+                    {int64_t{src}, row, cell.column});
       !s.ok())
     return fail(s.status());
   auto ptr = c.Query("SELECT ref_key, target_shard FROM " + pointer +
-                         " WHERE row_key = ? AND column_key = ? FOR UPDATE",
-                     {row, cell.column});
+                         " WHERE shard = ? AND row_key = ? AND column_key = ? FOR UPDATE",
+                     {int64_t{src}, row, cell.column});
   if (!ptr.ok()) return fail(ptr.status());
   if (ptr->empty()) return fail(Internal("index pointer row vanished"));
   const int64_t applied = (*ptr)[0].Int(0);
@@ -100,17 +101,18 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
   if (had_target && (!entry || entry->target_shard != old_target)) {
     auto tl = ConnectionFor(old_target, c);
     if (!tl.ok()) return fail(tl.status());
-    auto del =
-        tl->conn->Execute("DELETE FROM " + QualifiedTable(cfg.ShardDatabase(old_target), entries) +
-                              " WHERE row_key = ? AND column_key = ? AND ref_key < ?",
-                          {row, cell.column, cell.ref_key});
+    auto del = tl->conn->Execute(
+        "DELETE FROM " + QualifiedTable(cfg.DatabaseForShard(old_target), entries) +
+            " WHERE shard = ? AND row_key = ? AND column_key = ? AND ref_key < ?",
+        {int64_t{old_target}, row, cell.column, cell.ref_key});
     if (!del.ok()) return fail(del.status());
   }
   if (entry) {
-    std::string cols = "row_key, column_key, ref_key, added_id, source_shard, created_at";
-    std::string marks = "?, ?, ?, ?, ?, ?";
+    std::string cols = "shard, row_key, column_key, ref_key, added_id, source_shard, created_at";
+    std::string marks = "?, ?, ?, ?, ?, ?, ?";
     std::string updates;
-    std::vector<SqlParam> params{row,
+    std::vector<SqlParam> params{int64_t{entry->target_shard},
+                                 row,
                                  cell.column,
                                  cell.ref_key,
                                  cell.added_id,
@@ -130,17 +132,17 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
     auto tl = ConnectionFor(entry->target_shard, c);
     if (!tl.ok()) return fail(tl.status());
     auto up = tl->conn->Execute(
-        "INSERT INTO " + QualifiedTable(cfg.ShardDatabase(entry->target_shard), entries) + " (" +
+        "INSERT INTO " + QualifiedTable(cfg.DatabaseForShard(entry->target_shard), entries) + " (" +
             cols + ") VALUES (" + marks + ") ON DUPLICATE KEY UPDATE " + updates,
         params);
     if (!up.ok()) return fail(up.status());
     result = {IndexApply::kUpserted, ""};
   }
   SqlParam target = entry ? SqlParam(int64_t{entry->target_shard}) : SqlParam(nullptr);
-  if (auto s =
-          c.Execute("UPDATE " + pointer +
-                        " SET ref_key = ?, target_shard = ? WHERE row_key = ? AND column_key = ?",
-                    {cell.ref_key, target, row, cell.column});
+  if (auto s = c.Execute("UPDATE " + pointer +
+                             " SET ref_key = ?, target_shard = ?"
+                             " WHERE shard = ? AND row_key = ? AND column_key = ?",
+                         {cell.ref_key, target, int64_t{src}, row, cell.column});
       !s.ok())
     return fail(s.status());
   CELLAR_RETURN_IF_ERROR(c.Commit());

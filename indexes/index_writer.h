@@ -1,7 +1,9 @@
 // IndexWriter: applies one cell version to one index version.
 //
-// Per (row, column) the row's own shard keeps a pointer (idx_T_vN_rows): the
-// ref_key last applied and the shard of its entry. Applying cell version k:
+// Per (row, column) the row's own shard keeps a pointer (idx_T_vN_rows, on
+// the row's host, with shard = the row's shard): the ref_key last applied and
+// the shard of its entry. Entries live on the host of their shard, in rows
+// keyed by that shard (index_catalog.h). Applying cell version k:
 //   1. lock the pointer row (created if missing with INSERT ... ON DUPLICATE
 //      KEY UPDATE, which locks it exclusively, then SELECT ... FOR UPDATE, on
 //      the row's shard): one writer per row at a time, across the live
@@ -10,9 +12,10 @@
 //      duplicate event: replays and out-of-order delivery change nothing);
 //   3. extract the entry (a tombstone or a body without valid fields yields
 //      none, with a counted reason);
-//   4. delete the old entry if it lives on another shard or there is none now;
-//   5. upsert the new entry on its shard (version-checked: never replaces a
-//      newer one); 6. move the pointer to k; commit.
+//   4. delete the old entry (its shard's row) if it lives on another shard
+//      or there is none now;
+//   5. upsert the new entry in its shard's rows (version-checked: never
+//      replaces a newer one); 6. move the pointer to k; commit.
 // When the entry's shard lives on the row's host (always with one host), steps
 // 4-5 run in the pointer's transaction: one commit per event. Across hosts
 // they commit on their own before the pointer does.

@@ -89,7 +89,7 @@ TEST(IndexesModelTest, RandomPutsAndErasesThenIndexEqualsLatestCells) {
   std::printf("model seed: %llu (CELLAR_TEST_SEED=%llu to replay)\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
   SCOPED_TRACE("seed " + std::to_string(seed));
-  auto c = MakeCluster("idx_model");
+  auto c = MakeCluster("idx_model", /*hosts=*/2);  // entries move between hosts too
   ASSERT_TRUE(c);
   const IndexDefinition def = DriverPartnerDef(c->config);
   ApplyIndex(*c->store, def);

@@ -3,7 +3,7 @@
 // driver_partner_index example against a brute-force scan, ordering and
 // paging, verify, updates / replays / shard-field moves / tombstones, bad
 // bodies and SQL-looking values, query errors, check --repair, and an index
-// applied while the worker already runs. Every test has its own shard
+// applied while the worker already runs. Every test has its own host
 // databases, topics and consumer group (its own cluster prefix).
 #include <set>
 #include <string>
@@ -34,12 +34,12 @@ IndexQuery ByDriver(const Uuid& driver, int limit = 1000) {
   return q;
 }
 
-// Number of entries of `row` in the index version's tables over all shards.
+// Number of entries of `row` in the index version's tables over all hosts.
 int EntryCount(const Cluster& c, const std::string& table, int version, const Uuid& row) {
   int n = 0;
-  for (uint32_t s = 0; s < kShards; ++s) {
+  for (const auto& host : c.config.mysql.hosts) {
     std::string out;
-    EXPECT_TRUE(Db().Execute("SELECT COUNT(*) FROM " + c.config.ShardDatabase(s) + "." +
+    EXPECT_TRUE(Db().Execute("SELECT COUNT(*) FROM " + c.config.HostDatabase(host) + "." +
                                  EntryTableName(table, version) + " WHERE row_key = UNHEX('" +
                                  RowHex(row) + "')",
                              &out));
@@ -59,7 +59,7 @@ uint64_t Skipped(Cluster& c, const std::string& index) {
 // driver with a city equality and a time range equal a brute-force scan;
 // ordering by a field; cursors; verify.
 TEST(IndexesTest, DriverPartnerExampleMatchesBruteForce) {
-  auto c = MakeCluster("idx_example");
+  auto c = MakeCluster("idx_example", /*hosts=*/2);
   ASSERT_TRUE(c);
   const IndexDefinition def = DriverPartnerDef(c->config);
   IndexVersion v = ApplyIndex(*c->store, def);
@@ -471,8 +471,9 @@ TEST(IndexesTest, CheckFindsAndRepairRestoresDamagedEntries) {
   ASSERT_TRUE(WaitFor([&] { return CheckProblems(*c->store, def).empty(); }, seconds(20)))
       << CheckProblems(*c->store, def);
 
+  // The entry table on the host of `driver`'s shard (other shards' entries share it).
   auto table = [&](const Uuid& driver) {
-    return c->config.ShardDatabase(ShardForRow(driver, kShards)) + "." +
+    return c->config.DatabaseForShard(ShardForRow(driver, kShards)) + "." +
            EntryTableName(def.table, version);
   };
   auto where = [&](int i) { return " WHERE row_key = UNHEX('" + RowHex(trips[i].first) + "')"; };
@@ -494,15 +495,26 @@ TEST(IndexesTest, CheckFindsAndRepairRestoresDamagedEntries) {
                            " SET f_trip_created_at = 0" + where(45)));
   // Extra: a copy on a wrong shard, and an entry for a row that does not exist.
   const Uuid wrong_shard_driver = UuidOnOtherShard(trips[50].second.driver);
-  ASSERT_TRUE(Db().Execute("INSERT INTO " + table(wrong_shard_driver) + " SELECT * FROM " +
-                           table(trips[50].second.driver) + where(50)));
+  const std::string kFields =
+      " f_driver_partner_uuid, f_city_uuid, f_trip_created_at, f_fare__total, f_status";
+  ASSERT_TRUE(Db().Execute("INSERT INTO " + table(wrong_shard_driver) + " SELECT " +
+                           std::to_string(ShardForRow(wrong_shard_driver, kShards)) +
+                           ", row_key, column_key, ref_key, added_id, source_shard, created_at," +
+                           kFields + " FROM " + table(trips[50].second.driver) + where(50)));
   const Uuid ghost = Uuid::Random();
-  ASSERT_TRUE(Db().Execute("INSERT INTO " + table(trips[51].second.driver) + " SELECT UNHEX('" +
-                           RowHex(ghost) +
-                           "'), column_key, ref_key, added_id, source_shard, created_at,"
-                           " f_driver_partner_uuid, f_city_uuid, f_trip_created_at,"
-                           " f_fare__total, f_status FROM " +
-                           table(trips[51].second.driver) + where(51)));
+  ASSERT_TRUE(Db().Execute("INSERT INTO " + table(trips[51].second.driver) +
+                           " SELECT shard, UNHEX('" + RowHex(ghost) +
+                           "'), column_key, ref_key, added_id, source_shard, created_at," +
+                           kFields + " FROM " + table(trips[51].second.driver) + where(51)));
+  // A query reads only its own shard's entries, even where another shard's
+  // rows share the table: the copy (driver 50's values, wrong shard) is not a hit.
+  {
+    auto r = reader.Query(ByDriver(trips[50].second.driver));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    int copies = 0;
+    for (const auto& h : r->hits) copies += h.row_key == trips[50].first;
+    EXPECT_EQ(copies, 1);
+  }
 
   auto report = CheckIndex(c->store.get(), def, false);
   ASSERT_TRUE(report.ok()) << report.status().ToString();

@@ -42,8 +42,10 @@ testing::LocalBroker& Broker();
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
              std::chrono::milliseconds step = std::chrono::milliseconds(25));
 
-// One test's cluster: shard databases <prefix>_s<n> on Db(), change-log topics
-// <prefix>.{trips,users}.cells (kPartitions each) on Broker(). The destructor
+// One test's cluster: `hosts` MySQL hosts db1..dbN (host databases
+// <prefix>_db<n>, all on Db(), each owning an equal range of the kShards
+// shards), change-log topics <prefix>.{trips,users}.cells (kPartitions each)
+// on Broker(). The destructor
 // stops the worker and the relay and closes the store.
 struct Cluster {
   std::string prefix;
@@ -62,7 +64,7 @@ struct Cluster {
   // Every shard's relay checkpoint reached its head (all cells are in Kafka).
   bool RelayCaughtUp() const;
 };
-std::unique_ptr<Cluster> MakeCluster(const std::string& prefix);
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, int hosts = 1);
 
 // The example config/examples/indexes/driver_partner_index.yaml.
 IndexDefinition DriverPartnerDef(const ClusterConfig& config);

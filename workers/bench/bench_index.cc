@@ -100,15 +100,16 @@ int RunIndexBench(const IndexBenchOptions& o) {
   }
 
   std::unique_ptr<CellStore> store = CellStore::Open(cfg);
-  Progress("creating shard databases and tables (" + std::to_string(cfg.shards) + " shards)");
+  Progress("creating host databases and tables (" + std::to_string(cfg.mysql.hosts.size()) +
+           " hosts, " + std::to_string(cfg.shards) + " shards)");
   if (Status s = store->Init(); !s.ok()) {
     Progress("init failed: " + s.ToString());
     return 1;
   }
   for (const auto& st : ReadRelayStatus(*store))
     if (st.owned) {
-      Progress("shard " + std::to_string(st.shard) +
-               " is owned by a running relay: stop the cluster's relays first");
+      Progress("the log of host " + st.host + " (" + st.datastore +
+               ") is owned by a running relay: stop the cluster's relays first");
       return 2;
     }
   Progress("applying the indexes " + std::string(kLiveIndex) + " and " + kQueryIndex);

@@ -84,9 +84,9 @@ LoadResult BulkLoad(const ClusterConfig& cfg, const IndexDefinition& def, int ve
           {s, first, std::min<uint64_t>(static_cast<uint64_t>(rows_per_insert), rows - first)});
   }
   const IndexColumnDef& cd = def.column_defs.front();
-  std::string cols = "row_key, column_key, ref_key, added_id, source_shard, created_at";
+  std::string cols = "shard, row_key, column_key, ref_key, added_id, source_shard, created_at";
   for (const auto& f : cd.fields) cols += ", " + f.sql_column;
-  std::string row_marks = "(?, ?, ?, ?, ?, ?";
+  std::string row_marks = "(?, ?, ?, ?, ?, ?, ?";
   for (size_t i = 0; i < cd.fields.size(); ++i) row_marks += ", ?";
   row_marks += ")";
   const MicrosSinceEpoch now = NowMicros();
@@ -122,7 +122,7 @@ LoadResult BulkLoad(const ClusterConfig& cfg, const IndexDefinition& def, int ve
           if (i >= items[wp->host].size()) break;
           const LoadItem& it = items[wp->host][i];
           const std::string table =
-              QualifiedTable(cfg.ShardDatabase(it.shard), EntryTableName(def.table, version));
+              QualifiedTable(cfg.DatabaseForShard(it.shard), EntryTableName(def.table, version));
           std::string sql = "INSERT INTO " + table + " (" + cols + ") VALUES ";
           params.clear();
           const auto& mine = drivers_of[it.shard];
@@ -133,6 +133,7 @@ LoadResult BulkLoad(const ClusterConfig& cfg, const IndexDefinition& def, int ve
             const size_t d = mine[(it.first + j) % mine.size()];
             const MicrosSinceEpoch requested =
                 now - static_cast<int64_t>(rng() % static_cast<uint64_t>(30 * kDayMicros));
+            params.emplace_back(int64_t{it.shard});
             params.emplace_back(row.ToBytes());
             params.emplace_back(cd.column_key);
             params.emplace_back(int64_t{0});
@@ -165,10 +166,11 @@ std::string QuerySql(const ClusterConfig& cfg, const IndexDefinition& def, int v
   const auto all = def.AllFields();
   std::string sql = "SELECT row_key, column_key, ref_key, created_at";
   for (const auto& f : all) sql += ", " + f.sql_column;
-  sql += " FROM " + QualifiedTable(cfg.ShardDatabase(shard), EntryTableName(def.table, version)) +
-         " WHERE " + all.front().sql_column + " = ? AND " + def.FindField("city")->sql_column +
-         " = ? AND " + def.FindField("requested_at")->sql_column +
-         " >= ? ORDER BY created_at DESC, row_key DESC, column_key DESC LIMIT 101";
+  sql +=
+      " FROM " + QualifiedTable(cfg.DatabaseForShard(shard), EntryTableName(def.table, version)) +
+      " WHERE shard = ? AND " + all.front().sql_column + " = ? AND " +
+      def.FindField("city")->sql_column + " = ? AND " + def.FindField("requested_at")->sql_column +
+      " >= ? ORDER BY created_at DESC, row_key DESC, column_key DESC LIMIT 101";
   return sql;
 }
 
@@ -185,18 +187,17 @@ int RunQueryPhase(const IndexBenchRun& b, IndexReader& reader, const std::vector
   Progress("phase C: emptying " + std::string(kQueryIndex) + " and bulk-loading " +
            std::to_string(o.entries) + " entries over " + std::to_string(o.drivers) +
            " drivers (direct multi-row INSERTs)");
-  for (uint32_t s = 0; s < cfg.shards && !StopRequested(); ++s) {
-    auto lease = store->PoolForShard(s).Acquire();
+  for (size_t h = 0; h < cfg.mysql.hosts.size() && !StopRequested(); ++h) {
+    const std::string db = cfg.HostDatabase(cfg.mysql.hosts[h]);
+    auto lease = store->PoolForHost(h).Acquire();
     Status st =
         lease.ok()
-            ? (*lease)->ExecuteDdl(
-                  "TRUNCATE TABLE " +
-                  QualifiedTable(cfg.ShardDatabase(s), EntryTableName(kQueryIndex, query_version)))
+            ? (*lease)->ExecuteDdl("TRUNCATE TABLE " +
+                                   QualifiedTable(db, EntryTableName(kQueryIndex, query_version)))
             : lease.status();
     if (st.ok())
-      st = (*lease)->ExecuteDdl(
-          "TRUNCATE TABLE " +
-          QualifiedTable(cfg.ShardDatabase(s), PointerTableName(kQueryIndex, query_version)));
+      st = (*lease)->ExecuteDdl("TRUNCATE TABLE " +
+                                QualifiedTable(db, PointerTableName(kQueryIndex, query_version)));
     if (!st.ok()) {
       Progress("truncate failed: " + st.ToString());
       return 1;
@@ -260,7 +261,8 @@ int RunQueryPhase(const IndexBenchRun& b, IndexReader& reader, const std::vector
                  IndexFilter{"requested_at", IndexFilter::Op::kGe, {int64_t{since}}}};
     q.limit = 100;
     const std::string sql = QuerySql(cfg, query_def, query_version, driver_shard[d]);
-    const std::vector<SqlParam> params{drivers[d].ToBytes(), city, int64_t{since}};
+    const std::vector<SqlParam> params{int64_t{driver_shard[d]}, drivers[d].ToBytes(), city,
+                                       int64_t{since}};
     MysqlConnection& conn = *raw[host_of[driver_shard[d]]];
     size_t got_cellar = 0, got_raw = 0;
     double t_cellar = 0, t_raw = 0;

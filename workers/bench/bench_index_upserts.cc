@@ -82,7 +82,7 @@ int RunUpsertPhase(const IndexBenchRun& b, const std::vector<Uuid>& drivers, Ups
     auto lease = store->PoolForShard(0).Acquire();
     if (lease.ok()) {
       const std::string scratch =
-          QualifiedTable(cfg.ShardDatabase(0), "bench_flush_probe_" + b.run);
+          QualifiedTable(cfg.DatabaseForShard(0), "bench_flush_probe_" + b.run);
       if ((*lease)
               ->ExecuteDdl("CREATE TABLE IF NOT EXISTS " + scratch +
                            " (id INT NOT NULL PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB")

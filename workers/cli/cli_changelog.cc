@@ -52,7 +52,7 @@ void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g) {
 
   auto* relay = app.add_subcommand("relay", "change-log relay commands");
   relay->require_subcommand(1);
-  relay->add_subcommand("status", "per shard: checkpoint, newest added_id, lag, owner")
+  relay->add_subcommand("status", "per stream (host, datastore): checkpoint, head, lag, owner")
       ->callback([&g] {
         ClusterConfig cfg = LoadConfigOrExit(g);
         auto store = CellStore::Open(cfg);
@@ -60,7 +60,7 @@ void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g) {
         uint64_t total_lag = 0;
         int errors = 0;
         for (const auto& s : ReadRelayStatus(*store)) {
-          nlohmann::json r = {{"shard", s.shard},
+          nlohmann::json r = {{"host", s.host},
                               {"datastore", s.datastore},
                               {"checkpoint", s.checkpoint},
                               {"head", s.head},
@@ -75,7 +75,7 @@ void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g) {
           total_lag += s.lag;
           rows.push_back(r);
         }
-        PrintJson({{"shards", rows}, {"total_lag", total_lag}});
+        PrintJson({{"streams", rows}, {"total_lag", total_lag}});
         if (errors) throw CLI::RuntimeError(1);
       });
 }
