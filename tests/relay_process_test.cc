@@ -1,6 +1,9 @@
 // Integration tests of cellar-relay processes (workers/cellar_relay_main.cc):
-// SIGKILL and restart while writers run, and two relays sharing the shards.
+// SIGKILL and restart while writers run, and two relays sharing the streams
+// (hosts x datastores: 2 x 2 in these clusters, relay_test_util.h).
+#include <algorithm>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "changelog/relay.h"
@@ -20,18 +23,28 @@ long long MillisSince(std::chrono::steady_clock::time_point t) {
       .count();
 }
 
-// Shards held by each MySQL connection id.
-std::map<uint64_t, std::set<uint32_t>> OwnersByConnection(const ClusterConfig& config) {
-  std::map<uint64_t, std::set<uint32_t>> by_conn;
-  for (const auto& [shard, holder] : ShardLockHolders(config))
-    if (holder) by_conn[*holder].insert(shard);
-  return by_conn;
+// A lock holder: (host name, MySQL connection id on that host). One relay
+// process holds its streams of each host on one connection per host.
+using Holder = std::pair<std::string, uint64_t>;
+
+std::string HostOfStream(const std::string& stream) { return stream.substr(0, stream.find('/')); }
+
+// The holder of every stream, or nullopt when some stream is unowned.
+std::optional<std::map<std::string, Holder>> HoldersWhenAllOwned(const ClusterConfig& config) {
+  std::map<std::string, Holder> out;
+  for (const auto& [stream, conn] : StreamLockHolders(config)) {
+    if (!conn) return std::nullopt;
+    out[stream] = {HostOfStream(stream), *conn};
+  }
+  if (out.size() != AllStreams(config).size()) return std::nullopt;
+  return out;
 }
 
-std::set<uint32_t> AllShards() {
-  std::set<uint32_t> all;
-  for (uint32_t s = 0; s < kShards; ++s) all.insert(s);
-  return all;
+std::string Print(const std::map<std::string, Holder>& holders) {
+  std::string out;
+  for (const auto& [stream, h] : holders)
+    out += stream + " -> connection " + std::to_string(h.second) + "; ";
+  return out;
 }
 
 TEST(RelayProcessTest, SigkillAtRandomPointsThreeTimesLosesNothing) {
@@ -84,77 +97,94 @@ TEST(RelayProcessTest, SigkillAtRandomPointsThreeTimesLosesNothing) {
   EXPECT_EQ(last.Terminate(15s), 0) << last.Log();
 }
 
-TEST(RelayProcessTest, TwoRelaysSplitTheShardsAndTheSurvivorTakesOver) {
+TEST(RelayProcessTest, TwoRelaysSplitTheStreamsAndTheSurvivorTakesOver) {
   auto c = MakeCluster("rt_two", Broker());
   ASSERT_TRUE(c);
+  const ClusterConfig& config = c->config;
+  const std::set<std::string> all = AllStreams(config);
+  ASSERT_EQ(all.size(), kHosts * 2) << "hosts x datastores (trips, users)";
   testing::TempDir logs("relay-two");
-  Collector collector(c->config);
+  Collector collector(config);
   Writers writers(c->store.get(), 2, 0, 2, "two");
 
   RelayProcess a(c->config_path, "relay-a", logs.File("a.log"));
-  // A alone takes every shard.
-  uint64_t conn_a = 0;
+  // A alone takes every stream (on one lock connection per host).
+  std::set<Holder> holders_a;
+  std::map<std::string, Holder> holders;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto owners = OwnersByConnection(c->config);
-        if (owners.size() != 1 || owners.begin()->second != AllShards()) return false;
-        conn_a = owners.begin()->first;
+        auto h = HoldersWhenAllOwned(config);
+        if (!h || a.OwnedFromLog(config) != all) return false;
+        holders = *h;
+        holders_a.clear();
+        for (const auto& [stream, holder] : holders) holders_a.insert(holder);
         return true;
       },
       20s))
       << a.Log();
+  EXPECT_EQ(holders_a.size(), kHosts) << Print(holders);
 
   RelayProcess b(c->config_path, "relay-b", logs.File("b.log"));
-  // They split the shards: every shard locked by exactly one of them, and each
-  // relay's log agrees with the locks it holds.
-  std::map<uint64_t, std::set<uint32_t>> owners;
+  // They split the streams: each relay owns half, every stream is locked, and
+  // each relay's log agrees with the locks (A's streams on A's connections,
+  // B's on others).
+  std::set<std::string> owned_a, owned_b;
   const bool split = WaitFor(
       [&] {
-        owners = OwnersByConnection(c->config);
-        if (owners.size() != 2 || !owners.count(conn_a)) return false;
-        std::set<uint32_t> locked;
-        for (const auto& [conn, shards] : owners) locked.insert(shards.begin(), shards.end());
-        if (locked != AllShards()) return false;
-        const uint64_t conn_b =
-            owners.begin()->first == conn_a ? owners.rbegin()->first : owners.begin()->first;
-        return a.OwnedFromLog() == owners[conn_a] && b.OwnedFromLog() == owners[conn_b];
+        auto h = HoldersWhenAllOwned(config);
+        if (!h) return false;
+        holders = *h;
+        owned_a = a.OwnedFromLog(config);
+        owned_b = b.OwnedFromLog(config);
+        if (owned_a.size() != all.size() / 2 || owned_b.size() != all.size() / 2) return false;
+        for (const auto& [stream, holder] : holders) {
+          const bool by_a = holders_a.count(holder) > 0;
+          if (owned_a.count(stream) != (by_a ? 1u : 0u)) return false;
+          if (owned_b.count(stream) != (by_a ? 0u : 1u)) return false;
+        }
+        return true;
       },
       20s);
-  ASSERT_TRUE(split) << "A's log says " << ::testing::PrintToString(a.OwnedFromLog())
-                     << ", B's log says " << ::testing::PrintToString(b.OwnedFromLog()) << "\nA:\n"
+  ASSERT_TRUE(split) << "A's log says " << ::testing::PrintToString(owned_a) << ", B's log says "
+                     << ::testing::PrintToString(owned_b) << "; locks: " << Print(holders)
+                     << "\nA:\n"
                      << a.Log() << "\nB:\n"
                      << b.Log();
-  const uint64_t conn_b =
-      owners.begin()->first == conn_a ? owners.rbegin()->first : owners.begin()->first;
-  const std::set<uint32_t> owned_a = a.OwnedFromLog(), owned_b = b.OwnedFromLog();
-  std::vector<uint32_t> both;
+  std::vector<std::string> both;
   std::set_intersection(owned_a.begin(), owned_a.end(), owned_b.begin(), owned_b.end(),
                         std::back_inserter(both));
-  EXPECT_THAT(both, IsEmpty()) << "shards owned by both relays";
-  EXPECT_EQ(owned_a.size(), kShards / 2) << ::testing::PrintToString(owned_a);
-  EXPECT_EQ(owned_b.size(), kShards / 2) << ::testing::PrintToString(owned_b);
+  EXPECT_THAT(both, IsEmpty()) << "streams owned by both relays";
+  std::set<std::string> either = owned_a;
+  either.insert(owned_b.begin(), owned_b.end());
+  EXPECT_EQ(either, all);
   std::cout << "[ relay ] split: A owns " << ::testing::PrintToString(owned_a) << ", B owns "
             << ::testing::PrintToString(owned_b) << "\n";
-  for (const auto& st : ReadRelayStatus(*c->store))
-    EXPECT_TRUE(st.owned) << "relay status: shard " << st.shard << " " << st.datastore
-                          << " not owned";
+  const std::vector<RelayStreamStatus> status = ReadRelayStatus(*c->store);
+  EXPECT_EQ(status.size(), all.size());
+  for (const auto& st : status)
+    EXPECT_TRUE(st.owned) << "relay status: stream " << st.host << "/" << st.datastore
+                          << " not owned " << st.error;
 
-  // Kill A: B takes every shard over within seconds.
+  // Kill A: B takes every stream over within seconds.
   const size_t written_before_kill = writers.count();
   a.Kill();
   const auto killed_at = std::chrono::steady_clock::now();
   ASSERT_TRUE(WaitFor(
       [&] {
-        owners = OwnersByConnection(c->config);
-        return owners.size() == 1 && owners.count(conn_b) && owners[conn_b] == AllShards();
+        auto h = HoldersWhenAllOwned(config);
+        if (!h) return false;
+        holders = *h;
+        for (const auto& [stream, holder] : holders)
+          if (holders_a.count(holder)) return false;
+        return true;
       },
       10s))
-      << "B did not take over A's shards:\n"
+      << "B did not take over A's streams; locks: " << Print(holders) << "\nB:\n"
       << b.Log();
   const long long takeover_ms = MillisSince(killed_at);
-  std::cout << "[ relay ] B owned every shard " << takeover_ms << " ms after A was killed\n";
+  std::cout << "[ relay ] B owned every stream " << takeover_ms << " ms after A was killed\n";
   RecordProperty("takeover_ms", std::to_string(takeover_ms));
-  EXPECT_TRUE(WaitFor([&] { return b.OwnedFromLog() == AllShards(); }, 5s)) << b.Log();
+  EXPECT_TRUE(WaitFor([&] { return b.OwnedFromLog(config) == all; }, 5s)) << b.Log();
 
   // Cells written after the kill (and before) all arrive.
   ASSERT_TRUE(WaitFor([&] { return writers.count() > written_before_kill + 200; }, 20s));

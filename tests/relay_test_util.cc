@@ -54,7 +54,9 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
 }
 
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
-  std::string yaml = testing::MakeClusterYaml({&Db()}, kShards, bootstrap, prefix);
+  // kHosts host entries on the one server: MakeClusterYaml names them db1, db2, ...
+  std::vector<const testing::PrivateMariaDb*> hosts(kHosts, &Db());
+  std::string yaml = testing::MakeClusterYaml(hosts, kShards, bootstrap, prefix);
   // MakeClusterYaml writes "kafka:\n  brokers: ...\n"; add our topic prefix and partitions.
   const std::string::size_type kafka = yaml.find("kafka:\n");
   EXPECT_NE(kafka, std::string::npos) << yaml;
@@ -87,6 +89,7 @@ std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBr
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString() << "\n" << c->yaml;
   if (!cfg.ok()) return nullptr;
   c->config = std::move(cfg).value();
+  EXPECT_EQ(c->config.mysql.hosts.size(), kHosts) << c->yaml;
   if (create_topics) CreateTopics(broker, c->prefix);
   c->store = CellStore::Open(c->config);
   Status s = c->store->Init();
@@ -115,6 +118,8 @@ CellWrite MakeCell(const Uuid& row, int64_t ref_key, const std::string& tag) {
 // Collector
 
 Collector::Collector(const ClusterConfig& config) {
+  for (uint32_t s = 0; s < config.shards; ++s)
+    host_of_shard_.push_back(config.HostIndexForShard(s));
   ConsumerOptions options;
   options.from_beginning = true;
   options.client_id = "relay-test-collector";
@@ -182,6 +187,14 @@ uint64_t Collector::MaxAddedId(uint32_t shard) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = max_id_.find(shard);
   return it == max_id_.end() ? 0 : it->second;
+}
+
+uint64_t Collector::HostMaxAddedId(size_t host) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t m = 0;
+  for (const auto& [shard, id] : max_id_)
+    if (shard < host_of_shard_.size() && host_of_shard_[shard] == host) m = std::max(m, id);
+  return m;
 }
 
 std::vector<uint64_t> Collector::ShardSequence(uint32_t shard, uint64_t after) const {
@@ -369,22 +382,56 @@ std::string RelayProcess::Log() const {
   return ss.str();
 }
 
-std::set<uint32_t> RelayProcess::OwnedFromLog() const {
-  std::set<uint32_t> owned;
+namespace {
+
+// The value of field `key` in a log line (key=value or key="quoted value"),
+// nullopt when the line has no such field.
+std::optional<std::string> LogField(const std::string& line, const std::string& key) {
+  const std::string needle = " " + key + "=";
+  const std::string::size_type p = line.find(needle);
+  if (p == std::string::npos) return std::nullopt;
+  std::string::size_type i = p + needle.size();
+  std::string value;
+  if (i < line.size() && line[i] == '"') {
+    for (++i; i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) ++i;
+      value.push_back(line[i]);
+    }
+    return value;
+  }
+  const std::string::size_type end = line.find(' ', i);
+  return line.substr(i, end == std::string::npos ? std::string::npos : end - i);
+}
+
+}  // namespace
+
+std::set<std::string> RelayProcess::OwnedFromLog(const ClusterConfig& config) const {
+  // "released stream to rebalance" names the stream by its lock.
+  std::map<std::string, std::string> stream_of_lock;
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h)
+    for (const auto& ds : config.datastores)
+      stream_of_lock[RelayLockName(config.HostDatabase(config.mysql.hosts[h]), ds.name)] =
+          StreamName(config, h, ds.name);
+  std::set<std::string> owned;
   std::istringstream lines(Log());
   std::string line;
-  auto shard_of = [](const std::string& l) -> std::optional<uint32_t> {
-    auto p = l.find(" shard=");
-    if (p == std::string::npos) return std::nullopt;
-    return static_cast<uint32_t>(std::stoul(l.substr(p + 7)));
-  };
   while (std::getline(lines, line)) {
-    if (line.find("msg=\"owns shard\"") != std::string::npos) {
-      if (auto s = shard_of(line)) owned.insert(*s);
-    } else if (line.find("msg=\"released shard to rebalance\"") != std::string::npos) {
-      if (auto s = shard_of(line)) owned.erase(*s);
-    } else if (line.find("msg=\"lost shard locks\"") != std::string::npos) {
-      owned.clear();  // a single MySQL host: every shard was on the lost connection
+    if (line.find("msg=\"owns stream\"") != std::string::npos) {
+      const auto host = LogField(line, "host"), ds = LogField(line, "datastore");
+      EXPECT_TRUE(host && ds) << "unparsable log line: " << line;
+      if (host && ds) owned.insert(*host + "/" + *ds);
+    } else if (line.find("msg=\"released stream to rebalance\"") != std::string::npos) {
+      const auto lock = LogField(line, "stream");
+      const auto it = lock ? stream_of_lock.find(*lock) : stream_of_lock.end();
+      EXPECT_TRUE(it != stream_of_lock.end()) << "unknown stream in log line: " << line;
+      if (it != stream_of_lock.end()) owned.erase(it->second);
+    } else if (line.find("msg=\"lost stream locks\"") != std::string::npos) {
+      // Every stream of that host was on the lost lock connection.
+      const auto host = LogField(line, "host");
+      EXPECT_TRUE(host) << "unparsable log line: " << line;
+      if (!host) continue;
+      for (auto it = owned.begin(); it != owned.end();)
+        it = it->rfind(*host + "/", 0) == 0 ? owned.erase(it) : std::next(it);
     }
   }
   return owned;
@@ -393,41 +440,58 @@ std::set<uint32_t> RelayProcess::OwnedFromLog() const {
 // ---------------------------------------------------------------------------
 // MySQL state
 
-std::map<uint32_t, std::optional<uint64_t>> ShardLockHolders(const ClusterConfig& config) {
-  std::map<uint32_t, std::optional<uint64_t>> holders;
-  auto conn = MysqlConnection::Connect(EndpointFor(config, config.mysql.hosts.front()));
-  EXPECT_TRUE(conn.ok()) << conn.status().ToString();
-  if (!conn.ok()) return holders;
-  std::string sql = "SELECT ";
-  std::vector<SqlParam> params;
-  for (uint32_t s = 0; s < config.shards; ++s) {
-    sql += s ? ", IS_USED_LOCK(?)" : "IS_USED_LOCK(?)";
-    params.emplace_back(RelayLockName(config.ShardDatabase(s)));
+std::string StreamName(const ClusterConfig& config, size_t host, const std::string& datastore) {
+  return config.mysql.hosts[host].name + "/" + datastore;
+}
+
+std::set<std::string> AllStreams(const ClusterConfig& config) {
+  std::set<std::string> all;
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h)
+    for (const auto& ds : config.datastores) all.insert(StreamName(config, h, ds.name));
+  return all;
+}
+
+std::map<std::string, std::optional<uint64_t>> StreamLockHolders(const ClusterConfig& config) {
+  std::map<std::string, std::optional<uint64_t>> holders;
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+    const MysqlHostConfig& host = config.mysql.hosts[h];
+    auto conn = MysqlConnection::Connect(EndpointFor(config, host));
+    EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+    if (!conn.ok()) return {};
+    std::string sql = "SELECT ";
+    std::vector<SqlParam> params;
+    for (size_t i = 0; i < config.datastores.size(); ++i) {
+      sql += i ? ", IS_USED_LOCK(?)" : "IS_USED_LOCK(?)";
+      params.emplace_back(RelayLockName(config.HostDatabase(host), config.datastores[i].name));
+    }
+    auto rows = (*conn)->Query(sql, params);
+    EXPECT_TRUE(rows.ok() && rows->size() == 1) << rows.status().ToString();
+    if (!rows.ok() || rows->size() != 1) return {};
+    for (size_t i = 0; i < config.datastores.size(); ++i)
+      holders[StreamName(config, h, config.datastores[i].name)] =
+          (*rows)[0].IsNull(i) ? std::nullopt : std::optional<uint64_t>((*rows)[0].Uint(i));
   }
-  auto rows = (*conn)->Query(sql, params);
-  EXPECT_TRUE(rows.ok() && rows->size() == 1) << rows.status().ToString();
-  if (!rows.ok() || rows->size() != 1) return holders;
-  for (uint32_t s = 0; s < config.shards; ++s)
-    holders[s] = (*rows)[0].IsNull(s) ? std::nullopt : std::optional<uint64_t>((*rows)[0].Uint(s));
   return holders;
 }
 
-RelayCheckpoint Checkpoint(CellStore& store, uint32_t shard) {
-  auto lease = store.PoolForShard(shard).Acquire();
+RelayCheckpoint Checkpoint(CellStore& store, size_t host, const std::string& datastore) {
+  auto lease = store.PoolForHost(host).Acquire();
   EXPECT_TRUE(lease.ok()) << lease.status().ToString();
   if (!lease.ok()) return {};
-  const std::string db = store.config().ShardDatabase(shard);
+  const std::string db = store.config().HostDatabase(store.config().mysql.hosts[host]);
   Status s = EnsureCheckpointTable(**lease, db);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  auto cp = LoadCheckpoint(**lease, db, kDatastore);
+  auto cp = LoadCheckpoint(**lease, db, datastore);
   EXPECT_TRUE(cp.ok()) << cp.status().ToString();
   return cp.ok() ? *cp : RelayCheckpoint{};
 }
 
 bool AllCheckpointsAtHead(CellStore& store) {
-  for (uint32_t s = 0; s < store.config().shards; ++s) {
-    auto head = store.ShardHead(kDatastore, s);
-    if (!head.ok() || Checkpoint(store, s).after_added_id < *head) return false;
+  for (size_t h = 0; h < store.config().mysql.hosts.size(); ++h) {
+    for (const auto& ds : store.config().datastores) {
+      auto head = store.HostHead(ds.name, h);
+      if (!head.ok() || Checkpoint(store, h, ds.name).after_added_id < *head) return false;
+    }
   }
   return true;
 }

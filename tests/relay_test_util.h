@@ -1,7 +1,14 @@
 // Helpers shared by the relay integration tests (relay_test.cc,
 // relay_process_test.cc): the binary's MariaDB and local broker, a per-test
-// cluster (own shard databases and topics), a background change-log reader,
+// cluster (own host databases and topics), a background change-log reader,
 // writer threads, relay child processes and MySQL lock inspection.
+//
+// Every test cluster has kHosts hosts, both on the binary's one MariaDB server
+// (two host entries, hence two host databases <prefix>_db1 and <prefix>_db2,
+// two host logs and two relay threads): host 0 owns shards 0-7, host 1 shards
+// 8-15. With the datastores trips and users that makes kHosts x 2 relay
+// streams. Shards s and s + kPartitions share partition s, and lie on
+// different hosts.
 #pragma once
 
 #include <sys/types.h>
@@ -31,6 +38,7 @@ namespace cellar::relaytest {
 
 constexpr uint32_t kShards = 16;
 constexpr int kPartitions = 8;
+constexpr size_t kHosts = 2;
 constexpr const char* kDatastore = "trips";
 
 // The binary's MariaDB and broker (started once by a gtest Environment).
@@ -41,7 +49,7 @@ testing::LocalBroker& Broker();
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
              std::chrono::milliseconds step = std::chrono::milliseconds(20));
 
-// One test's cluster: shard databases <prefix>_s<n> on Db(), topics
+// One test's cluster: host databases <prefix>_db1, <prefix>_db2 on Db(), topics
 // <prefix>.<datastore>.cells (kPartitions each) on `broker`, fast relay
 // ownership rounds. The store is initialised.
 struct Cluster {
@@ -82,6 +90,9 @@ class Collector {
   std::vector<CellId> Missing(const std::vector<CellId>& want) const;
   // Highest added_id received for `shard` (0 when none).
   uint64_t MaxAddedId(uint32_t shard) const;
+  // Highest added_id received from any shard of mysql.hosts[host] (a position
+  // in that host's log; 0 when none).
+  uint64_t HostMaxAddedId(size_t host) const;
   // Events of `shard` with added_id > after, in arrival order.
   std::vector<uint64_t> ShardSequence(uint32_t shard, uint64_t after) const;
   uint64_t poll_errors() const { return poll_errors_; }
@@ -89,6 +100,7 @@ class Collector {
  private:
   void Run();
 
+  std::vector<size_t> host_of_shard_;
   std::unique_ptr<ChangeLogConsumer> consumer_;
   mutable std::mutex mu_;
   std::vector<ConsumedEvent> events_;
@@ -153,21 +165,29 @@ class RelayProcess {
   // code, or -1 when it had to be killed or died from a signal.
   int Terminate(std::chrono::milliseconds timeout);
   std::string Log() const;
-  // Shards this process currently owns according to its log ("owns shard",
-  // "released shard to rebalance", "lost shard locks").
-  std::set<uint32_t> OwnedFromLog() const;
+  // Streams ("<host name>/<datastore>", see StreamName) this process
+  // currently owns according to its log ("owns stream", "released stream to
+  // rebalance" naming the stream's lock, "lost stream locks" of one host).
+  std::set<std::string> OwnedFromLog(const ClusterConfig& config) const;
 
  private:
   pid_t pid_ = -1;
   std::string log_path_;
 };
 
-// For each shard: the MySQL connection id holding its relay lock (nullopt: unowned).
-std::map<uint32_t, std::optional<uint64_t>> ShardLockHolders(const ClusterConfig& config);
+// A relay stream's name as RelayStats::owned_streams spells it: "<host name>/<datastore>".
+std::string StreamName(const ClusterConfig& config, size_t host, const std::string& datastore);
+// Every stream of the cluster (hosts x datastores).
+std::set<std::string> AllStreams(const ClusterConfig& config);
 
-// The relay checkpoint of (shard, kDatastore).
-RelayCheckpoint Checkpoint(CellStore& store, uint32_t shard);
-// Checkpoints of every shard reached their shard heads.
+// For each stream: the MySQL connection id (on the stream's host) holding its
+// relay lock RelayLockName(host database, datastore) (nullopt: unowned).
+std::map<std::string, std::optional<uint64_t>> StreamLockHolders(const ClusterConfig& config);
+
+// The relay checkpoint of the stream (mysql.hosts[host], datastore).
+RelayCheckpoint Checkpoint(CellStore& store, size_t host,
+                           const std::string& datastore = kDatastore);
+// The checkpoint of every stream reached its host head (CellStore::HostHead).
 bool AllCheckpointsAtHead(CellStore& store);
 
 }  // namespace cellar::relaytest
