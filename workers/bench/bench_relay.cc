@@ -40,7 +40,7 @@
 // Where the latency goes (after phase B): the Kafka path alone (a bare
 // producer with the relay's settings -> the same consumer settings, one record
 // at a time at --rate), and the relay's per-round work: its heads query, one
-// ShardLog read, one checkpoint save (timed alone, and once per 50 ms during
+// HostLog read, one checkpoint save (timed alone, and once per 50 ms during
 // phase B together with a SELECT 1 round trip), and how many shards each
 // 100 ms window of phase B dirtied (every 100 ms the relay's checkpoint
 // thread saves the dirty streams' checkpoints of each host in one transaction).
@@ -128,7 +128,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
   }
   for (const auto& st : ReadRelayStatus(*store))
     if (st.owned) {
-      Progress("shard " + std::to_string(st.shard) +
+      Progress("stream " + st.host + "/" + st.datastore +
                " is owned by a running relay: stop the cluster's relays first");
       return 2;
     }
@@ -421,7 +421,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
   t.Add("relay round: heads query p50 ms", FormatNumber(work.heads_p50_ms, 2) + " (" +
                                                std::to_string(work.heads_streams) +
                                                " streams: shards x datastores, every round)");
-  t.Add("relay round: ShardLog read p50 ms",
+  t.Add("relay round: HostLog read p50 ms",
         FormatNumber(work.shard_log_p50_ms, 2) + " (per dirty stream, sequential)");
   t.Add("relay: checkpoint save p50 ms",
         FormatNumber(work.save_p50_ms, 2) + " (autocommit upsert, per dirty stream)");
@@ -433,7 +433,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
   t.Add("dirty shards per 100 ms (phase B)",
         FormatNumber(dirty_per_save, 1) + " (checkpoints a save round writes, in one transaction)");
   t.Add("est. relay round trips per 100 ms",
-        FormatNumber(1 + dirty_per_save, 0) + " (heads + a ShardLog read per dirty stream) x " +
+        FormatNumber(1 + dirty_per_save, 0) + " (heads + a HostLog read per dirty stream) x " +
             FormatNumber(loaded_rtt_p50, 2) +
             " ms = " + FormatNumber((1 + dirty_per_save) * loaded_rtt_p50, 1) +
             " ms; checkpoints are saved on their own thread");

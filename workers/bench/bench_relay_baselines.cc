@@ -156,14 +156,13 @@ RelayProbes ProbeRelayWork(CellStore& store, ScratchCheckpoints& scratch,
     return out;
   }
   MysqlConnection& conn = **lease;
+  // The host's streams: one log per datastore.
   std::string heads;
-  for (uint32_t s = host.first_shard; s <= host.last_shard && s < cfg.shards; ++s)
-    for (const auto& ds : cfg.datastores) {
-      if (!heads.empty()) heads += " UNION ALL ";
-      heads += "SELECT " + std::to_string(out.heads_streams++) +
-               ", IFNULL(MAX(added_id), 0) FROM " +
-               QualifiedTable(cfg.ShardDatabase(s), "cells_" + ds.name);
-    }
+  for (const auto& ds : cfg.datastores) {
+    if (!heads.empty()) heads += " UNION ALL ";
+    heads += "SELECT " + std::to_string(out.heads_streams++) + ", IFNULL(MAX(added_id), 0) FROM " +
+             QualifiedTable(cfg.HostDatabase(host), "cells_" + ds.name);
+  }
   std::vector<double> heads_ms, log_ms, save_ms;
   for (int i = 0; i < rounds; ++i) {
     Stopwatch clock;
@@ -172,15 +171,13 @@ RelayProbes ProbeRelayWork(CellStore& store, ScratchCheckpoints& scratch,
       return out;
     }
     heads_ms.push_back(clock.Millis());
-    const uint32_t shard =
-        host.first_shard + static_cast<uint32_t>(i) % (host.last_shard - host.first_shard + 1);
-    auto head = store.ShardHead(datastore, shard);
+    auto head = store.HostHead(datastore, 0);
     if (!head.ok()) {
       out.error = head.status().ToString();
       return out;
     }
     clock.Restart();
-    auto page = store.ShardLog(datastore, shard, *head > 0 ? *head - 1 : 0, cfg.relay.batch_cells);
+    auto page = store.HostLog(datastore, 0, *head > 0 ? *head - 1 : 0, cfg.relay.batch_cells);
     if (!page.ok()) {
       out.error = page.status().ToString();
       return out;
