@@ -365,13 +365,12 @@ TEST_F(FailureTest, PutsInFlightWhenHostDiesAreDurableOrRetryable) {
           const uint32_t shard = ShardForRow(o.write.row_key, kShards);
           std::string out;
           env->dbs[OnDb2(shard) ? 1 : 0]->Execute(
-              "SELECT added_id, HEX(row_key), column_name, ref_key, created_at FROM "
-              "cellar_s" +
-                  std::to_string(shard) + ".cells_trips WHERE added_id >= " +
+              "SELECT added_id, shard, HEX(row_key), column_name, ref_key, created_at FROM " +
+                  env->config.DatabaseForShard(shard) + ".cells_trips WHERE added_id >= " +
                   std::to_string(o.added_id - 3) + " ORDER BY added_id LIMIT 8",
               &out);
           ADD_FAILURE() << "thread " << t << " shard " << shard << " acknowledged added_id "
-                        << o.added_id << "; the shard's log from 3 ids before it:\n"
+                        << o.added_id << "; the host's log from 3 ids before it:\n"
                         << out;
         }
         ASSERT_TRUE(c.ok()) << "acknowledged put lost: " << c.status().ToString();

@@ -7,6 +7,8 @@ add_executable(cellar-bench
   bench/bench_load.cc
   bench/bench_put.cc
   bench/bench_put_raw.cc
+  bench/bench_put_store.cc
+  bench/bench_put_phases.cc
   bench/bench_relay.cc
   bench/bench_relay_baselines.cc
   bench/bench_relay_collector.cc

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <latch>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "base/time.h"
@@ -77,93 +76,158 @@ nlohmann::json MakeTripBody(std::mt19937_64& rng, int target_bytes) {
 
 namespace {
 
-// One row's six parameters; created_at (0 here) is set when the statement runs.
-void AddRowParams(std::vector<SqlParam>& params, const Uuid& row, const std::string& column,
-                  std::string encoded_body) {
-  params.emplace_back(row.ToBytes());
+struct RawRow {
+  uint32_t shard = 0;
+  Uuid row_key;
+  std::string encoded_body;
+};
+
+// One row's seven parameters; created_at (0 here) is set when the statement runs.
+void AddRowParams(std::vector<SqlParam>& params, const RawRow& row, const std::string& column) {
+  params.emplace_back(uint64_t{row.shard});
+  params.emplace_back(row.row_key.ToBytes());
   params.emplace_back(column);
   params.emplace_back(int64_t{0});
-  params.emplace_back(std::move(encoded_body));
+  params.emplace_back(row.encoded_body);
   params.emplace_back(int64_t{0});
   params.emplace_back(int64_t{0});
 }
+constexpr size_t kParamsPerRow = 7;
+constexpr size_t kCreatedAtParam = 6;
 
-std::string InsertPrefix(const ClusterConfig& cfg, uint32_t shard, const std::string& datastore) {
-  return "INSERT INTO " + QualifiedTable(cfg.ShardDatabase(shard), "cells_" + datastore) +
-         " (row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
+// A multi-row INSERT of `rows` into the cells table of host `host`.
+RawStatement HostInsert(const ClusterConfig& cfg, size_t host, const std::string& datastore,
+                        const std::string& column, const std::vector<RawRow>& rows,
+                        bool returning) {
+  RawStatement st;
+  st.sql = "INSERT INTO " +
+           QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[host]), "cells_" + datastore) +
+           " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
+  st.params.reserve(rows.size() * kParamsPerRow);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    st.sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
+    AddRowParams(st.params, rows[i], column);
+  }
+  if (returning) st.sql += " RETURNING row_key, column_name, ref_key, added_id";
+  st.returning = returning;
+  return st;
+}
+
+std::string FenceTable(const ClusterConfig& cfg, size_t host) {
+  return QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[host]), "write_fence");
+}
+
+// `rows` random rows grouped per host into groups of `group_rows` (the last
+// group of a host may be shorter); emit(host, rows) gets each group.
+template <typename Emit>
+void PlanHostGroups(const ClusterConfig& cfg, int rows, int group_rows, int body_bytes,
+                    std::mt19937_64& rng, Emit emit) {
+  std::vector<std::vector<RawRow>> buckets(cfg.mysql.hosts.size());
+  for (int emitted = 0; emitted < rows && !StopRequested(); ++emitted) {
+    RawRow r;
+    r.row_key = Uuid::Random();
+    r.shard = ShardForRow(r.row_key, cfg.shards);
+    r.encoded_body = EncodeBody(MakeTripBody(rng, body_bytes));
+    const size_t host = cfg.HostIndexForShard(r.shard);
+    buckets[host].push_back(std::move(r));
+    if (static_cast<int>(buckets[host].size()) >= group_rows) {
+      emit(host, buckets[host]);
+      buckets[host].clear();
+    }
+  }
+  for (size_t h = 0; h < buckets.size(); ++h)
+    if (!buckets[h].empty()) emit(h, buckets[h]);
 }
 
 }  // namespace
 
-RawWork PlanRawStatements(const ClusterConfig& cfg, const std::vector<uint32_t>& host_of_shard,
-                          const std::string& datastore, const std::string& column, int rows,
-                          int rows_per_insert, int body_bytes, std::mt19937_64& rng) {
+RawWork PlanRawStatements(const ClusterConfig& cfg, const std::string& datastore,
+                          const std::string& column, int rows, int rows_per_insert, int body_bytes,
+                          std::mt19937_64& rng) {
   RawWork by_host(cfg.mysql.hosts.size());
-  std::vector<std::vector<std::pair<Uuid, std::string>>> buckets(cfg.shards);
-  int emitted = 0;
-  while (emitted < rows && !StopRequested()) {
-    const Uuid row = Uuid::Random();
-    const uint32_t shard = ShardForRow(row, cfg.shards);
-    auto& bucket = buckets[shard];
-    bucket.emplace_back(row, EncodeBody(MakeTripBody(rng, body_bytes)));
-    const int want = std::min(rows_per_insert, rows - emitted);
-    if (static_cast<int>(bucket.size()) < want) continue;
-    RawStatement st;
-    st.shard = shard;
-    st.sql = InsertPrefix(cfg, shard, datastore);
-    st.params.reserve(bucket.size() * 6);
-    for (size_t i = 0; i < bucket.size(); ++i) {
-      st.sql += i ? ",(?,?,?,?,?,?)" : "(?,?,?,?,?,?)";
-      AddRowParams(st.params, bucket[i].first, column, std::move(bucket[i].second));
-    }
-    emitted += static_cast<int>(bucket.size());
-    bucket.clear();
-    by_host[host_of_shard[shard]].push_back(RawTransaction{{std::move(st)}});
-  }
+  PlanHostGroups(cfg, rows, rows_per_insert, body_bytes, rng,
+                 [&](size_t host, const std::vector<RawRow>& group) {
+                   RawTransaction tx;
+                   tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, false));
+                   by_host[host].push_back(std::move(tx));
+                 });
   return by_host;
 }
 
-RawWork PlanShardRowTransactions(const ClusterConfig& cfg,
-                                 const std::vector<uint32_t>& host_of_shard,
-                                 const std::string& datastore, const std::string& column, int rows,
-                                 int rows_per_transaction, int body_bytes, std::mt19937_64& rng) {
+RawWork PlanFencedTransactions(const ClusterConfig& cfg, const std::string& datastore,
+                               const std::string& column, int rows, int rows_per_transaction,
+                               int body_bytes, std::mt19937_64& rng) {
   RawWork by_host(cfg.mysql.hosts.size());
-  std::vector<RawTransaction> open(cfg.mysql.hosts.size());
-  std::vector<std::set<uint32_t>> open_shards(cfg.mysql.hosts.size());
-  std::vector<size_t> shards_on_host(cfg.mysql.hosts.size(), 0);
-  for (uint32_t host : host_of_shard) ++shards_on_host[host];
-  for (int emitted = 0; emitted < rows && !StopRequested();) {
-    const Uuid row = Uuid::Random();
-    const uint32_t shard = ShardForRow(row, cfg.shards);
-    const uint32_t host = host_of_shard[shard];
-    if (!open_shards[host].insert(shard).second) continue;  // one row per shard and transaction
-    RawStatement st;
-    st.shard = shard;
-    st.sql = InsertPrefix(cfg, shard, datastore) + "(?,?,?,?,?,?)";
-    AddRowParams(st.params, row, column, EncodeBody(MakeTripBody(rng, body_bytes)));
-    open[host].statements.push_back(std::move(st));
-    ++emitted;
-    const bool full = static_cast<int>(open[host].statements.size()) >= rows_per_transaction ||
-                      open_shards[host].size() >= shards_on_host[host];
-    if (full || emitted == rows) {
-      by_host[host].push_back(std::move(open[host]));
-      open[host] = RawTransaction{};
-      open_shards[host].clear();
-    }
-  }
-  for (size_t h = 0; h < open.size(); ++h)
-    if (!open[h].statements.empty()) by_host[h].push_back(std::move(open[h]));
+  PlanHostGroups(cfg, rows, rows_per_transaction, body_bytes, rng,
+                 [&](size_t host, const std::vector<RawRow>& group) {
+                   RawTransaction tx;
+                   tx.fence_sql = "SELECT conn_id FROM " + FenceTable(cfg, host) +
+                                  " WHERE conn_id = CONNECTION_ID() FOR UPDATE";
+                   tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, true));
+                   by_host[host].push_back(std::move(tx));
+                 });
   return by_host;
 }
 
-PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, int connections_per_host) {
+namespace {
+
+// Registers `conn` in the host's write fence, committed, and turns autocommit off.
+Status RegisterRawWriter(MysqlConnection& conn, const std::string& fence_table) {
+  CELLAR_RETURN_IF_ERROR(
+      conn.Execute("INSERT IGNORE INTO " + fence_table + " (conn_id) VALUES (CONNECTION_ID())")
+          .status());
+  return conn.UseImplicitTransactions();
+}
+
+// One transaction of `tx` on `conn`; the rows written, or the first error (rolled back).
+Result<uint64_t> RunRawTransaction(MysqlConnection& conn, RawTransaction& tx) {
+  const bool explicit_tx = tx.statements.size() > 1 || !tx.fence_sql.empty();
+  Status st = explicit_tx ? conn.Begin() : Status::Ok();
+  if (st.ok() && !tx.fence_sql.empty()) {
+    auto fence = conn.Query(tx.fence_sql);
+    if (!fence.ok())
+      st = fence.status();
+    else if (fence->size() != 1)
+      st = FailedPrecondition("this connection's write_fence row is missing");
+  }
+  uint64_t written = 0;
+  const int64_t now = NowMicros();
+  for (RawStatement& statement : tx.statements) {
+    if (!st.ok()) break;
+    for (size_t p = kCreatedAtParam; p < statement.params.size(); p += kParamsPerRow)
+      statement.params[p] = now;
+    if (statement.returning) {
+      auto r = conn.Query(statement.sql, statement.params);
+      if (r.ok())
+        written += r->size();
+      else
+        st = r.status();
+    } else {
+      auto r = conn.Execute(statement.sql, statement.params);
+      if (r.ok())
+        written += *r;
+      else
+        st = r.status();
+    }
+  }
+  if (st.ok() && explicit_tx) st = conn.Commit();
+  if (!st.ok()) {
+    if (explicit_tx) conn.Rollback();
+    return st;
+  }
+  return written;
+}
+
+}  // namespace
+
+PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, const RawPhaseOptions& options) {
   PhaseResult result;
   std::mutex mu;
   auto record_error = [&](const Status& s) {
     std::lock_guard<std::mutex> lock(mu);
     if (result.errors++ == 0) result.first_error = s.ToString();
   };
-  // Connect everything before the clock starts.
+  // Connect (and register) everything before the clock starts.
   struct Worker {
     size_t host;
     std::unique_ptr<MysqlConnection> conn;
@@ -171,10 +235,12 @@ PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, int connections
   std::vector<Worker> workers;
   for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
     if (work[h].empty()) continue;
-    for (int i = 0; i < connections_per_host; ++i) {
+    for (int i = 0; i < options.connections_per_host; ++i) {
       auto conn = MysqlConnection::Connect(EndpointFor(cfg, cfg.mysql.hosts[h]));
-      if (!conn.ok()) {
-        record_error(conn.status());
+      Status st = conn.status();
+      if (st.ok() && options.register_writers) st = RegisterRawWriter(**conn, FenceTable(cfg, h));
+      if (!st.ok()) {
+        record_error(st);
         return result;
       }
       workers.push_back({h, std::move(conn).value()});
@@ -188,32 +254,15 @@ PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, int connections
   for (auto& w : workers) {
     threads.emplace_back([&, wp = &w] {
       auto& transactions = work[wp->host];
-      MysqlConnection& conn = *wp->conn;
       start.arrive_and_wait();
       while (!StopRequested()) {
         const size_t i = next[wp->host].fetch_add(1);
         if (i >= transactions.size()) break;
-        RawTransaction& tx = transactions[i];
-        const bool explicit_tx = tx.statements.size() > 1;
-        Status st = explicit_tx ? conn.Begin() : Status::Ok();
-        uint64_t written = 0;
-        const int64_t now = NowMicros();
-        for (RawStatement& statement : tx.statements) {
-          if (!st.ok()) break;
-          for (size_t p = 5; p < statement.params.size(); p += 6) statement.params[p] = now;
-          auto r = conn.Execute(statement.sql, statement.params);
-          if (r.ok())
-            written += *r;
-          else
-            st = r.status();
-        }
-        if (st.ok() && explicit_tx) st = conn.Commit();
-        if (!st.ok()) {
-          if (explicit_tx) conn.Rollback();
-          record_error(st);
-          continue;
-        }
-        rows.fetch_add(written);
+        auto written = RunRawTransaction(*wp->conn, transactions[i]);
+        if (written.ok())
+          rows.fetch_add(*written);
+        else
+          record_error(written.status());
       }
     });
   }
@@ -223,6 +272,16 @@ PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, int connections
   result.seconds = clock.Seconds();
   result.rows = rows.load();
   result.interrupted = StopRequested();
+  if (options.register_writers)
+    for (auto& w : workers) {
+      // Best effort: leave no fence row of a closed connection behind.
+      if (w.conn->broken()) continue;
+      if (w.conn
+              ->Execute("DELETE FROM " + FenceTable(cfg, w.host) +
+                        " WHERE conn_id = CONNECTION_ID()")
+              .ok())
+        w.conn->Commit().IgnoreError();
+    }
   return result;
 }
 

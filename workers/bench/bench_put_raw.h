@@ -1,11 +1,12 @@
-// Raw SQL baselines of `cellar-bench put` (no Cellar write path), and the
+// Raw SQL phases of `cellar-bench put` (no Cellar write path), and the
 // trip-like bodies every phase writes.
 //
-// A raw phase runs prepared statements straight into the cells tables of the
-// shard databases through cellar::MysqlConnection: same columns, same
-// EncodeBody bytes, distinct random row keys, each row in the shard its key
-// hashes to. Work is a list of transactions per MySQL host; a one-statement
-// transaction runs in autocommit.
+// A raw phase runs prepared statements straight into the host cells tables
+// (cells_<datastore> in <prefix>_<host name>, the host log of
+// cells/cell_store.h) through cellar::MysqlConnection: same columns including
+// `shard`, same EncodeBody bytes, distinct random row keys, each row on the
+// host owning the shard its key hashes to. Work is a list of transactions per
+// MySQL host; a one-statement transaction without a fence runs in autocommit.
 #pragma once
 
 #include <cstdint>
@@ -24,13 +25,18 @@ namespace cellar::bench {
 nlohmann::json MakeTripBody(std::mt19937_64& rng, int target_bytes);
 
 struct RawStatement {
-  uint32_t shard = 0;
   std::string sql;
-  std::vector<SqlParam> params;  // 6 per row; created_at (every 6th) set when run
+  std::vector<SqlParam> params;  // 7 per row; created_at (every 7th) set when run
+  bool returning = false;        // INSERT ... RETURNING: run as a query, rows counted
 };
 
-// Statements that commit together (autocommit when there is one).
+// Statements that commit together. Without a fence and with one statement,
+// the statement runs in autocommit.
 struct RawTransaction {
+  // Non-empty: the transaction's first statement, the write fence lock
+  // (SELECT conn_id ... WHERE conn_id = CONNECTION_ID() FOR UPDATE); the
+  // connection must have been registered (RawPhaseOptions::register_writers).
+  std::string fence_sql;
   std::vector<RawStatement> statements;
 };
 
@@ -45,22 +51,32 @@ struct PhaseResult {
   bool interrupted = false;
 };
 
-// `rows` rows in full `rows_per_insert`-row statements per shard (only the
-// last statement may be shorter), one statement per transaction.
-RawWork PlanRawStatements(const ClusterConfig& cfg, const std::vector<uint32_t>& host_of_shard,
-                          const std::string& datastore, const std::string& column, int rows,
-                          int rows_per_insert, int body_bytes, std::mt19937_64& rng);
+// `rows` rows in full `rows_per_insert`-row statements per host (rows of
+// random shards of the host; only the last statement of a host may be
+// shorter), one autocommit statement per transaction.
+RawWork PlanRawStatements(const ClusterConfig& cfg, const std::string& datastore,
+                          const std::string& column, int rows, int rows_per_insert, int body_bytes,
+                          std::mt19937_64& rng);
 
-// The best a group commit can do when every cell is the only one of its
-// shard in the transaction: `rows` rows, one single-row INSERT each, in
-// transactions of `rows_per_transaction` rows of distinct shards of a host.
-RawWork PlanShardRowTransactions(const ClusterConfig& cfg,
-                                 const std::vector<uint32_t>& host_of_shard,
-                                 const std::string& datastore, const std::string& column, int rows,
-                                 int rows_per_transaction, int body_bytes, std::mt19937_64& rng);
+// The ceiling of the host-log design in plain SQL: `rows` rows in
+// transactions of `rows_per_transaction` rows of random shards of a host,
+// each = the write fence lock + ONE multi-row prepared INSERT ... RETURNING
+// (the statement Cellar's group commit sends) + COMMIT.
+RawWork PlanFencedTransactions(const ClusterConfig& cfg, const std::string& datastore,
+                               const std::string& column, int rows, int rows_per_transaction,
+                               int body_bytes, std::mt19937_64& rng);
 
-// Runs `work` over `connections_per_host` connections per host (connected
-// before the clock starts) and counts the rows written.
-PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, int connections_per_host);
+struct RawPhaseOptions {
+  int connections_per_host = 4;
+  // Each connection registers in the host's write_fence (INSERT IGNORE of
+  // CONNECTION_ID(), committed) before the clock starts, runs with
+  // autocommit off (SET autocommit = 0, as Cellar's writers do) and removes
+  // its row when done.
+  bool register_writers = false;
+};
+
+// Runs `work` (connections connected before the clock starts) and counts the
+// rows written.
+PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, const RawPhaseOptions& options);
 
 }  // namespace cellar::bench

@@ -236,14 +236,14 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
   const uint64_t n = static_cast<uint64_t>(o.cells);
 
   std::unique_ptr<CellStore> store = CellStore::Open(cfg);
-  Progress("creating shard databases and tables (" + std::to_string(cfg.shards) + " shards)");
+  Progress("creating host databases and tables (" + std::to_string(cfg.shards) + " shards)");
   if (Status s = store->Init(); !s.ok()) {
     Progress("init failed: " + s.ToString());
     return 1;
   }
   for (const auto& st : ReadRelayStatus(*store))
     if (st.owned) {
-      Progress("shard " + std::to_string(st.shard) +
+      Progress("the " + st.datastore + " log of host " + st.host +
                " is owned by a running relay: stop the cluster's relays first");
       return 2;
     }

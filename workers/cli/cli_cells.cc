@@ -55,7 +55,7 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     if (ref) c->add_option("--ref", a->ref_key, "ref_key (>= 0)")->required();
   };
 
-  app.add_subcommand("init", "create shard databases and tables (idempotent)")
+  app.add_subcommand("init", "create the host databases and tables (idempotent)")
       ->callback(run([open] {
         auto store = open();
         Status s = store->Init();
@@ -193,7 +193,7 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
       uint32_t s = ShardForRow(*row, cfg.shards);
       out["row"] = {{"row_key", row->ToString()},
                     {"shard", s},
-                    {"database", cfg.ShardDatabase(s)},
+                    {"database", cfg.DatabaseForShard(s)},
                     {"host", cfg.HostForShard(s).name}};
     }
     PrintJson(out);

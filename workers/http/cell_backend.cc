@@ -51,8 +51,10 @@ class StoreBackend : public CellBackend {
 
   Status CheckReady() override {
     std::string down;
-    for (const MysqlHostConfig& host : store_->config().mysql.hosts) {
-      auto lease = store_->PoolForShard(host.first_shard).Acquire();
+    const auto& hosts = store_->config().mysql.hosts;
+    for (size_t h = 0; h < hosts.size(); ++h) {
+      const MysqlHostConfig& host = hosts[h];
+      auto lease = store_->PoolForHost(h).Acquire();
       Status s = lease.ok() ? (*lease)->Query("SELECT 1").status() : lease.status();
       if (s.ok()) continue;
       if (!down.empty()) down += "; ";
