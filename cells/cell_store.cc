@@ -136,8 +136,11 @@ Status CellStore::CheckLayout() {
     });
     Status st = r.status();
     if (r.ok() && *r)
-      st = FailedPrecondition("host " + host.name + " holds cells in the per-shard layout of an "
-                              "older Cellar (database " + legacy + "); run `cellar migrate` to "
+      st = FailedPrecondition("host " + host.name +
+                              " holds cells in the per-shard layout of an "
+                              "older Cellar (database " +
+                              legacy +
+                              "); run `cellar migrate` to "
                               "copy them into the host log (database " +
                               impl_->config.HostDatabase(host) + ")");
     if (!st.ok() && first_error.ok()) first_error = st;
@@ -157,7 +160,8 @@ Status CellStore::Init() {
                                           "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
       CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateWriteFenceSql(db)));
       for (const auto& ds : impl_->config.datastores)
-        CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateCellsTableSql(impl_->HostTable(h, ds.name))));
+        CELLAR_RETURN_IF_ERROR(
+            c.ExecuteDdl(internal::CreateCellsTableSql(impl_->HostTable(h, ds.name))));
       return true;
     });
     if (!r.ok() && first_error.ok()) first_error = r.status();
@@ -376,11 +380,11 @@ Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t 
     CELLAR_RETURN_IF_ERROR(fenced);
     const uint64_t high = first.back().added_id;
     CELLAR_ASSIGN_OR_RETURN(
-        page.cells, ReadCells(c, select + " AND added_id <= ? ORDER BY added_id LIMIT " +
-                                     std::to_string(limit),
-                              {uint64_t{shard}, after_added_id, high}));
-    page.next_after = static_cast<int>(page.cells.size()) == limit ? page.cells.back().added_id
-                                                                    : high;
+        page.cells,
+        ReadCells(c, select + " AND added_id <= ? ORDER BY added_id LIMIT " + std::to_string(limit),
+                  {uint64_t{shard}, after_added_id, high}));
+    page.next_after =
+        static_cast<int>(page.cells.size()) == limit ? page.cells.back().added_id : high;
     return page;
   });
 }
@@ -426,11 +430,11 @@ Result<HostLogPage> CellStore::HostLog(const std::string& datastore, size_t host
       return page;
     }
     CELLAR_RETURN_IF_ERROR(fenced);
-    CELLAR_ASSIGN_OR_RETURN(
-        std::vector<Cell> rest,
-        ReadCells(c, select + " AND added_id <= ? ORDER BY added_id LIMIT " +
-                         std::to_string(limit - static_cast<int>(run)),
-                  {final_before, high}));
+    CELLAR_ASSIGN_OR_RETURN(std::vector<Cell> rest,
+                            ReadCells(c,
+                                      select + " AND added_id <= ? ORDER BY added_id LIMIT " +
+                                          std::to_string(limit - static_cast<int>(run)),
+                                      {final_before, high}));
     const bool full = static_cast<int>(run + rest.size()) == limit;
     for (auto& cell : rest) page.cells.push_back(std::move(cell));
     page.next_after = full && !page.cells.empty() ? page.cells.back().added_id : high;
@@ -455,12 +459,11 @@ Result<uint64_t> CellStore::HostHead(const std::string& datastore, size_t host) 
   if (host >= impl_->config.mysql.hosts.size())
     return InvalidArgument("host " + std::to_string(host) + " out of range");
   const std::string sql = "SELECT MAX(added_id) FROM " + impl_->HostTable(host, datastore);
-  return impl_->WithHost<uint64_t>(
-      host, "host " + impl_->config.mysql.hosts[host].name,
-      [&](MysqlConnection& c) -> Result<uint64_t> {
-        CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql));
-        return rows.empty() ? 0 : rows[0].Uint(0);
-      });
+  return impl_->WithHost<uint64_t>(host, "host " + impl_->config.mysql.hosts[host].name,
+                                   [&](MysqlConnection& c) -> Result<uint64_t> {
+                                     CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql));
+                                     return rows.empty() ? 0 : rows[0].Uint(0);
+                                   });
 }
 
 Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
@@ -470,20 +473,20 @@ Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
     const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
     const std::string sql = "DELETE FROM " + impl_->HostTable(h, datastore) +
                             " WHERE column_name = ? AND created_at < ? LIMIT 5000";
-    auto r = impl_->WithHost<uint64_t>(h, "host " + host.name,
-                                       [&](MysqlConnection& c) -> Result<uint64_t> {
-      uint64_t total = 0;
-      for (const auto& col : ds->columns) {
-        if (col.ttl_ms <= 0) continue;
-        const MicrosSinceEpoch cutoff = Impl::VisibleSince(col);
-        while (true) {
-          CELLAR_ASSIGN_OR_RETURN(uint64_t n, c.Execute(sql, {col.name, cutoff}));
-          total += n;
-          if (n < 5000) break;
-        }
-      }
-      return total;
-    });
+    auto r = impl_->WithHost<uint64_t>(
+        h, "host " + host.name, [&](MysqlConnection& c) -> Result<uint64_t> {
+          uint64_t total = 0;
+          for (const auto& col : ds->columns) {
+            if (col.ttl_ms <= 0) continue;
+            const MicrosSinceEpoch cutoff = Impl::VisibleSince(col);
+            while (true) {
+              CELLAR_ASSIGN_OR_RETURN(uint64_t n, c.Execute(sql, {col.name, cutoff}));
+              total += n;
+              if (n < 5000) break;
+            }
+          }
+          return total;
+        });
     if (r.ok()) {
       stats.deleted += *r;
     } else {

@@ -23,16 +23,15 @@ Result<uint64_t> CopyTable(MysqlConnection& c, const std::string& host_db,
   const std::string progress = QualifiedTable(host_db, "layout_migration");
   uint64_t copied = 0;
   while (true) {
-    CELLAR_ASSIGN_OR_RETURN(
-        auto done, c.Query("SELECT after_added_id FROM " + progress +
-                               " WHERE shard = ? AND datastore = ?",
-                           {uint64_t{shard}, datastore}));
+    CELLAR_ASSIGN_OR_RETURN(auto done, c.Query("SELECT after_added_id FROM " + progress +
+                                                   " WHERE shard = ? AND datastore = ?",
+                                               {uint64_t{shard}, datastore}));
     const uint64_t after = done.empty() ? 0 : done[0].Uint(0);
     CELLAR_ASSIGN_OR_RETURN(
-        auto hi_rows, c.Query("SELECT MAX(added_id) FROM (SELECT added_id FROM " + legacy_table +
-                                  " WHERE added_id > ? ORDER BY added_id LIMIT " +
-                                  std::to_string(kChunk) + ") t",
-                              {after}));
+        auto hi_rows,
+        c.Query("SELECT MAX(added_id) FROM (SELECT added_id FROM " + legacy_table +
+                    " WHERE added_id > ? ORDER BY added_id LIMIT " + std::to_string(kChunk) + ") t",
+                {after}));
     if (hi_rows.empty() || hi_rows[0].IsNull(0)) {
       CELLAR_RETURN_IF_ERROR(c.Commit());  // ends the read-only implicit transaction
       return copied;
@@ -75,12 +74,11 @@ Result<uint64_t> Verify(MysqlConnection& c, const std::string& legacy_table,
                         const std::string& datastore) {
   CELLAR_ASSIGN_OR_RETURN(auto total, c.Query("SELECT COUNT(*) FROM " + legacy_table));
   CELLAR_ASSIGN_OR_RETURN(
-      auto equal,
-      c.Query("SELECT COUNT(*) FROM " + legacy_table + " l JOIN " + host_table +
-                  " h ON h.row_key = l.row_key AND h.column_name = l.column_name"
-                  " AND h.ref_key = l.ref_key WHERE h.shard = ? AND h.body = l.body"
-                  " AND h.tombstone = l.tombstone AND h.created_at = l.created_at",
-              {uint64_t{shard}}));
+      auto equal, c.Query("SELECT COUNT(*) FROM " + legacy_table + " l JOIN " + host_table +
+                              " h ON h.row_key = l.row_key AND h.column_name = l.column_name"
+                              " AND h.ref_key = l.ref_key WHERE h.shard = ? AND h.body = l.body"
+                              " AND h.tombstone = l.tombstone AND h.created_at = l.created_at",
+                          {uint64_t{shard}}));
   CELLAR_RETURN_IF_ERROR(c.Commit());
   const uint64_t want = total[0].Uint(0), got = equal[0].Uint(0);
   if (want != got)
@@ -92,8 +90,8 @@ Result<uint64_t> Verify(MysqlConnection& c, const std::string& legacy_table,
 
 }  // namespace
 
-Result<MigrationStats> MigrateShardLayout(
-    CellStore& store, const std::function<void(const std::string&)>& progress) {
+Result<MigrationStats> MigrateShardLayout(CellStore& store,
+                                          const std::function<void(const std::string&)>& progress) {
   const ClusterConfig& config = store.config();
   MigrationStats stats;
   for (const MysqlHostConfig& host : config.mysql.hosts) {
@@ -123,17 +121,15 @@ Result<MigrationStats> MigrateShardLayout(
         const std::string host_table = QualifiedTable(host_db, name);
         CELLAR_ASSIGN_OR_RETURN(uint64_t copied,
                                 CopyTable(c, host_db, legacy_table, host_table, s, ds.name));
-        CELLAR_ASSIGN_OR_RETURN(uint64_t verified,
-                                Verify(c, legacy_table, host_table, s, ds.name));
+        CELLAR_ASSIGN_OR_RETURN(uint64_t verified, Verify(c, legacy_table, host_table, s, ds.name));
         CELLAR_RETURN_IF_ERROR(c.ExecuteDdl("RENAME TABLE " + legacy_table + " TO " +
                                             QualifiedTable(legacy_db, "migrated_" + name)));
         stats.cells_copied += copied;
         stats.cells_verified += verified;
         ++stats.tables_migrated;
         if (progress)
-          progress("shard " + std::to_string(s) + " " + ds.name + ": " +
-                   std::to_string(verified) + " cells verified (" + std::to_string(copied) +
-                   " copied now)");
+          progress("shard " + std::to_string(s) + " " + ds.name + ": " + std::to_string(verified) +
+                   " cells verified (" + std::to_string(copied) + " copied now)");
       }
     }
   }

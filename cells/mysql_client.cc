@@ -1,7 +1,5 @@
 #include "cells/mysql_client.h"
 
-#include <cstdio>
-
 #include <cppconn/exception.h>
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
@@ -10,6 +8,7 @@
 #include <mysql_connection.h>
 #include <mysql_driver.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace cellar {

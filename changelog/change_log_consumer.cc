@@ -27,7 +27,8 @@ Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
                      {"topic.metadata.refresh.interval.ms", "5000"},
                      {"fetch.wait.max.ms", "10"}}));
   std::string err;
-  if (options.rebalance_cb && conf->set("rebalance_cb", options.rebalance_cb, err) != RdKafka::Conf::CONF_OK)
+  if (options.rebalance_cb &&
+      conf->set("rebalance_cb", options.rebalance_cb, err) != RdKafka::Conf::CONF_OK)
     return InvalidArgument("Kafka rebalance_cb: " + err);
   std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!c) return InvalidArgument("Kafka consumer: " + err);

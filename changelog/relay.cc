@@ -3,8 +3,8 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <shared_mutex>
@@ -12,17 +12,17 @@
 
 #include "base/log.h"
 #include "changelog/cell_event.h"
-#include "changelog/internal/relay_ownership.h"
 #include "changelog/internal/host_stream.h"
+#include "changelog/internal/relay_ownership.h"
 #include "changelog/kafka_conf.h"
 #include "changelog/relay_checkpoint.h"
 
 namespace cellar {
 
 using internal::DeliveryTag;
+using internal::HostStream;
 using internal::NamedLocks;
 using internal::RelayMembership;
-using internal::HostStream;
 
 std::string RelayLockName(const std::string& host_database, const std::string& datastore) {
   std::string name = "cellar_relay:" + host_database + "/" + datastore;
@@ -197,7 +197,8 @@ struct Relay::Impl {
       if (!EnsureCheckpointTable(**lease, db).ok()) continue;
       for (const auto& ds : config.datastores) {
         auto cp = LoadCheckpoint(**lease, db, ds.name);
-        if (cp.ok()) ResetIfBrokerLost(**lease, db, host.name, ds.name, &*cp).status().IgnoreError();
+        if (cp.ok())
+          ResetIfBrokerLost(**lease, db, host.name, ds.name, &*cp).status().IgnoreError();
       }
     }
   }

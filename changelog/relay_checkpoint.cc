@@ -19,10 +19,11 @@ Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database)
 
 Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string& database,
                                        const std::string& datastore) {
-  CELLAR_ASSIGN_OR_RETURN(auto rows,
-                          conn.Query("SELECT after_added_id, kafka_offset, updated_at, kafka_partition FROM " +
-                                         Table(database) + " WHERE datastore = ?",
-                                     {datastore}));
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows,
+      conn.Query("SELECT after_added_id, kafka_offset, updated_at, kafka_partition FROM " +
+                     Table(database) + " WHERE datastore = ?",
+                 {datastore}));
   RelayCheckpoint cp;
   if (!rows.empty()) {
     cp.after_added_id = rows[0].Uint(0);
@@ -36,19 +37,19 @@ Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string&
 Status SaveCheckpoint(MysqlConnection& conn, const std::string& database,
                       const std::string& datastore, const RelayCheckpoint& cp) {
   return conn
-      .Execute("INSERT INTO " + Table(database) +
-                   " (datastore, after_added_id, kafka_offset, kafka_partition, updated_at)"
-                   " VALUES (?, ?, ?, ?, ?)"
-                   " ON DUPLICATE KEY UPDATE"
-                   " kafka_offset = IF(VALUES(after_added_id) > after_added_id,"
-                   "                   VALUES(kafka_offset), kafka_offset),"
-                   " kafka_partition = IF(VALUES(after_added_id) > after_added_id,"
-                   "                      VALUES(kafka_partition), kafka_partition),"
-                   " updated_at = IF(VALUES(after_added_id) > after_added_id,"
-                   "                 VALUES(updated_at), updated_at),"
-                   " after_added_id = GREATEST(after_added_id, VALUES(after_added_id))",
-               {datastore, cp.after_added_id, cp.kafka_offset, int64_t{cp.kafka_partition},
-                NowMicros()})
+      .Execute(
+          "INSERT INTO " + Table(database) +
+              " (datastore, after_added_id, kafka_offset, kafka_partition, updated_at)"
+              " VALUES (?, ?, ?, ?, ?)"
+              " ON DUPLICATE KEY UPDATE"
+              " kafka_offset = IF(VALUES(after_added_id) > after_added_id,"
+              "                   VALUES(kafka_offset), kafka_offset),"
+              " kafka_partition = IF(VALUES(after_added_id) > after_added_id,"
+              "                      VALUES(kafka_partition), kafka_partition),"
+              " updated_at = IF(VALUES(after_added_id) > after_added_id,"
+              "                 VALUES(updated_at), updated_at),"
+              " after_added_id = GREATEST(after_added_id, VALUES(after_added_id))",
+          {datastore, cp.after_added_id, cp.kafka_offset, int64_t{cp.kafka_partition}, NowMicros()})
       .status();
 }
 

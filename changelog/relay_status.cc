@@ -24,7 +24,8 @@ std::vector<RelayStreamStatus> ReadRelayStatus(CellStore& store) {
         out.push_back(st);
         continue;
       }
-      auto rows = (*lease)->Query("SELECT IS_USED_LOCK(?) IS NOT NULL", {RelayLockName(db, ds.name)});
+      auto rows =
+          (*lease)->Query("SELECT IS_USED_LOCK(?) IS NOT NULL", {RelayLockName(db, ds.name)});
       if (rows.ok() && !rows->empty()) st.owned = (*rows)[0].Int(0) == 1;
       auto cp = LoadCheckpoint(**lease, db, ds.name);
       auto head = store.HostHead(ds.name, h);

@@ -1,7 +1,6 @@
 #include "config/cluster_config.h"
 
 #include <cctype>
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -74,8 +73,7 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig*
     host.name = "db" + std::to_string(i + 1);
     if (r.ReadString(h, "name", hp, &host.name)) {
       if (!IsValidHostName(host.name))
-        r.Error(h["name"], hp + ".name",
-                "must match [A-Za-z0-9_-]{1,32}, got '" + host.name + "'");
+        r.Error(h["name"], hp + ".name", "must match [A-Za-z0-9_-]{1,32}, got '" + host.name + "'");
       else if (m->database_prefix.size() + 1 + host.name.size() > 64)
         r.Error(h["name"], hp + ".name",
                 "database name '" + m->database_prefix + "_" + host.name +

@@ -69,12 +69,12 @@ class OpenWriter {
   }
   // Inserts one cell (not committed); returns its added_id.
   uint64_t Insert(const Uuid& row, int64_t ref_key) {
-    auto rows = conn_->Query(
-        "INSERT INTO " + QualifiedTable(Database(), "cells_" + kDs) +
-            " (shard, row_key, column_name, ref_key, body, tombstone, created_at)"
-            " VALUES (?, ?, 'BASE', ?, ?, 0, ?) RETURNING added_id",
-        {uint64_t{ShardForRow(row, kShards)}, row.ToBytes(), ref_key,
-         EncodeBody({{"held", ref_key}}), NowMicros()});
+    auto rows =
+        conn_->Query("INSERT INTO " + QualifiedTable(Database(), "cells_" + kDs) +
+                         " (shard, row_key, column_name, ref_key, body, tombstone, created_at)"
+                         " VALUES (?, ?, 'BASE', ?, ?, 0, ?) RETURNING added_id",
+                     {uint64_t{ShardForRow(row, kShards)}, row.ToBytes(), ref_key,
+                      EncodeBody({{"held", ref_key}}), NowMicros()});
     EXPECT_TRUE(rows.ok() && rows->size() == 1) << rows.status().ToString();
     return rows.ok() && !rows->empty() ? (*rows)[0].Uint(0) : 0;
   }
@@ -217,8 +217,8 @@ TEST_F(HostLogTest, ConsistentSnapshotBackupDoesNotStallTheLog) {
   uint64_t after = Head();
   auto backup = Connect();
   ASSERT_TRUE(backup->ExecuteDdl("START TRANSACTION WITH CONSISTENT SNAPSHOT").ok());
-  ASSERT_TRUE(backup->Query("SELECT COUNT(*) FROM " + QualifiedTable(Database(), "cells_" + kDs))
-                  .ok());
+  ASSERT_TRUE(
+      backup->Query("SELECT COUNT(*) FROM " + QualifiedTable(Database(), "cells_" + kDs)).ok());
   OpenWriter rolled_back;  // makes a gap, so the read must consult the fence
   rolled_back.Insert(RowOnShard(4), 0);
   rolled_back.Rollback();
@@ -286,7 +286,9 @@ TEST_F(HostLogTest, TwoStoresWritingOneHostWithHeldWritersAreLoggedOnceInOrder) 
 
   std::set<std::pair<Uuid, int64_t>> read;
   for (size_t i = 0; i < seen.size(); ++i) {
-    if (i) EXPECT_LT(seen[i - 1].added_id, seen[i].added_id) << "log out of order at " << i;
+    if (i) {
+      EXPECT_LT(seen[i - 1].added_id, seen[i].added_id) << "log out of order at " << i;
+    }
     EXPECT_TRUE(read.insert({seen[i].row_key, seen[i].ref_key}).second)
         << "cell read twice: " << seen[i].row_key.ToString();
   }

@@ -45,9 +45,9 @@ void CreateLegacyShard(MysqlConnection& c, uint32_t shard, const std::vector<Leg
                            " created_at BIGINT NOT NULL, PRIMARY KEY (added_id),"
                            " UNIQUE KEY cell_address (row_key, column_name, ref_key))")
                   .ok());
-  ASSERT_TRUE(c.ExecuteDdl("CREATE TABLE `" + db +
-                           "`.commit_order (datastore VARCHAR(64) PRIMARY KEY)")
-                  .ok());
+  ASSERT_TRUE(
+      c.ExecuteDdl("CREATE TABLE `" + db + "`.commit_order (datastore VARCHAR(64) PRIMARY KEY)")
+          .ok());
   for (const auto& cell : cells) {
     const bool tomb = cell.body.is_null();
     ASSERT_TRUE(c.Execute("INSERT INTO `" + db +
@@ -145,7 +145,9 @@ TEST(MigrationTest, OldLayoutIsRefusedThenCopiedInOrderVerifiedAndAccepted) {
       EXPECT_EQ(want.ref_key, log[i].ref_key);
       EXPECT_EQ(want.created_at, log[i].created_at);
       EXPECT_EQ(want.body.is_null(), log[i].tombstone);
-      if (!want.body.is_null()) EXPECT_EQ(want.body, log[i].body);
+      if (!want.body.is_null()) {
+        EXPECT_EQ(want.body, log[i].body);
+      }
     }
   }
   Result<Cell> latest = store->Latest("trips", legacy[1][5].row, "BASE");

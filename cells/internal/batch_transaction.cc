@@ -171,8 +171,9 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
   // added_id of each planned insert, from one multi-row INSERT ... RETURNING.
   std::vector<uint64_t> ids(inserts.size(), 0);
   if (!inserts.empty()) {
-    std::string sql = "INSERT INTO " + table +
-                      " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
+    std::string sql =
+        "INSERT INTO " + table +
+        " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
     std::vector<SqlParam> params;
     params.reserve(inserts.size() * 7);
     for (size_t i = 0; i < inserts.size(); ++i) {

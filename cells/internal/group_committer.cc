@@ -65,8 +65,8 @@ void GroupCommitter::WriterLoop() {
       // Everything waiting, up to max_batch_cells: one transaction, one fsync.
       size_t cells = 0;
       while (!queue_.empty() &&
-             (units.empty() ||
-              cells + queue_.front()->cells.size() <= static_cast<size_t>(options_.max_batch_cells))) {
+             (units.empty() || cells + queue_.front()->cells.size() <=
+                                   static_cast<size_t>(options_.max_batch_cells))) {
         cells += queue_.front()->cells.size();
         units.push_back(queue_.front());
         queue_.pop_front();
@@ -87,9 +87,10 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
   }
   Status status = CommitWithRetries(conn, batches);
   for (WriteUnit* u : units) {
-    Status mine = status.ok() ? status
-                              : Status(status.code(), "shard " + std::to_string(u->shard) + ": " +
-                                                          status.message());
+    Status mine =
+        status.ok()
+            ? status
+            : Status(status.code(), "shard " + std::to_string(u->shard) + ": " + status.message());
     Finish(u, mine);
   }
 }

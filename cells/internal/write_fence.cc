@@ -69,8 +69,8 @@ Status WaitForOpenWriters(MysqlConnection& conn, const std::string& database, in
     // One row per statement: this waits for that writer alone, and holds the
     // row only for the instant between being granted it and the statement's
     // end, so no other writer ever waits behind the reader.
-    auto waited = conn.Query("SELECT conn_id FROM " + table + " WHERE conn_id = ? FOR UPDATE WAIT " +
-                                 std::to_string(max_wait_s),
+    auto waited = conn.Query("SELECT conn_id FROM " + table +
+                                 " WHERE conn_id = ? FOR UPDATE WAIT " + std::to_string(max_wait_s),
                              {id});
     if (!waited.ok()) {
       if (waited.status().code() == StatusCode::kAborted)

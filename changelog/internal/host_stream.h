@@ -20,14 +20,14 @@ struct HostStream {
   std::string topic;
   std::string lock_name;  // RelayLockName(database, datastore)
 
-  std::mutex mu;              // guards everything below
-  uint64_t read_pos = 0;      // highest added_id handed to the producer
-  uint64_t acked = 0;         // every added_id <= acked is acknowledged
+  std::mutex mu;                 // guards everything below
+  uint64_t read_pos = 0;         // highest added_id handed to the producer
+  uint64_t acked = 0;            // every added_id <= acked is acknowledged
   int64_t acked_offset = -1;     // Kafka offset of the record of `acked`
   int32_t acked_partition = -1;  // and its partition
-  uint64_t saved = 0;         // checkpoint stored in MySQL
-  uint64_t generation = 0;    // bumped on rewind; stale delivery reports are ignored
-  bool failed = false;        // a delivery failed: rewind to `acked`
+  uint64_t saved = 0;            // checkpoint stored in MySQL
+  uint64_t generation = 0;       // bumped on rewind; stale delivery reports are ignored
+  bool failed = false;           // a delivery failed: rewind to `acked`
   struct InFlight {
     uint64_t added_id;
     bool done;
