@@ -97,7 +97,7 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config) {
     opts.max_batch_cells = config.group_commit.max_batch_cells;
     opts.database = config.HostDatabase(host);
     impl->committers.push_back(std::make_unique<GroupCommitter>(ep, opts));
-    for (uint32_t s = host.first_shard; s <= host.last_shard && s < config.shards; ++s)
+    for (uint32_t s : host.shards)
       impl->host_of_shard[s] = static_cast<uint32_t>(h);
   }
   return std::unique_ptr<CellStore>(new CellStore(std::move(impl)));
@@ -126,8 +126,8 @@ Status CellStore::CheckLayout() {
           "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME LIKE 'cells\\_%'"
           " AND TABLE_SCHEMA IN (";
       std::vector<SqlParam> params;
-      for (uint32_t s = host.first_shard; s <= host.last_shard; ++s) {
-        sql += s == host.first_shard ? "?" : ",?";
+      for (uint32_t s : host.shards) {
+        sql += params.empty() ? "?" : ",?";
         params.emplace_back(impl_->config.LegacyShardDatabase(s));
       }
       CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql + ") ORDER BY 1 LIMIT 1", params));
@@ -490,7 +490,7 @@ Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
     if (r.ok()) {
       stats.deleted += *r;
     } else {
-      stats.shards_failed += host.last_shard - host.first_shard + 1;
+      stats.shards_failed += static_cast<uint32_t>(host.shards.size());
       LogWarn("purge", "host failed", {{"host", host.name}, {"error", r.status().ToString()}});
     }
   }

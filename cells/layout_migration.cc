@@ -111,7 +111,7 @@ Result<MigrationStats> MigrateShardLayout(CellStore& store,
           QualifiedTable(host_db, internal::CellsTableName(ds.name)))));
     CELLAR_RETURN_IF_ERROR(c.UseImplicitTransactions());
     CELLAR_RETURN_IF_ERROR(internal::RegisterWriter(c, host_db));
-    for (uint32_t s = host.first_shard; s <= host.last_shard; ++s) {
+    for (uint32_t s : host.shards) {
       const std::string legacy_db = config.LegacyShardDatabase(s);
       for (const auto& ds : config.datastores) {
         const std::string name = internal::CellsTableName(ds.name);

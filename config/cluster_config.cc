@@ -1,5 +1,6 @@
 #include "config/cluster_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -84,33 +85,50 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig*
     }
     r.ReadString(h, "address", hp, &host.address);
     ReadIntInto(r, h, "port", hp, 1, 65535, &host.port);
-    std::string range;
-    uint64_t first = 0, last = 0;
-    if (r.Require(h, "shards", hp) && r.ReadString(h, "shards", hp, &range)) {
-      if (!ParseShardRange(range, &first, &last)) {
+    std::string list;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    if (r.Require(h, "shards", hp) && r.ReadString(h, "shards", hp, &list)) {
+      bool parsed = true;
+      size_t start = 0;
+      while (parsed) {
+        const size_t comma = list.find(',', start);
+        std::string part = list.substr(start, comma == std::string::npos ? comma : comma - start);
+        while (!part.empty() && part.front() == ' ') part.erase(0, 1);
+        while (!part.empty() && part.back() == ' ') part.pop_back();
+        uint64_t first = 0, last = 0;
+        parsed = ParseShardRange(part, &first, &last);
+        if (parsed) ranges.emplace_back(first, last);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (!parsed) {
         r.Error(h["shards"], hp + ".shards",
-                "expected a shard range like 0-31, got '" + range + "'");
-      } else if (last >= shards) {
-        r.Error(h["shards"], hp + ".shards",
-                "shard " + std::to_string(last) + " is out of range: the cluster has " +
-                    std::to_string(shards) + " shards (0-" + std::to_string(shards - 1) + ")");
+                "expected shard ranges like 0-31 or 0-30,32, got '" + list + "'");
       } else {
-        host.first_shard = static_cast<uint32_t>(first);
-        host.last_shard = static_cast<uint32_t>(last);
-        // Report the first overlapping shard once, but still mark the rest of
-        // the range owned so that it is not also reported as unowned.
-        bool overlap_reported = false;
-        for (uint32_t s = host.first_shard; s <= host.last_shard; ++s) {
-          if (owner[s] >= 0) {
-            if (!overlap_reported)
-              r.Error(h["shards"], hp + ".shards",
-                      "shard " + std::to_string(s) + " is already owned by mysql.hosts[" +
-                          std::to_string(owner[s]) + "]");
-            overlap_reported = true;
+        for (const auto& [first, last] : ranges) {
+          if (last >= shards) {
+            r.Error(h["shards"], hp + ".shards",
+                    "shard " + std::to_string(last) + " is out of range: the cluster has " +
+                        std::to_string(shards) + " shards (0-" + std::to_string(shards - 1) + ")");
             continue;
           }
-          owner[s] = static_cast<int>(i);
+          // Report the first overlapping shard once, but still mark the rest of
+          // the range owned so that it is not also reported as unowned.
+          bool overlap_reported = false;
+          for (uint64_t s = first; s <= last; ++s) {
+            if (owner[s] >= 0) {
+              if (!overlap_reported)
+                r.Error(h["shards"], hp + ".shards",
+                        "shard " + std::to_string(s) + " is already owned by mysql.hosts[" +
+                            std::to_string(owner[s]) + "]");
+              overlap_reported = true;
+              continue;
+            }
+            owner[s] = static_cast<int>(i);
+            host.shards.push_back(static_cast<uint32_t>(s));
+          }
         }
+        std::sort(host.shards.begin(), host.shards.end());
       }
     }
     m->hosts.push_back(host);
@@ -214,8 +232,25 @@ const DatastoreConfig* ClusterConfig::FindDatastore(std::string_view name) const
 
 const MysqlHostConfig& ClusterConfig::HostForShard(uint32_t shard) const {
   for (const auto& h : mysql.hosts)
-    if (shard >= h.first_shard && shard <= h.last_shard) return h;
+    if (h.Owns(shard)) return h;
   return mysql.hosts.front();
+}
+
+bool MysqlHostConfig::Owns(uint32_t shard) const {
+  return std::binary_search(shards.begin(), shards.end(), shard);
+}
+
+std::string MysqlHostConfig::ShardList() const {
+  std::string out;
+  for (size_t i = 0; i < shards.size();) {
+    size_t j = i;
+    while (j + 1 < shards.size() && shards[j + 1] == shards[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(shards[i]);
+    if (j > i) out += "-" + std::to_string(shards[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 std::string ClusterConfig::HostDatabase(const MysqlHostConfig& host) const {
@@ -228,7 +263,7 @@ std::string ClusterConfig::DatabaseForShard(uint32_t shard) const {
 
 size_t ClusterConfig::HostIndexForShard(uint32_t shard) const {
   for (size_t i = 0; i < mysql.hosts.size(); ++i)
-    if (shard >= mysql.hosts[i].first_shard && shard <= mysql.hosts[i].last_shard) return i;
+    if (mysql.hosts[i].Owns(shard)) return i;
   return 0;
 }
 

@@ -42,8 +42,13 @@ struct MysqlHostConfig {
   std::string name;  // [A-Za-z0-9_-]{1,32}: logs, metrics and the database <prefix>_<name>
   std::string address = "127.0.0.1";
   int port = 3306;
-  uint32_t first_shard = 0;  // inclusive
-  uint32_t last_shard = 0;   // inclusive
+  // The logical shards the host owns, ascending. YAML: ranges separated by
+  // commas, e.g. "0-31" or "0-30,32" (after a shard moved).
+  std::vector<uint32_t> shards;
+
+  bool Owns(uint32_t shard) const;
+  // `shards` as the YAML spells it, e.g. "0-30,32".
+  std::string ShardList() const;
 };
 
 struct MysqlConfig {

@@ -63,7 +63,7 @@ class FailureTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NE(nullptr, env->store) << "the MariaDB servers did not start";
-    ASSERT_EQ(4u, env->config.HostForShard(4).first_shard);
+    ASSERT_EQ(4u, env->config.HostForShard(4).shards.front());
     ASSERT_EQ(env->dbs[1]->port(), env->config.HostForShard(4).port);
     ASSERT_EQ(env->dbs[0]->port(), env->config.HostForShard(3).port);
     store_ = env->store.get();

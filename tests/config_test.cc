@@ -117,13 +117,12 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ("alpha", c.mysql.hosts[0].name);
   EXPECT_EQ("10.0.0.1", c.mysql.hosts[0].address);
   EXPECT_EQ(3306, c.mysql.hosts[0].port);
-  EXPECT_EQ(0u, c.mysql.hosts[0].first_shard);
-  EXPECT_EQ(9u, c.mysql.hosts[0].last_shard);
+  EXPECT_EQ(10u, c.mysql.hosts[0].shards.size());
+  EXPECT_EQ("0-9", c.mysql.hosts[0].ShardList());
   EXPECT_EQ("beta", c.mysql.hosts[1].name);
   EXPECT_EQ("10.0.0.2", c.mysql.hosts[1].address);
   EXPECT_EQ(3307, c.mysql.hosts[1].port);
-  EXPECT_EQ(10u, c.mysql.hosts[1].first_shard);
-  EXPECT_EQ(15u, c.mysql.hosts[1].last_shard);
+  EXPECT_EQ("10-15", c.mysql.hosts[1].ShardList());
   EXPECT_EQ(2048, c.limits.max_body_bytes);
   EXPECT_EQ(10, c.limits.max_batch_cells);
   EXPECT_EQ(500, c.limits.max_log_limit);
@@ -193,6 +192,31 @@ TEST(ConfigTest, MinimalConfigGetsDefaults) {
   EXPECT_EQ(1000, r->limits.max_batch_cells);
   EXPECT_EQ("", r->kafka.brokers);
   EXPECT_EQ("cellar_db1", r->DatabaseForShard(63));
+}
+
+TEST(ConfigTest, HostsOwnListsOfShardRangesAfterAShardMoved) {
+  Result<ClusterConfig> r = ParseClusterConfig(
+      "shards: 8\nmysql:\n  hosts:\n"
+      "    - { name: a, shards: \"0-2,4\" }\n"
+      "    - { name: b, shards: \"3, 5-7\" }\n"
+      "datastores: [ { name: t, columns: { A: } } ]\n",
+      "moved.yaml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ("0-2,4", r->mysql.hosts[0].ShardList());
+  EXPECT_EQ("3,5-7", r->mysql.hosts[1].ShardList());
+  EXPECT_EQ("b", r->HostForShard(3).name);
+  EXPECT_EQ("a", r->HostForShard(4).name);
+  EXPECT_TRUE(r->mysql.hosts[0].Owns(4));
+  EXPECT_FALSE(r->mysql.hosts[0].Owns(3));
+  r = ParseClusterConfig(
+      "shards: 8\nmysql:\n  hosts:\n"
+      "    - { name: a, shards: \"0-2,x\" }\n"
+      "    - { name: b, shards: \"2-7\" }\n"
+      "datastores: [ { name: t, columns: { A: } } ]\n",
+      "bad.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("expected shard ranges like 0-31 or 0-30,32, got '0-2,x'"));
 }
 
 TEST(ConfigTest, HostNamesMustBeUniqueIdentifiersThatFitADatabaseName) {
@@ -373,7 +397,7 @@ TEST(ConfigTest, BadShardRanges) {
     const std::vector<std::string> errors = Errors(yaml);
     ASSERT_EQ(2u, errors.size()) << ::testing::PrintToString(errors);
     EXPECT_EQ(At(yaml, "db1",
-                 "mysql.hosts[0].shards: expected a shard range like 0-31, got '" + range + "'"),
+                 "mysql.hosts[0].shards: expected shard ranges like 0-31 or 0-30,32, got '" + range + "'"),
               errors[0]);
     EXPECT_EQ(At(yaml, "db1", "mysql.hosts: shards 0-63 are owned by no host"), errors[1]);
   }

@@ -112,10 +112,8 @@ TEST(TestClusterTest, ConfigSplitsShardsOverDatabases) {
   auto db2 = PrivateMariaDb::Start("db2");
   ClusterConfig cfg = MakeClusterConfig({db1.get(), db2.get()}, 7, "127.0.0.1:9092", "cx");
   ASSERT_EQ(2u, cfg.mysql.hosts.size());
-  EXPECT_EQ(0u, cfg.mysql.hosts[0].first_shard);
-  EXPECT_EQ(2u, cfg.mysql.hosts[0].last_shard);
-  EXPECT_EQ(3u, cfg.mysql.hosts[1].first_shard);
-  EXPECT_EQ(6u, cfg.mysql.hosts[1].last_shard);
+  EXPECT_EQ("0-2", cfg.mysql.hosts[0].ShardList());
+  EXPECT_EQ("3-6", cfg.mysql.hosts[1].ShardList());
   EXPECT_EQ(db2->port(), cfg.HostForShard(6).port);
   EXPECT_EQ("db1", cfg.mysql.hosts[0].name);
   EXPECT_EQ("cx_db2", cfg.DatabaseForShard(4));

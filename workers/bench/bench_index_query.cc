@@ -35,9 +35,7 @@ namespace {
 std::vector<size_t> HostOfShard(const ClusterConfig& cfg) {
   std::vector<size_t> out(cfg.shards, 0);
   for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h)
-    for (uint32_t s = cfg.mysql.hosts[h].first_shard;
-         s <= cfg.mysql.hosts[h].last_shard && s < cfg.shards; ++s)
-      out[s] = h;
+    for (uint32_t s : cfg.mysql.hosts[h].shards) out[s] = h;
   return out;
 }
 

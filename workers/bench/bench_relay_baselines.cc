@@ -150,7 +150,7 @@ RelayProbes ProbeRelayWork(CellStore& store, ScratchCheckpoints& scratch,
   RelayProbes out;
   const ClusterConfig& cfg = store.config();
   const MysqlHostConfig& host = cfg.mysql.hosts.front();
-  auto lease = store.PoolForShard(host.first_shard).Acquire();
+  auto lease = store.PoolForHost(0).Acquire();
   if (!lease.ok()) {
     out.error = lease.status().ToString();
     return out;

@@ -185,7 +185,7 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
       hosts.push_back(
           {{"name", h.name},
            {"address", h.address + ":" + std::to_string(h.port)},
-           {"shards", std::to_string(h.first_shard) + "-" + std::to_string(h.last_shard)}});
+           {"shards", h.ShardList()}});
     nlohmann::json out = {{"shards", cfg.shards}, {"hosts", hosts}};
     if (!a->row.empty()) {
       auto row = ParseRow(a->row);

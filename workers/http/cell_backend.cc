@@ -58,8 +58,7 @@ class StoreBackend : public CellBackend {
       Status s = lease.ok() ? (*lease)->Query("SELECT 1").status() : lease.status();
       if (s.ok()) continue;
       if (!down.empty()) down += "; ";
-      down += "host " + host.name + " (shards " + std::to_string(host.first_shard) + "-" +
-              std::to_string(host.last_shard) + "): " + s.message();
+      down += "host " + host.name + " (shards " + host.ShardList() + "): " + s.message();
     }
     if (down.empty()) return Status::Ok();
     return Unavailable(down);
