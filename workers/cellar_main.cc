@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   app.add_option("--config", g.config_path, "cluster config (YAML)")->capture_default_str();
   cellar::cli::AddCellCommands(app, g);
   cellar::cli::AddChangeLogCommands(app, g);
-  cellar::cli::AddMigrateCommand(app, g);
+  cellar::cli::AddLayoutCommands(app, g);
   cellar::cli::AddTriggerCommands(app, g);
   cellar::cli::AddServeCommand(app, g);
   cellar::cli::AddIndexCommands(app, g);

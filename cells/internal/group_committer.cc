@@ -86,6 +86,32 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
     batches[it->second].units.push_back(u);
   }
   Status status = CommitWithRetries(conn, batches);
+  if (!status.ok() && status.message().find("cellar-frozen-shard") != std::string::npos && conn &&
+      !conn->broken()) {
+    // A shard is frozen on this host while it moves (cells/shard_move.h): its
+    // units fail with Unavailable, the others are committed without them.
+    std::map<uint32_t, std::string> frozen;
+    auto rows = conn->Query("SELECT shard, to_host FROM " +
+                            QualifiedTable(options_.database, "frozen_shards"));
+    conn->Rollback();
+    if (rows.ok())
+      for (const auto& r : *rows) frozen[static_cast<uint32_t>(r.Uint(0))] = r.Bytes(1);
+    std::vector<WriteUnit*> rest;
+    for (WriteUnit* u : units) {
+      auto it = frozen.find(u->shard);
+      if (it == frozen.end()) {
+        rest.push_back(u);
+        continue;
+      }
+      Finish(u, Unavailable("shard " + std::to_string(u->shard) +
+                            " is frozen while it moves to host " + it->second +
+                            "; retry once the config names its new host"));
+    }
+    if (!frozen.empty() && rest.size() < units.size()) {
+      if (!rest.empty()) Commit(conn, rest);
+      return;
+    }
+  }
   for (WriteUnit* u : units) {
     Status mine =
         status.ok()

@@ -178,14 +178,14 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
 
   auto* shards = app.add_subcommand("shards", "show the shard map (and a row's shard)");
   shards->add_option("-r,--row", a->row, "also print the shard of this row key");
-  shards->callback(run([a, &g] {
+  shards->callback(run([a, shards, &g] {
+    if (shards->get_subcommands().size() > 0) return 0;  // `shards move` printed its own
     ClusterConfig cfg = LoadConfigOrExit(g);
     nlohmann::json hosts = nlohmann::json::array();
     for (const auto& h : cfg.mysql.hosts)
-      hosts.push_back(
-          {{"name", h.name},
-           {"address", h.address + ":" + std::to_string(h.port)},
-           {"shards", h.ShardList()}});
+      hosts.push_back({{"name", h.name},
+                       {"address", h.address + ":" + std::to_string(h.port)},
+                       {"shards", h.ShardList()}});
     nlohmann::json out = {{"shards", cfg.shards}, {"hosts", hosts}};
     if (!a->row.empty()) {
       auto row = ParseRow(a->row);

@@ -31,8 +31,8 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g);
 void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `trigger status | replay | dlq list | dlq retry`.
 void AddTriggerCommands(CLI::App& app, const GlobalOptions& g);
-// Registers `migrate` (per-shard layout -> host logs).
-void AddMigrateCommand(CLI::App& app, const GlobalOptions& g);
+// Registers `migrate` and `shards move` (REQUIRES: AddCellCommands first).
+void AddLayoutCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `index apply | query | backfill | check | status`.
 void AddIndexCommands(CLI::App& app, const GlobalOptions& g);
 
