@@ -392,32 +392,48 @@ void Relay::Impl::HostLoop(size_t host_index) {
       next_ownership = now + std::chrono::milliseconds(config.relay.lock_retry_ms);
       if (!mine.empty() && !locks.Ping().ok()) lose_all("lock connection broke");
       const int target = TargetShare();
-      while (owned_total > target && !mine.empty()) {
+      // Host threads share owned_total: a slot is taken (or given back) with
+      // one compare-and-swap, so two threads never both pass the target.
+      auto take_slot = [&] {
+        int cur = owned_total.load();
+        while (cur < target)
+          if (owned_total.compare_exchange_weak(cur, cur + 1)) return true;
+        return false;
+      };
+      auto give_back_extra = [&] {
+        int cur = owned_total.load();
+        while (cur > target)
+          if (owned_total.compare_exchange_weak(cur, cur - 1)) return true;
+        return false;
+      };
+      while (!mine.empty() && give_back_extra()) {
         std::string name = mine.back();
         mine.pop_back();
-        owned_total--;
         DropStream(name, /*flush=*/true);
         locks.Release(name).IgnoreError();
-        LogInfo("relay", "released stream to rebalance", {{"stream", name}});
+        LogInfo("relay", "released stream to rebalance",
+                {{"stream", name}, {"host", host.name}, {"relay", relay_id}});
       }
-      for (size_t i = 0; i < n && owned_total < target && !stopping; ++i) {
+      for (size_t i = 0; i < n && !stopping; ++i) {
         const std::string& ds = config.datastores[(i + rotate) % n].name;
         const std::string name = RelayLockName(db, ds);
         if (std::find(mine.begin(), mine.end(), name) != mine.end()) continue;
+        if (!take_slot()) break;
         auto got = locks.TryAcquire(name);
+        if (!got.ok() || !*got) owned_total--;  // the slot goes back
         if (!got.ok()) {
           lose_all(got.status().message());
           break;
         }
         if (!*got) continue;
         if (Status st = AdoptStream(host_index, ds); !st.ok()) {
+          owned_total--;
           locks.Release(name).IgnoreError();
           LogWarn("relay", "cannot adopt stream",
                   {{"host", host.name}, {"datastore", ds}, {"error", st.ToString()}});
           break;
         }
         mine.push_back(name);
-        owned_total++;
         LogInfo("relay", "owns stream",
                 {{"host", host.name}, {"datastore", ds}, {"relay", relay_id}});
       }

@@ -94,6 +94,12 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
   }
 
   std::unique_ptr<CellStore> store = CellStore::Open(config);
+  // A cluster still in the per-shard layout is refused (a host that is down
+  // is not: the node starts and answers Unavailable for its shards).
+  if (Status layout = store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition) {
+    std::cerr << "cellard: " << layout.ToString() << "\n";
+    return 1;
+  }
   std::unique_ptr<CellBackend> backend = NewStoreBackend(store.get(), std::move(indexes));
   CellApiOptions api_options;
   api_options.max_request_bytes = f.max_request_bytes;
