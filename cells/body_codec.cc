@@ -9,6 +9,7 @@
 namespace cellar {
 namespace {
 constexpr char kZstdMsgpack = 0x01;
+constexpr char kPlainMsgpack = 0x02;
 constexpr unsigned long long kMaxDecodedBytes = 256ull << 20;  // guards against zip bombs
 // Checks nesting before the recursive DOM decoder runs: stops at the first
 // container deeper than kMaxBodyDepth, so its own recursion stays bounded.
@@ -63,6 +64,13 @@ std::string EncodeBody(const nlohmann::json& body) {
 }
 
 std::string EncodePackedBody(const std::vector<uint8_t>& packed) {
+  if (packed.size() < kCompressFromBytes) {
+    // zstd saves a few percent on a small body and costs more CPU than the
+    // rest of a put: small bodies are stored as plain MessagePack.
+    std::string out(1 + packed.size(), kPlainMsgpack);
+    std::copy(packed.begin(), packed.end(), out.begin() + 1);
+    return out;
+  }
   // A fresh context per call (what ZSTD_compress does) costs more than
   // compressing a small body; one per thread is reused.
   struct FreeContext {
@@ -80,20 +88,25 @@ std::string EncodePackedBody(const std::vector<uint8_t>& packed) {
 
 Result<nlohmann::json> DecodeBody(std::string_view stored) {
   if (stored.empty()) return InvalidArgument("stored body is empty");
-  if (stored[0] != kZstdMsgpack)
+  if (stored[0] != kZstdMsgpack && stored[0] != kPlainMsgpack)
     return InvalidArgument("stored body has unknown format byte " +
                            std::to_string(static_cast<unsigned char>(stored[0])));
-  const char* frame = stored.data() + 1;
-  size_t frame_size = stored.size() - 1;
-  unsigned long long size = ZSTD_getFrameContentSize(frame, frame_size);
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-    return InvalidArgument("stored body is not a zstd frame with a known size");
-  if (size > kMaxDecodedBytes) return InvalidArgument("stored body decodes to more than 256 MiB");
-  std::vector<uint8_t> packed(size);
-  size_t n = ZSTD_decompress(packed.data(), packed.size(), frame, frame_size);
-  if (ZSTD_isError(n) || n != size)
-    return InvalidArgument(std::string("stored body is a corrupt zstd frame: ") +
-                           (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
+  std::vector<uint8_t> packed;
+  if (stored[0] == kPlainMsgpack) {
+    packed.assign(stored.begin() + 1, stored.end());
+  } else {
+    const char* frame = stored.data() + 1;
+    size_t frame_size = stored.size() - 1;
+    unsigned long long size = ZSTD_getFrameContentSize(frame, frame_size);
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+      return InvalidArgument("stored body is not a zstd frame with a known size");
+    if (size > kMaxDecodedBytes) return InvalidArgument("stored body decodes to more than 256 MiB");
+    packed.resize(size);
+    size_t n = ZSTD_decompress(packed.data(), packed.size(), frame, frame_size);
+    if (ZSTD_isError(n) || n != size)
+      return InvalidArgument(std::string("stored body is a corrupt zstd frame: ") +
+                             (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
+  }
   DepthCheck depth;
   nlohmann::json::sax_parse(packed, &depth, nlohmann::json::input_format_t::msgpack,
                             /*strict=*/true);

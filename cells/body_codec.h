@@ -1,7 +1,10 @@
 // Body codec: how a cell's JSON body is stored in the `body` BLOB column.
 //
 // Format: one format byte, then the payload.
-//   0x01  zstd frame (level 3) of the body's MessagePack encoding.
+//   0x01  zstd frame (level 3) of the body's MessagePack encoding, for bodies
+//         whose MessagePack is at least kCompressFromBytes long;
+//   0x02  the MessagePack encoding itself, for smaller bodies (zstd saves a few
+//         percent there and costs more CPU than the rest of a put).
 // MessagePack keeps integer/float distinctions and object key order (keys are
 // sorted by nlohmann::json), so the same JSON encodes to the same bytes.
 #pragma once
@@ -14,6 +17,9 @@
 #include "base/status.h"
 
 namespace cellar {
+
+// MessagePack size from which bodies are compressed.
+inline constexpr size_t kCompressFromBytes = 1024;
 
 // Deepest nesting of objects/arrays a body may have. The codec (nlohmann's
 // MessagePack writer and reader) recurses per level, so deeper bodies are

@@ -145,10 +145,20 @@ json MustDecode(const std::string& stored) {
 }
 
 TEST(BodyCodecTest, FormatByteAndHandBuiltFrameDecode) {
-  const std::string enc = EncodeBody(json{{"a", 1}});
+  // A small body is stored as its plain MessagePack: 81 a1 61 01 = {"a": 1}.
+  const std::string small = EncodeBody(json{{"a", 1}});
+  EXPECT_EQ(std::string("\x02\x81\xa1\x61\x01", 5), small);
+  EXPECT_EQ(json({{"a", 1}}), MustDecode(small));
+  // From kCompressFromBytes of MessagePack on, a zstd frame.
+  const json big = {{"route", std::string(kCompressFromBytes, 'x')}};
+  const std::string enc = EncodeBody(big);
   ASSERT_FALSE(enc.empty());
   EXPECT_EQ('\x01', enc[0]);
   EXPECT_EQ(std::string("\x28\xb5\x2f\xfd", 4), enc.substr(1, 4)) << "payload is a zstd frame";
+  EXPECT_LT(enc.size(), kCompressFromBytes / 4) << "a repetitive body compresses";
+  EXPECT_EQ(big, MustDecode(enc));
+  const json just_below = {{"r", std::string(kCompressFromBytes - 8, 'x')}};
+  EXPECT_EQ('\x02', EncodeBody(just_below)[0]);
 
   // MessagePack {"a": 1} = 81 a1 61 01, in a hand-made frame.
   EXPECT_EQ(json({{"a", 1}}), MustDecode(Stored(RawZstdFrame(std::string("\x81\xa1\x61\x01", 4)))));
@@ -361,7 +371,10 @@ void ExpectInvalid(const std::string& stored, const std::string& what) {
 
 TEST(BodyCodecTest, CorruptInputIsInvalidArgumentNamingTheProblem) {
   ExpectInvalid("", "stored body is empty");
-  ExpectInvalid(std::string("\x02", 1) + RawZstdFrame("\x80"), "unknown format byte 2");
+  ExpectInvalid(std::string("\x03", 1) + RawZstdFrame("\x80"), "unknown format byte 3");
+  ExpectInvalid(std::string("\x02\x81\xa1", 3), "not valid MessagePack");
+  // 200 nested one-element arrays (0x91) around nil, stored plain.
+  ExpectInvalid("\x02" + std::string(200, '\x91') + "\xc0", "nests deeper than 100");
   ExpectInvalid("{\"a\":1}", "unknown format byte 123");
   ExpectInvalid(std::string("\x00\x01", 2), "unknown format byte 0");
   ExpectInvalid("\x01", "not a zstd frame");
