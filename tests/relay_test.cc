@@ -144,7 +144,9 @@ TEST(RelayTest, ConcurrentWritersEveryCellArrivesAndRowsStayInOrder) {
     EXPECT_TRUE(st.owned) << st.host << "/" << st.datastore << " not owned";
     EXPECT_EQ(st.lag, 0u) << st.host << "/" << st.datastore << " checkpoint " << st.checkpoint
                           << " head " << st.head;
-    if (st.datastore == kDatastore) EXPECT_GT(st.head, 0u) << st.host;
+    if (st.datastore == kDatastore) {
+      EXPECT_GT(st.head, 0u) << st.host;
+    }
   }
   ReportDuplicates("ConcurrentWriters", collector);
   relay.Stop();
