@@ -1,6 +1,6 @@
 // Helpers shared by the trigger integration tests (trigger_test.cc,
 // trigger_process_test.cc, webhook_test.cc): the binary's MariaDB and local
-// broker, a per-test cluster (own shard databases, topics and consumer
+// broker, a per-test cluster (own host databases, topics and consumer
 // groups), an in-process relay, polling, a thread-safe record of handled
 // events, Prometheus text parsing and child processes.
 #pragma once
@@ -40,7 +40,7 @@ testing::LocalBroker& Broker();
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
              std::chrono::milliseconds step = std::chrono::milliseconds(20));
 
-// One test's cluster: shard databases <prefix>_s<n>, topics <prefix>.<ds>.cells
+// One test's cluster: host databases <prefix>_<host>, topics <prefix>.<ds>.cells
 // (kPartitions each) on the broker, consumer groups <prefix>.trigger.<name>.
 struct Cluster {
   std::string prefix;
