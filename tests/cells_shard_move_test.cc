@@ -2,6 +2,7 @@
 // writing (cells/shard_move.h): nothing acknowledged is lost, reads are right
 // after the switch, the shard is gone from the source, and the host logs (what
 // the relay publishes) hold every acknowledged cell.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -65,6 +66,38 @@ TEST(ShardMoveTest, BadRequestsAreRefusedAndChangeNothing) {
   auto not_frozen = FinishShardMove(Rolled(), kMoved, a);
   EXPECT_EQ(StatusCode::kFailedPrecondition, not_frozen.status().code());
   EXPECT_THAT(not_frozen.status().message(), HasSubstr("is not frozen"));
+}
+
+TEST(ShardMoveTest, FrozenShardFailsAloneInAGroupTransaction) {
+  // One put_batch over a frozen shard and a free one: the group committer
+  // answers the frozen shard's row Unavailable and commits the other.
+  ASSERT_NE(nullptr, env->store);
+  constexpr uint32_t kFrozen = 3, kFree = 0;
+  const std::string a = env->config.mysql.hosts[0].name, b = env->config.mysql.hosts[1].name;
+  Result<ShardMoveReport> step1 = CopyAndFreezeShard(env->config, kFrozen, b);
+  ASSERT_TRUE(step1.ok()) << step1.status().ToString();
+  std::unique_ptr<CellStore> old_store = CellStore::Open(env->config);
+  const std::vector<CellWrite> batch = {{RowOnShard(kFrozen), "BASE", 0, {{"n", 1}}},
+                                        {RowOnShard(kFree), "BASE", 0, {{"n", 2}}}};
+  std::vector<Result<PutResult>> r = old_store->PutBatch("trips", batch);
+  ASSERT_EQ(2u, r.size());
+  EXPECT_EQ(StatusCode::kUnavailable, r[0].status().code()) << r[0].status().ToString();
+  EXPECT_THAT(r[0].status().message(), HasSubstr("shard 3 is frozen while it moves to host " + b));
+  ASSERT_TRUE(r[1].ok()) << r[1].status().ToString();
+  EXPECT_TRUE(old_store->Get("trips", batch[1].row_key, "BASE", 0).ok());
+  EXPECT_EQ(StatusCode::kNotFound,
+            old_store->Get("trips", batch[0].row_key, "BASE", 0).status().code());
+  // Finish the move so the other tests see a normal cluster again: shard 3
+  // ends up on host b, as the rolled config says.
+  ClusterConfig rolled = env->config;
+  auto& from = rolled.mysql.hosts[0].shards;
+  from.erase(std::find(from.begin(), from.end(), kFrozen));
+  rolled.mysql.hosts[1].shards.push_back(kFrozen);
+  std::sort(rolled.mysql.hosts[1].shards.begin(), rolled.mysql.hosts[1].shards.end());
+  Result<ShardMoveReport> step2 = FinishShardMove(rolled, kFrozen, a);
+  ASSERT_TRUE(step2.ok()) << step2.status().ToString();
+  std::unique_ptr<CellStore> new_store = CellStore::Open(rolled);
+  EXPECT_TRUE(new_store->Put("trips", batch[0]).ok()) << "writes through the rolled config";
 }
 
 TEST(ShardMoveTest, MoveUnderWriteLoadLosesNothing) {
