@@ -51,6 +51,12 @@ Result<Side> OpenWriter(const ClusterConfig& config, const MysqlHostConfig& host
   return side;
 }
 
+Status CheckShard(const ClusterConfig& config, uint32_t shard) {
+  if (shard < config.shards) return Status::Ok();
+  return InvalidArgument("shard " + std::to_string(shard) + " out of range: the cluster has " +
+                         std::to_string(config.shards) + " shards");
+}
+
 std::string Cells(const std::string& db, const std::string& ds) {
   return QualifiedTable(db, internal::CellsTableName(ds));
 }
@@ -286,9 +292,7 @@ Result<uint64_t> DeleteShardRows(const ClusterConfig& config, Side& src, uint32_
 Result<ShardMoveReport> CopyAndFreezeShard(const ClusterConfig& current, uint32_t shard,
                                            const std::string& to_host,
                                            const MoveProgress& progress) {
-  if (shard >= current.shards)
-    return InvalidArgument("shard " + std::to_string(shard) + " out of range: the cluster has " +
-                           std::to_string(current.shards) + " shards");
+  CELLAR_RETURN_IF_ERROR(CheckShard(current, shard));
   CELLAR_ASSIGN_OR_RETURN(size_t to, FindHost(current, to_host));
   const size_t from = current.HostIndexForShard(shard);
   if (from == to)
@@ -341,9 +345,7 @@ Result<ShardMoveReport> CopyAndFreezeShard(const ClusterConfig& current, uint32_
 Result<ShardMoveReport> FinishShardMove(const ClusterConfig& updated, uint32_t shard,
                                         const std::string& from_host,
                                         const MoveProgress& progress) {
-  if (shard >= updated.shards)
-    return InvalidArgument("shard " + std::to_string(shard) + " out of range: the cluster has " +
-                           std::to_string(updated.shards) + " shards");
+  CELLAR_RETURN_IF_ERROR(CheckShard(updated, shard));
   CELLAR_ASSIGN_OR_RETURN(size_t from, FindHost(updated, from_host));
   const size_t to = updated.HostIndexForShard(shard);
   if (to == from)
