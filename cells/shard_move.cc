@@ -51,6 +51,14 @@ Result<Side> OpenWriter(const ClusterConfig& config, const MysqlHostConfig& host
   return side;
 }
 
+ShardMoveReport NewReport(uint32_t shard, const MysqlHostConfig& from, const MysqlHostConfig& to) {
+  ShardMoveReport report;
+  report.shard = shard;
+  report.from_host = from.name;
+  report.to_host = to.name;
+  return report;
+}
+
 Status CheckShard(const ClusterConfig& config, uint32_t shard) {
   if (shard < config.shards) return Status::Ok();
   return InvalidArgument("shard " + std::to_string(shard) + " out of range: the cluster has " +
@@ -299,10 +307,7 @@ Result<ShardMoveReport> CopyAndFreezeShard(const ClusterConfig& current, uint32_
     return InvalidArgument("shard " + std::to_string(shard) + " is already on host " + to_host);
   const MysqlHostConfig& src_host = current.mysql.hosts[from];
   const MysqlHostConfig& dst_host = current.mysql.hosts[to];
-  ShardMoveReport report;
-  report.shard = shard;
-  report.from_host = src_host.name;
-  report.to_host = dst_host.name;
+  ShardMoveReport report = NewReport(shard, src_host, dst_host);
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
@@ -353,10 +358,7 @@ Result<ShardMoveReport> FinishShardMove(const ClusterConfig& updated, uint32_t s
                               from_host + ": roll the config printed by the first step first");
   const MysqlHostConfig& src_host = updated.mysql.hosts[from];
   const MysqlHostConfig& dst_host = updated.mysql.hosts[to];
-  ShardMoveReport report;
-  report.shard = shard;
-  report.from_host = src_host.name;
-  report.to_host = dst_host.name;
+  ShardMoveReport report = NewReport(shard, src_host, dst_host);
   CELLAR_ASSIGN_OR_RETURN(Side src, Open(updated, src_host));
   CELLAR_ASSIGN_OR_RETURN(Side dst, OpenWriter(updated, dst_host));
   auto frozen = src.conn->Query(

@@ -1,7 +1,7 @@
 cellar_test(support_test support_test.cc)
 cellar_test(config_test config_test.cc)
 target_link_libraries(config_test PRIVATE cellar_cells)
-cellar_test(cells_unit_test cells_unit_test.cc)
+cellar_test(cells_unit_test cells_unit_test.cc base_unit_test.cc)
 target_link_libraries(cells_unit_test PRIVATE cellar_cells)
 cellar_test(cells_store_test cells_store_test.cc)
 target_link_libraries(cells_store_test PRIVATE cellar_cells)

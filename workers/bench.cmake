@@ -19,7 +19,8 @@ add_executable(cellar-bench
   bench/bench_index_upserts.cc
   bench/bench_index_query.cc
   bench/bench_index_report.cc
-  bench/bench_all.cc)
+  bench/bench_all.cc
+  bench/bench_all_child.cc)
 target_include_directories(cellar-bench PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(cellar-bench PRIVATE cellar_cells cellar_changelog cellar_triggers
   cellar_indexes cellar_test_support CLI11::CLI11

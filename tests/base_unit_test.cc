@@ -1,0 +1,231 @@
+// Unit tests of base/ without MySQL: Uuid, RFC 3339 time and duration parsing.
+#include <time.h>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+
+#include "base/time.h"
+#include "base/uuid.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_printing.h"
+
+namespace cellar {
+namespace {
+
+using ::testing::HasSubstr;
+
+Uuid U(const std::string& text) {
+  Result<Uuid> u = Uuid::Parse(text);
+  EXPECT_TRUE(u.ok()) << u.status().ToString();
+  return u.ok() ? *u : Uuid();
+}
+
+// ---------------------------------------------------------------------------
+// Uuid
+
+TEST(UuidTest, ParseAndFormat) {
+  const Uuid u = U("00010203-0405-0607-0809-0a0b0c0d0e0f");
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(i, u.bytes()[i]);
+  EXPECT_EQ("00010203-0405-0607-0809-0a0b0c0d0e0f", u.ToString());
+  // Upper case is accepted and printed lower case.
+  const Uuid up = U("6BA7B810-9DAD-11D1-80B4-00C04FD430C8");
+  EXPECT_EQ("6ba7b810-9dad-11d1-80b4-00c04fd430c8", up.ToString());
+  EXPECT_EQ(up, U("6ba7b810-9dad-11d1-80b4-00c04fd430c8"));
+  EXPECT_EQ("00000000-0000-0000-0000-000000000000", Uuid().ToString());
+  // Bytes round trip.
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(u.bytes().data()), 16), u.ToBytes());
+  EXPECT_EQ(u, Uuid::FromBytes(u.ToBytes()));
+  for (int i = 0; i < 100; ++i) {
+    const Uuid r = Uuid::Random();
+    EXPECT_EQ(r, U(r.ToString()));
+    EXPECT_EQ(r, Uuid::FromBytes(r.ToBytes()));
+  }
+  EXPECT_LT(U("00000000-0000-0000-0000-000000000001"), U("00000000-0000-0000-0000-000000000002"));
+  EXPECT_LT(U("0f000000-0000-0000-0000-000000000000"), U("10000000-0000-0000-0000-000000000000"));
+}
+
+TEST(UuidTest, RandomIsVersion4AndUnique) {
+  std::set<Uuid> seen;
+  for (int i = 0; i < 10000; ++i) {
+    const Uuid r = Uuid::Random();
+    ASSERT_EQ(0x40, r.bytes()[6] & 0xf0) << r.ToString();
+    ASSERT_EQ(0x80, r.bytes()[8] & 0xc0) << r.ToString();
+    ASSERT_TRUE(seen.insert(r).second) << "duplicate " << r.ToString();
+  }
+  EXPECT_EQ(UuidHash()(U("6ba7b810-9dad-11d1-80b4-00c04fd430c8")),
+            UuidHash()(U("6BA7B810-9DAD-11D1-80B4-00C04FD430C8")));
+}
+
+TEST(UuidTest, InvalidTextIsInvalidArgumentNamingTheInput) {
+  const std::vector<std::string> bad = {
+      "",
+      "not-a-uuid",
+      "123e4567-e89b-12d3-a456-42661417400",    // 35 characters
+      "123e4567-e89b-12d3-a456-4266141740000",  // 37
+      "123e4567e89b12d3a456426614174000",       // no dashes
+      "123e4567-e89b-12d3-a456_426614174000",   // wrong separator
+      "123e45678e89b-12d3-a456-42661417400",    // dash moved
+      "123e4567-e89b-12d3-a456-42661417400g",   // not hex
+      "{23e4567-e89b-12d3-a456-42661417400}",
+      " 23e4567-e89b-12d3-a456-426614174000",
+      "123e4567-e89b-12d3-a456-4266141740\xc3\xa9",
+      "'; DROP TABLE x; --aaaaaaaaaaaaaaaaa",
+      "-23e4567-e89b-12d3-a456-426614174000",
+      "+23e4567-e89b-12d3-a456-426614174000",
+  };
+  for (const std::string& text : bad) {
+    SCOPED_TRACE(text);
+    Result<Uuid> r = Uuid::Parse(text);
+    ASSERT_FALSE(r.ok()) << "parsed as " << r->ToString();
+    EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code());
+    EXPECT_THAT(r.status().message(), HasSubstr("invalid UUID '" + text + "'"));
+  }
+  const std::string with_nul(
+      "123e4567-e89b-12d3-a456-4266141740\0"
+      "0",
+      36);
+  EXPECT_FALSE(Uuid::Parse(with_nul).ok());
+  // A very long input is shown shortened.
+  Result<Uuid> long_input = Uuid::Parse(std::string(100000, 'a'));
+  ASSERT_FALSE(long_input.ok());
+  EXPECT_LT(long_input.status().message().size(), 300u);
+}
+
+// ---------------------------------------------------------------------------
+// Time
+
+// Independent conversion through the C library (UTC).
+int64_t TimegmMicros(int y, int mo, int d, int h, int mi, int s, int us) {
+  struct tm tm {};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  return static_cast<int64_t>(timegm(&tm)) * 1000000 + us;
+}
+
+int64_t MustParse(const std::string& text) {
+  Result<MicrosSinceEpoch> r = ParseRfc3339(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+  return r.ok() ? *r : std::numeric_limits<int64_t>::min();
+}
+
+TEST(TimeTest, FormatRfc3339PinnedValues) {
+  EXPECT_EQ("1970-01-01T00:00:00.000000Z", FormatRfc3339(0));
+  EXPECT_EQ("2026-11-22T01:58:34.123456Z", FormatRfc3339(1795312714123456));
+  EXPECT_EQ("2000-02-29T23:59:59.000001Z", FormatRfc3339(951868799000001));
+  EXPECT_EQ("1969-12-31T23:59:59.999999Z", FormatRfc3339(-1));
+  EXPECT_EQ("1969-07-20T20:17:40.000000Z", FormatRfc3339(-14182940000000));
+  EXPECT_EQ("2026-11-22 01:58:34.123456", FormatSqlDatetime(1795312714123456));
+}
+
+TEST(TimeTest, FormatAndParseAgreeWithTimegm) {
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < 5000; ++i) {
+    // 1900..2200
+    const int64_t t = static_cast<int64_t>(rng() % (9467280000000000ull)) - 2208988800000000LL;
+    const std::string s = FormatRfc3339(t);
+    int y, mo, d, h, mi, se, us;
+    ASSERT_EQ(
+        7, std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ", &y, &mo, &d, &h, &mi, &se, &us))
+        << s;
+    ASSERT_EQ(t, TimegmMicros(y, mo, d, h, mi, se, us)) << s;
+    ASSERT_EQ(t, MustParse(s));
+    Result<MicrosSinceEpoch> sql = ParseSqlDatetime(FormatSqlDatetime(t));
+    ASSERT_TRUE(sql.ok());
+    ASSERT_EQ(t, *sql);
+  }
+}
+
+TEST(TimeTest, ParseRfc3339Variants) {
+  const int64_t base = TimegmMicros(2026, 11, 22, 1, 58, 34, 0);
+  EXPECT_EQ(base, MustParse("2026-11-22T01:58:34Z"));
+  EXPECT_EQ(base, MustParse("2026-11-22t01:58:34z"));
+  EXPECT_EQ(base + 123456, MustParse("2026-11-22T01:58:34.123456Z"));
+  EXPECT_EQ(base + 100000, MustParse("2026-11-22T01:58:34.1Z"));
+  EXPECT_EQ(base + 123456, MustParse("2026-11-22T01:58:34.123456789Z"));  // truncated to micros
+  EXPECT_EQ(base, MustParse("2026-11-22T03:58:34+02:00"));
+  EXPECT_EQ(base, MustParse("2026-11-21T20:28:34-05:30"));
+  EXPECT_EQ(base, MustParse("2026-11-22T01:58:34+00:00"));
+  EXPECT_EQ(TimegmMicros(2026, 1, 1, 0, 0, 0, 0), MustParse("2026-01-01"));
+  EXPECT_EQ(TimegmMicros(2024, 12, 31, 22, 30, 0, 0), MustParse("2025-01-01T00:00:00+01:30"));
+}
+
+TEST(TimeTest, ParseRfc3339RejectsMalformedInput) {
+  for (const std::string& text : std::vector<std::string>{
+           "", "now", "2026-11-22T01:58:34", "2026-11-22 01:58:34Z", "2026-13-01T00:00:00Z",
+           "2026-00-10T00:00:00Z", "2026-01-32T00:00:00Z", "2026-01-01T24:00:00Z",
+           "2026-01-01T00:60:00Z", "2026-01-01T00:00:00.Z", "2026-01-01T00:00:00.1234567890Z",
+           "2026-01-01T00:00:00+0100", "2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00 Z",
+           "2026-01-01Z", "2026-1-01", "26-01-01", "2026-01-01T00:00:00ZZ", "1700000000"}) {
+    SCOPED_TRACE(text);
+    Result<MicrosSinceEpoch> r = ParseRfc3339(text);
+    EXPECT_FALSE(r.ok()) << "parsed as " << FormatRfc3339(*r);
+    if (!r.ok()) {
+      EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code());
+      EXPECT_THAT(r.status().message(), HasSubstr("invalid timestamp '" + text + "'"));
+    }
+  }
+}
+
+// Dates that do not exist must be rejected rather than rolled over into the
+// next month (base/time.cc ParseDateTime only checks day <= 31; see report).
+TEST(TimeTest, ParseRfc3339RejectsNonexistentDates) {
+  for (const char* text : {"2026-02-29T00:00:00Z", "2026-02-30", "2026-04-31T00:00:00Z"})
+    EXPECT_FALSE(ParseRfc3339(text).ok()) << text;
+  EXPECT_TRUE(ParseRfc3339("2024-02-29T00:00:00Z").ok());
+}
+
+TEST(TimeTest, NowIsCurrent) {
+  const int64_t now = NowMicros();
+  const int64_t c = static_cast<int64_t>(time(nullptr)) * 1000000;
+  EXPECT_LT(std::llabs(now - c), 2000000);
+}
+
+// ---------------------------------------------------------------------------
+// Durations
+
+TEST(DurationTest, ParsesEveryUnit) {
+  const std::map<std::string, int64_t> good = {
+      {"0s", 0},           {"500ms", 500},        {"1ms", 1},
+      {"45s", 45000},      {"15m", 900000},       {"12h", 43200000},
+      {"30d", 2592000000}, {"365d", 31536000000}, {"007s", 7000},
+  };
+  for (const auto& [text, ms] : good) {
+    Result<int64_t> r = ParseDurationMillis(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    EXPECT_EQ(ms, *r) << text;
+  }
+}
+
+TEST(DurationTest, RejectsMalformedInput) {
+  for (const std::string& text : std::vector<std::string>{
+           "", "30", "d", "ms", "-5s", "+5s", "1.5h", "30 d", " 30d", "30d ", "30D", "30S", "5w",
+           "5y", "1h30m", "30dd", "0x10s", "99999999999999999999d"}) {
+    SCOPED_TRACE(text);
+    Result<int64_t> r = ParseDurationMillis(text);
+    EXPECT_FALSE(r.ok()) << "parsed as " << *r;
+    if (!r.ok()) {
+      EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code());
+      EXPECT_THAT(r.status().message(), HasSubstr("expected a duration like 30d"));
+      EXPECT_THAT(r.status().message(), HasSubstr("'" + text + "'"));
+    }
+  }
+}
+
+// Values whose milliseconds overflow int64 must be rejected ("overflow" is in
+// the contract of ParseDurationMillis); today 1e12 days wraps around silently.
+TEST(DurationTest, RejectsOverflow) {
+  for (const char* text : {"1000000000000d", "200000000000d", "10000000000000h"}) {
+    Result<int64_t> r = ParseDurationMillis(text);
+    EXPECT_FALSE(r.ok()) << text << " parsed as " << *r;
+  }
+}
+
+}  // namespace
+}  // namespace cellar
