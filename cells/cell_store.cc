@@ -97,8 +97,7 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config) {
     opts.max_batch_cells = config.group_commit.max_batch_cells;
     opts.database = config.HostDatabase(host);
     impl->committers.push_back(std::make_unique<GroupCommitter>(ep, opts));
-    for (uint32_t s : host.shards)
-      impl->host_of_shard[s] = static_cast<uint32_t>(h);
+    for (uint32_t s : host.shards) impl->host_of_shard[s] = static_cast<uint32_t>(h);
   }
   return std::unique_ptr<CellStore>(new CellStore(std::move(impl)));
 }
@@ -156,12 +155,7 @@ Status CellStore::Init() {
     const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
     const std::string db = impl_->config.HostDatabase(host);
     auto r = impl_->WithHost<bool>(h, "host " + host.name, [&](MysqlConnection& c) -> Result<bool> {
-      CELLAR_RETURN_IF_ERROR(c.ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + db +
-                                          "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
-      CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateWriteFenceSql(db)));
-      for (const auto& ds : impl_->config.datastores)
-        CELLAR_RETURN_IF_ERROR(
-            c.ExecuteDdl(internal::CreateCellsTableSql(impl_->HostTable(h, ds.name))));
+      CELLAR_RETURN_IF_ERROR(internal::CreateHostSchema(c, db, impl_->config.datastores));
       return true;
     });
     if (!r.ok() && first_error.ok()) first_error = r.status();
@@ -350,6 +344,58 @@ Result<std::vector<Cell>> ReadCells(MysqlConnection& c, const std::string& sql,
 
 }  // namespace
 
+namespace {
+
+// Up to `limit` final cells of one log, in added_id order: `select` is
+// "SELECT ... WHERE <key filter> AND added_id > ?" with `params` for the key
+// filter. A cell is returned only once no smaller added_id of the log can
+// still commit: a contiguous run of ids (`contiguous`: the whole host log, so
+// no id is missing) is final at once; past a gap, the read waits for the
+// writers that were open and reads again up to the highest id seen, which is
+// then final (write_fence.h). A writer still open after the wait ends the
+// page before the gap (held_by_open_writer).
+Result<HostLogPage> ReadFinalLog(MysqlConnection& c, const std::string& database,
+                                 const std::string& select, std::vector<SqlParam> params,
+                                 uint64_t after, int limit, bool contiguous) {
+  HostLogPage page;
+  page.next_after = after;
+  params.emplace_back(after);
+  CELLAR_ASSIGN_OR_RETURN(
+      page.cells,
+      ReadCells(c, select + " ORDER BY added_id LIMIT " + std::to_string(limit), params));
+  if (page.cells.empty()) return page;
+  size_t run = 0;
+  while (contiguous && run < page.cells.size() && page.cells[run].added_id == after + run + 1)
+    ++run;
+  if (run == page.cells.size()) {
+    page.next_after = page.cells.back().added_id;
+    return page;
+  }
+  const uint64_t high = page.cells.back().added_id;
+  const uint64_t final_before = run ? page.cells[run - 1].added_id : after;
+  Status fenced = internal::WaitForOpenWriters(c, database, kFenceWaitSeconds);
+  page.cells.resize(run);
+  page.next_after = final_before;
+  if (fenced.code() == StatusCode::kDeadlineExceeded) {
+    page.held_by_open_writer = true;
+    return page;
+  }
+  CELLAR_RETURN_IF_ERROR(fenced);
+  params.back() = final_before;
+  params.emplace_back(high);
+  CELLAR_ASSIGN_OR_RETURN(std::vector<Cell> rest,
+                          ReadCells(c,
+                                    select + " AND added_id <= ? ORDER BY added_id LIMIT " +
+                                        std::to_string(limit - static_cast<int>(run)),
+                                    params));
+  const bool full = static_cast<int>(run + rest.size()) == limit;
+  for (auto& cell : rest) page.cells.push_back(std::move(cell));
+  page.next_after = full && !page.cells.empty() ? page.cells.back().added_id : high;
+  return page;
+}
+
+}  // namespace
+
 Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t shard,
                                          uint64_t after_added_id, int limit) {
   CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
@@ -360,32 +406,15 @@ Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t 
     return InvalidArgument("limit must be between 1 and " +
                            std::to_string(impl_->config.limits.max_log_limit) + ", got " +
                            std::to_string(limit));
-  const std::string table = impl_->Table(shard, datastore);
   const std::string db = impl_->config.DatabaseForShard(shard);
-  const std::string select = std::string("SELECT ") + internal::kCellColumns + " FROM " + table +
-                             " WHERE shard = ? AND added_id > ?";
+  const std::string select = std::string("SELECT ") + internal::kCellColumns + " FROM " +
+                             impl_->Table(shard, datastore) + " WHERE shard = ? AND added_id > ?";
   return impl_->WithShard<ShardLogPage>(shard, [&](MysqlConnection& c) -> Result<ShardLogPage> {
-    ShardLogPage page;
-    page.next_after = after_added_id;
-    CELLAR_ASSIGN_OR_RETURN(
-        std::vector<Cell> first,
-        ReadCells(c, select + " ORDER BY added_id LIMIT " + std::to_string(limit),
-                  {uint64_t{shard}, after_added_id}));
-    if (first.empty()) return page;
-    // Other shards' cells interleave in the host log, so a gap says nothing
-    // here: wait for the writers that were open, then read again up to the
-    // highest id seen, which is now final.
-    Status fenced = internal::WaitForOpenWriters(c, db, kFenceWaitSeconds);
-    if (fenced.code() == StatusCode::kDeadlineExceeded) return page;  // nothing final yet
-    CELLAR_RETURN_IF_ERROR(fenced);
-    const uint64_t high = first.back().added_id;
-    CELLAR_ASSIGN_OR_RETURN(
-        page.cells,
-        ReadCells(c, select + " AND added_id <= ? ORDER BY added_id LIMIT " + std::to_string(limit),
-                  {uint64_t{shard}, after_added_id, high}));
-    page.next_after =
-        static_cast<int>(page.cells.size()) == limit ? page.cells.back().added_id : high;
-    return page;
+    // Other shards' cells interleave in the host log: no run is known final.
+    CELLAR_ASSIGN_OR_RETURN(HostLogPage page,
+                            ReadFinalLog(c, db, select, {uint64_t{shard}}, after_added_id, limit,
+                                         /*contiguous=*/false));
+    return ShardLogPage{std::move(page.cells), page.next_after};
   });
 }
 
@@ -404,41 +433,7 @@ Result<HostLogPage> CellStore::HostLog(const std::string& datastore, size_t host
                              impl_->HostTable(host, datastore) + " WHERE added_id > ?";
   const std::string what = "host " + impl_->config.mysql.hosts[host].name;
   return impl_->WithHost<HostLogPage>(host, what, [&](MysqlConnection& c) -> Result<HostLogPage> {
-    HostLogPage page;
-    page.next_after = after_added_id;
-    CELLAR_ASSIGN_OR_RETURN(
-        page.cells, ReadCells(c, select + " ORDER BY added_id LIMIT " + std::to_string(limit),
-                              {after_added_id}));
-    if (page.cells.empty()) return page;
-    // A contiguous run of ids is final: no id is missing, so none can appear.
-    size_t run = 0;
-    while (run < page.cells.size() && page.cells[run].added_id == after_added_id + run + 1) ++run;
-    if (run == page.cells.size()) {
-      page.next_after = page.cells.back().added_id;
-      return page;
-    }
-    // A gap: an open writer may still fill it, or it is a rolled-back or
-    // failed insert. Wait for the writers that were open, then everything up
-    // to the highest id seen is final (write_fence.h).
-    const uint64_t high = page.cells.back().added_id;
-    const uint64_t final_before = run ? page.cells[run - 1].added_id : after_added_id;
-    Status fenced = internal::WaitForOpenWriters(c, db, kFenceWaitSeconds);
-    page.cells.resize(run);
-    page.next_after = final_before;
-    if (fenced.code() == StatusCode::kDeadlineExceeded) {
-      page.held_by_open_writer = true;
-      return page;
-    }
-    CELLAR_RETURN_IF_ERROR(fenced);
-    CELLAR_ASSIGN_OR_RETURN(std::vector<Cell> rest,
-                            ReadCells(c,
-                                      select + " AND added_id <= ? ORDER BY added_id LIMIT " +
-                                          std::to_string(limit - static_cast<int>(run)),
-                                      {final_before, high}));
-    const bool full = static_cast<int>(run + rest.size()) == limit;
-    for (auto& cell : rest) page.cells.push_back(std::move(cell));
-    page.next_after = full && !page.cells.empty() ? page.cells.back().added_id : high;
-    return page;
+    return ReadFinalLog(c, db, select, {}, after_added_id, limit, /*contiguous=*/true);
   });
 }
 

@@ -98,17 +98,12 @@ Result<MigrationStats> MigrateShardLayout(CellStore& store,
     const std::string host_db = config.HostDatabase(host);
     CELLAR_ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(EndpointFor(config, host)));
     MysqlConnection& c = *conn;
-    CELLAR_RETURN_IF_ERROR(c.ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + host_db +
-                                        "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
-    CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateWriteFenceSql(host_db)));
+    CELLAR_RETURN_IF_ERROR(internal::CreateHostSchema(c, host_db, config.datastores));
     CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(
         "CREATE TABLE IF NOT EXISTS " + QualifiedTable(host_db, "layout_migration") +
         " (shard INT UNSIGNED NOT NULL, datastore VARCHAR(64) CHARACTER SET ascii NOT NULL,"
         " after_added_id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (shard, datastore))"
         " ENGINE=InnoDB"));
-    for (const auto& ds : config.datastores)
-      CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(internal::CreateCellsTableSql(
-          QualifiedTable(host_db, internal::CellsTableName(ds.name)))));
     CELLAR_RETURN_IF_ERROR(c.UseImplicitTransactions());
     CELLAR_RETURN_IF_ERROR(internal::RegisterWriter(c, host_db));
     for (uint32_t s : host.shards) {

@@ -1,6 +1,7 @@
 #include "cells/internal/cells_table.h"
 
 #include "cells/body_codec.h"
+#include "cells/internal/write_fence.h"
 
 namespace cellar::internal {
 
@@ -20,6 +21,17 @@ std::string CreateCellsTableSql(const std::string& table) {
          " KEY shard_log (shard, added_id),"
          " KEY column_created (column_name, created_at)"
          ") ENGINE=InnoDB";
+}
+
+Status CreateHostSchema(MysqlConnection& conn, const std::string& database,
+                        const std::vector<DatastoreConfig>& datastores) {
+  CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + database +
+                                         "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
+  CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateWriteFenceSql(database)));
+  for (const auto& ds : datastores)
+    CELLAR_RETURN_IF_ERROR(
+        conn.ExecuteDdl(CreateCellsTableSql(QualifiedTable(database, CellsTableName(ds.name)))));
+  return Status::Ok();
 }
 
 Result<Cell> RowToCell(const SqlRow& row) {

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "cells/cell.h"
 #include "cells/mysql_client.h"
+#include "config/cluster_config.h"
 
 namespace cellar::internal {
 
@@ -17,6 +19,11 @@ inline std::string CellsTableName(const std::string& datastore) { return "cells_
 
 // DDL for the cells table of one (host, datastore): the host's log (idempotent).
 std::string CreateCellsTableSql(const std::string& qualified_table);
+
+// Creates the host database `database` with its write fence and one cells
+// table per datastore, idempotently (CellStore::Init, cellar migrate).
+Status CreateHostSchema(MysqlConnection& conn, const std::string& database,
+                        const std::vector<DatastoreConfig>& datastores);
 
 // Decodes a row selected with kCellColumns. Internal if the stored body is corrupt.
 Result<Cell> RowToCell(const SqlRow& row);
