@@ -174,6 +174,8 @@ TEST_F(BadInputTest, UnknownDatastoreOrColumn) {
     ExpectInvalid(store_->Erase(ds, row, "BASE"), what);
     ExpectInvalid(store_->ShardLog(ds, 0, 0, 10), what);
     ExpectInvalid(store_->ShardHead(ds, 0), what);
+    ExpectInvalid(store_->HostLog(ds, 0, 0, 10), what);
+    ExpectInvalid(store_->HostHead(ds, 0), what);
     ExpectInvalid(store_->Purge(ds), what);
   }
   // Columns are per datastore and case-sensitive.
@@ -339,6 +341,10 @@ TEST_F(BadInputTest, BadReadArguments) {
   ExpectInvalid(store_->ShardLog("trips", 0, 0, 0), "limit must be between 1 and 10000, got 0");
   ExpectInvalid(store_->ShardLog("trips", 0, 0, 10001), "got 10001");
   ExpectInvalid(store_->ShardHead("trips", 99), "shard 99 out of range");
+  ExpectInvalid(store_->HostLog("trips", 7, 0, 10), "host 7 out of range: the cluster has");
+  ExpectInvalid(store_->HostLog("trips", 0, 0, 0), "limit must be between 1 and 10000, got 0");
+  ExpectInvalid(store_->HostLog("trips", 0, 0, 10001), "got 10001");
+  ExpectInvalid(store_->HostHead("trips", 7), "host 7 out of range");
 }
 
 // Bodies are bytes end to end: NUL characters inside strings and keys, SQL
