@@ -20,9 +20,9 @@ namespace cellar {
 
 struct RelayCheckpoint {
   uint64_t after_added_id = 0;
-  int64_t kafka_offset = -1;     // -1: nothing acknowledged yet
-  int32_t kafka_partition = -1;  // partition of that record
+  int64_t kafka_offset = -1;  // -1: nothing acknowledged yet
   MicrosSinceEpoch updated_at = 0;
+  int32_t kafka_partition = -1;  // partition of that record
 };
 
 // Creates the table if missing. REQUIRES: `database` is a validated host database name.

@@ -75,8 +75,9 @@ class ScratchCheckpoints {
   double TimeSave() {
     Stopwatch clock;
     const uint64_t id = next_++;
-    Status st = SaveCheckpoint(*conn_, db_, "trips",
-                               RelayCheckpoint{id, static_cast<int64_t>(id), NowMicros()});
+    Status st = SaveCheckpoint(
+        *conn_, db_, "trips",
+        RelayCheckpoint{id, static_cast<int64_t>(id), NowMicros(), /*kafka_partition=*/0});
     return st.ok() ? clock.Millis() : -1;
   }
 
