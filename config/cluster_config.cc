@@ -300,11 +300,14 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
     ReadIntInto(r, n, "max_log_limit", "limits", 1, 1000000, &cfg.limits.max_log_limit);
   }
   if (YAML::Node n = root["group_commit"]) {
-    r.CheckKeys(n, "group_commit", {"max_batch_cells", "writer_threads_per_host"});
+    r.CheckKeys(n, "group_commit",
+                {"max_batch_cells", "writer_threads_per_host", "min_pipelined_cells"});
     ReadIntInto(r, n, "max_batch_cells", "group_commit", 1, 10000,
                 &cfg.group_commit.max_batch_cells);
     ReadIntInto(r, n, "writer_threads_per_host", "group_commit", 1, 256,
                 &cfg.group_commit.writer_threads_per_host);
+    ReadIntInto(r, n, "min_pipelined_cells", "group_commit", 0, 10000,
+                &cfg.group_commit.min_pipelined_cells);
   }
   if (YAML::Node n = root["kafka"]) {
     r.CheckKeys(n, "kafka", {"brokers", "topic_prefix", "partitions", "max_event_body_bytes"});

@@ -69,7 +69,10 @@ struct LimitsConfig {
 
 struct GroupCommitConfig {
   int max_batch_cells = 256;        // cells per multi-row INSERT transaction
-  int writer_threads_per_host = 4;  // concurrent committing shards per MySQL host
+  int writer_threads_per_host = 4;  // transactions in flight per MySQL host, at most
+  // A second transaction starts while one is in flight only once this many
+  // cells wait (0: at once); smaller groups join the next batch.
+  int min_pipelined_cells = 8;
 };
 
 struct KafkaConfig {

@@ -89,7 +89,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
       "      port: 3307\n"
       "      shards: \"10-15\"\n"
       "limits: { max_body_bytes: 2048, max_batch_cells: 10, max_log_limit: 500 }\n"
-      "group_commit: { max_batch_cells: 64, writer_threads_per_host: 2 }\n"
+      "group_commit: { max_batch_cells: 64, writer_threads_per_host: 2, min_pipelined_cells: 12 }\n"
       "kafka: { brokers: \"127.0.0.1:9092\", topic_prefix: cx.t, partitions: 4,"
       " max_event_body_bytes: 1000 }\n"
       "relay: { batch_cells: 10, poll_min_ms: 2, poll_max_ms: 20, lock_retry_ms: 100 }\n"
@@ -128,6 +128,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ(500, c.limits.max_log_limit);
   EXPECT_EQ(64, c.group_commit.max_batch_cells);
   EXPECT_EQ(2, c.group_commit.writer_threads_per_host);
+  EXPECT_EQ(12, c.group_commit.min_pipelined_cells);
   EXPECT_EQ("127.0.0.1:9092", c.kafka.brokers);
   EXPECT_EQ("cx.t", c.kafka.topic_prefix);
   EXPECT_EQ(4, c.kafka.partitions);
@@ -397,7 +398,8 @@ TEST(ConfigTest, BadShardRanges) {
     const std::vector<std::string> errors = Errors(yaml);
     ASSERT_EQ(2u, errors.size()) << ::testing::PrintToString(errors);
     EXPECT_EQ(At(yaml, "db1",
-                 "mysql.hosts[0].shards: expected shard ranges like 0-31 or 0-30,32, got '" + range + "'"),
+                 "mysql.hosts[0].shards: expected shard ranges like 0-31 or 0-30,32, got '" +
+                     range + "'"),
               errors[0]);
     EXPECT_EQ(At(yaml, "db1", "mysql.hosts: shards 0-63 are owned by no host"), errors[1]);
   }

@@ -39,6 +39,7 @@ void GroupCommitter::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
   for (WriteUnit* u : queue_) Finish(u, Unavailable("the cell store is closing"));
   queue_.clear();
+  queued_cells_ = 0;
 }
 
 void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
@@ -49,6 +50,7 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
       return;
     }
     queue_.insert(queue_.end(), units.begin(), units.end());
+    for (WriteUnit* u : units) queued_cells_ += u->cells.size();
   }
   cv_.notify_one();
 }
@@ -60,7 +62,11 @@ void GroupCommitter::WriterLoop() {
     units.clear();
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [&] {
+        return stopping_ || (!queue_.empty() &&
+                             (in_flight_ == 0 ||
+                              queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells)));
+      });
       if (stopping_) return;
       // Everything waiting, up to max_batch_cells: one transaction, one fsync.
       size_t cells = 0;
@@ -71,8 +77,15 @@ void GroupCommitter::WriterLoop() {
         units.push_back(queue_.front());
         queue_.pop_front();
       }
+      queued_cells_ -= cells;
+      ++in_flight_;
+      // Another writer may start too if enough is still waiting.
+      if (!queue_.empty()) cv_.notify_one();
     }
     Commit(conn, units);
+    // This thread loops back and takes whatever waited for the commit to end.
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_;
   }
 }
 

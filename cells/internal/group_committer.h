@@ -6,8 +6,10 @@
 // max_batch_cells cells) and commits it as ONE transaction: one multi-row
 // INSERT ... RETURNING per datastore and a single COMMIT (one fsync). While one
 // thread commits, new arrivals accumulate for the next, so batches grow with
-// load (the Tera tablet-writer idea); several transactions are in flight at
-// once, and none waits for another's commit (write_fence.h).
+// load (the Tera tablet-writer idea). A second transaction starts while one is
+// in flight only when enough cells wait (min_pipelined_cells): small batches
+// cost the server far more per cell than the wait for the running commit. In
+// flight transactions never wait for each other's commit (write_fence.h).
 //
 // Threading: Submit() is thread-safe. The destructor stops the threads and
 // fails still-queued units with Unavailable.
@@ -30,7 +32,11 @@ namespace cellar::internal {
 struct GroupCommitterOptions {
   int threads = 4;            // writer connections, i.e. transactions in flight
   int max_batch_cells = 256;  // cells per transaction
-  std::string database;       // the host database (ClusterConfig::HostDatabase)
+  // While a transaction is in flight, another writer starts one only once at
+  // least this many cells wait; fewer wait for the running commit to end and
+  // join the next, larger batch (0: start at once, any size).
+  int min_pipelined_cells = 8;
+  std::string database;  // the host database (ClusterConfig::HostDatabase)
 };
 
 class GroupCommitter {
@@ -59,6 +65,8 @@ class GroupCommitter {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<WriteUnit*> queue_;
+  size_t queued_cells_ = 0;
+  int in_flight_ = 0;  // transactions being committed
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

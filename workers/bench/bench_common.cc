@@ -135,6 +135,9 @@ void AddClusterOptions(CLI::App* cmd, ClusterOptions* o) {
   cmd->add_option("--writer-threads", o->writer_threads_per_host,
                   "override group_commit.writer_threads_per_host (0: keep the config's)")
       ->check(CLI::Range(0, 256));
+  cmd->add_option("--min-pipelined-cells", o->min_pipelined_cells,
+                  "override group_commit.min_pipelined_cells (-1: keep the config's)")
+      ->check(CLI::Range(-1, 10000));
 }
 
 BenchCluster::~BenchCluster() {
@@ -162,6 +165,8 @@ Result<BenchCluster> OpenBenchCluster(const ClusterOptions& options) {
   if (options.max_batch_cells > 0) c.config.group_commit.max_batch_cells = options.max_batch_cells;
   if (options.writer_threads_per_host > 0)
     c.config.group_commit.writer_threads_per_host = options.writer_threads_per_host;
+  if (options.min_pipelined_cells >= 0)
+    c.config.group_commit.min_pipelined_cells = options.min_pipelined_cells;
   if (c.config.datastores.empty() || c.config.datastores[0].columns.empty())
     return InvalidArgument(c.description + ": the benchmark needs a datastore with a column");
   return c;
@@ -175,6 +180,8 @@ void DescribeCluster(const BenchCluster& cluster, Table& table) {
   table.Add("group_commit.max_batch_cells", std::to_string(cfg.group_commit.max_batch_cells));
   table.Add("group_commit.writer_threads_per_host",
             std::to_string(cfg.group_commit.writer_threads_per_host));
+  table.Add("group_commit.min_pipelined_cells",
+            std::to_string(cfg.group_commit.min_pipelined_cells));
 }
 
 double ProcessCpuSeconds() {

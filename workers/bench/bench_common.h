@@ -145,6 +145,7 @@ struct ClusterOptions {
   // Group-commit overrides (0 = keep the config's value).
   int max_batch_cells = 0;
   int writer_threads_per_host = 0;
+  int min_pipelined_cells = -1;  // -1: keep the config's
 };
 
 // Adds --config, --shards, --max-batch-cells and --writer-threads to `cmd`.
