@@ -323,7 +323,9 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
               &cfg.kafka.max_event_body_bytes);
   }
   if (YAML::Node n = root["relay"]) {
-    r.CheckKeys(n, "relay", {"batch_cells", "poll_min_ms", "poll_max_ms", "lock_retry_ms"});
+    r.CheckKeys(n, "relay",
+                {"batch_cells", "poll_min_ms", "poll_max_ms", "lock_retry_ms", "exactly_once"});
+    r.ReadBool(n, "exactly_once", "relay", &cfg.relay.exactly_once);
     ReadIntInto(r, n, "batch_cells", "relay", 1, 100000, &cfg.relay.batch_cells);
     ReadIntInto(r, n, "poll_min_ms", "relay", 1, 60000, &cfg.relay.poll_min_ms);
     ReadIntInto(r, n, "poll_max_ms", "relay", 1, 60000, &cfg.relay.poll_max_ms);

@@ -87,6 +87,10 @@ struct RelayConfig {
   int poll_min_ms = 1;       // idle poll interval starts here...
   int poll_max_ms = 50;      // ...and doubles up to this while nothing is new
   int lock_retry_ms = 1000;  // how often an idle relay tries to take unowned shards
+  // Publish each stream in Kafka transactions (transactional.id per stream):
+  // read_committed consumers see every cell exactly once; false: idempotent
+  // producer, at-least-once (changelog/relay.h).
+  bool exactly_once = true;
 };
 
 struct ClusterConfig {

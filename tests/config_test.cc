@@ -92,7 +92,8 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
       "group_commit: { max_batch_cells: 64, writer_threads_per_host: 2, min_pipelined_cells: 12 }\n"
       "kafka: { brokers: \"127.0.0.1:9092\", topic_prefix: cx.t, partitions: 4,"
       " max_event_body_bytes: 1000 }\n"
-      "relay: { batch_cells: 10, poll_min_ms: 2, poll_max_ms: 20, lock_retry_ms: 100 }\n"
+      "relay: { batch_cells: 10, poll_min_ms: 2, poll_max_ms: 20, lock_retry_ms: 100,"
+      " exactly_once: false }\n"
       "datastores:\n"
       "  - name: trips\n"
       "    columns:\n"
@@ -137,6 +138,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ(2, c.relay.poll_min_ms);
   EXPECT_EQ(20, c.relay.poll_max_ms);
   EXPECT_EQ(100, c.relay.lock_retry_ms);
+  EXPECT_FALSE(c.relay.exactly_once);
   ASSERT_EQ(2u, c.datastores.size());
   const DatastoreConfig* trips = c.FindDatastore("trips");
   ASSERT_NE(nullptr, trips);
