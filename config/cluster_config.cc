@@ -155,7 +155,7 @@ void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreCon
   for (size_t i = 0; i < n.size(); ++i) {
     const YAML::Node d = n[i];
     const std::string dp = "datastores[" + std::to_string(i) + "]";
-    if (!r.CheckKeys(d, dp, {"name", "columns"}) && !d.IsMap()) continue;
+    if (!r.CheckKeys(d, dp, {"name", "ttl", "columns"}) && !d.IsMap()) continue;
     DatastoreConfig ds;
     if (r.Require(d, "name", dp) && r.ReadString(d, "name", dp, &ds.name)) {
       if (!IsValidDatastoreName(ds.name))
@@ -164,6 +164,7 @@ void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreCon
         if (other.name == ds.name)
           r.Error(d["name"], dp + ".name", "duplicate datastore '" + ds.name + "'");
     }
+    r.ReadDurationMillis(d, "ttl", dp, &ds.ttl_ms);
     if (r.Require(d, "columns", dp)) {
       const YAML::Node cols = d["columns"];
       if (r.ExpectMap(cols, dp + ".columns")) {
@@ -179,10 +180,12 @@ void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreCon
             continue;
           }
           const YAML::Node opts = kv.second;
+          bool own_ttl = false;
           if (!opts.IsNull()) {
             if (r.CheckKeys(opts, cp, {"ttl"}) || opts.IsMap())
-              r.ReadDurationMillis(opts, "ttl", cp, &c.ttl_ms);
+              own_ttl = r.ReadDurationMillis(opts, "ttl", cp, &c.ttl_ms);
           }
+          if (!own_ttl) c.ttl_ms = ds.ttl_ms;  // the datastore's default
           ds.columns.push_back(c);
         }
         if (ds.columns.empty())
@@ -284,8 +287,9 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
   cfg.source = source_name;
   YAML::Node root = r.Parse(yaml_text);
   if (!r.errors().empty()) return r.ToStatus();
-  r.CheckKeys(root, "",
-              {"shards", "mysql", "limits", "group_commit", "kafka", "relay", "datastores"});
+  r.CheckKeys(
+      root, "",
+      {"shards", "mysql", "limits", "group_commit", "kafka", "relay", "purge", "datastores"});
   if (!root.IsMap()) return r.ToStatus();
   int64_t shards = cfg.shards;
   r.ReadInt(root, "shards", "", 1, 65536, &shards);
@@ -330,6 +334,10 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
     ReadIntInto(r, n, "poll_min_ms", "relay", 1, 60000, &cfg.relay.poll_min_ms);
     ReadIntInto(r, n, "poll_max_ms", "relay", 1, 60000, &cfg.relay.poll_max_ms);
     ReadIntInto(r, n, "lock_retry_ms", "relay", 10, 600000, &cfg.relay.lock_retry_ms);
+  }
+  if (YAML::Node n = root["purge"]) {
+    if (r.CheckKeys(n, "purge", {"interval"}) || n.IsMap())
+      r.ReadDurationMillis(n, "interval", "purge", &cfg.purge.interval_ms);
   }
   if (r.Require(root, "datastores", "")) LoadDatastores(r, root["datastores"], &cfg.datastores);
   if (!r.errors().empty()) return r.ToStatus();

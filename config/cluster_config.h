@@ -27,11 +27,17 @@ namespace cellar {
 
 struct ColumnConfig {
   std::string name;
-  int64_t ttl_ms = 0;  // milliseconds a version stays visible after created_at; 0 = forever
+  // Milliseconds a version stays visible after created_at; 0 = forever. The
+  // loader fills in the datastore's ttl_ms for a column without its own `ttl`
+  // (`ttl: 0s` on a column keeps it forever under a datastore default).
+  int64_t ttl_ms = 0;
 };
 
 struct DatastoreConfig {
   std::string name;  // [a-z][a-z0-9_]{0,47}: part of table and topic names
+  // Default TTL of the datastore's columns (YAML `ttl` beside `columns`),
+  // milliseconds; 0 = forever. Already applied to columns[].ttl_ms by the loader.
+  int64_t ttl_ms = 0;
   std::vector<ColumnConfig> columns;
 
   // nullptr when the datastore has no such column.
@@ -93,6 +99,13 @@ struct RelayConfig {
   bool exactly_once = true;
 };
 
+// Background purge (retention/purge_scheduler.h), run by the worker nodes
+// (cellard): every interval_ms, each datastore's expired versions are purged as
+// `cellar purge` does. YAML: `purge: { interval: 1h }`.
+struct PurgeConfig {
+  int64_t interval_ms = 0;  // milliseconds between runs; 0 = no background purge (default)
+};
+
 struct ClusterConfig {
   std::string source;    // file the config came from ("<string>" in tests)
   uint32_t shards = 64;  // logical shards; fixed when the cluster is created
@@ -101,6 +114,7 @@ struct ClusterConfig {
   GroupCommitConfig group_commit;
   KafkaConfig kafka;
   RelayConfig relay;
+  PurgeConfig purge;
   std::vector<DatastoreConfig> datastores;
 
   const DatastoreConfig* FindDatastore(std::string_view name) const;

@@ -258,7 +258,7 @@ TEST(ConfigTest, LoadFromFileNamesTheFileInErrors) {
   EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code());
   EXPECT_EQ(bad + ":" + std::to_string(LineOf(yaml, "colour")) +
                 ": colour: unknown key (allowed: shards mysql limits group_commit kafka relay "
-                "datastores)",
+                "purge datastores)",
             r.status().message());
 
   Result<ClusterConfig> missing = LoadClusterConfig(bad + ".does-not-exist");
@@ -326,7 +326,7 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
     const std::string yaml = Yaml("", "", "colour: blue\n");
     EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "colour",
                                              "colour: unknown key (allowed: shards mysql limits "
-                                             "group_commit kafka relay datastores)")));
+                                             "group_commit kafka relay purge datastores)")));
   }
   {
     const std::string yaml = Yaml(
@@ -348,7 +348,7 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
         Yaml("", "  - name: trips\n    owner: me\n    columns:\n      BASE: {}\n");
     EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "owner",
                                              "datastores[0].owner: unknown key (allowed: name "
-                                             "columns)")));
+                                             "ttl columns)")));
   }
   {
     const std::string yaml = Yaml("", "", "limits:\n  max_body: 10\n");
@@ -580,7 +580,7 @@ TEST(ConfigTest, SeveralErrorsAreCollectedAtOnce) {
       Errors(yaml),
       UnorderedElementsAreArray(std::vector<std::string>{
           "cellar.yaml:2: colour: unknown key (allowed: shards mysql limits group_commit kafka "
-          "relay datastores)",
+          "relay purge datastores)",
           "cellar.yaml:7: mysql.hosts[1].shards: shard 32 is already owned by mysql.hosts[0]",
           "cellar.yaml:6: mysql.hosts: shards 63 are owned by no host",
           "cellar.yaml:8: limits.max_batch_cells: must be between 1 and 100000, got 0",
@@ -590,6 +590,54 @@ TEST(ConfigTest, SeveralErrorsAreCollectedAtOnce) {
           "[A-Za-z][A-Za-z0-9_]{0,63}",
           "cellar.yaml:17: datastores[2].name: duplicate datastore 'users'",
       }));
+}
+
+// A datastore-level ttl is the default of its columns; a column's own ttl
+// (even 0s: forever) wins. purge.interval is off by default.
+TEST(ConfigTest, DatastoreDefaultTtlAndPurgeInterval) {
+  {
+    Result<ClusterConfig> r = ParseClusterConfig(Yaml(), "x");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(0, r->purge.interval_ms);
+    EXPECT_EQ(0, r->datastores[0].ttl_ms);
+  }
+  Result<ClusterConfig> r = ParseClusterConfig(
+      Yaml("",
+           "  - name: trips\n    ttl: 7d\n    columns:\n      BASE: {}\n      STATUS: { ttl: 1h }\n"
+           "      KEEP: { ttl: 0s }\n      PLAIN:\n",
+           "purge:\n  interval: 15m\n"),
+      "x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const DatastoreConfig& trips = r->datastores[0];
+  EXPECT_EQ(7LL * 86400 * 1000, trips.ttl_ms);
+  EXPECT_EQ(7LL * 86400 * 1000, trips.FindColumn("BASE")->ttl_ms);
+  EXPECT_EQ(7LL * 86400 * 1000, trips.FindColumn("PLAIN")->ttl_ms);
+  EXPECT_EQ(3600LL * 1000, trips.FindColumn("STATUS")->ttl_ms);
+  EXPECT_EQ(0, trips.FindColumn("KEEP")->ttl_ms);
+  EXPECT_EQ(15LL * 60 * 1000, r->purge.interval_ms);
+}
+
+TEST(ConfigTest, BadDatastoreTtlAndPurgeAreRejected) {
+  {
+    const std::string yaml =
+        Yaml("", "  - name: trips\n    ttl: a week\n    columns:\n      BASE: {}\n");
+    EXPECT_THAT(Errors(yaml),
+                ElementsAre(At(yaml, "ttl:", "datastores[0].ttl: expected a duration like 30d")));
+  }
+  {
+    const std::string yaml = Yaml("", "", "purge:\n  interval: hourly\n");
+    EXPECT_THAT(Errors(yaml),
+                ElementsAre(At(yaml, "interval", "purge.interval: expected a duration like 30d")));
+  }
+  {
+    const std::string yaml = Yaml("", "", "purge:\n  interval: 1h\n  batch: 10\n");
+    EXPECT_THAT(Errors(yaml),
+                ElementsAre(At(yaml, "batch", "purge.batch: unknown key (allowed: interval)")));
+  }
+  {
+    const std::string yaml = Yaml("", "", "purge: 1h\n");
+    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "purge: 1h", "purge: expected a mapping")));
+  }
 }
 
 TEST(ConfigTest, NameValidators) {
