@@ -226,14 +226,20 @@ std::vector<Result<PutResult>> CellStore::PutBatch(const std::string& datastore,
 }
 
 Result<PutResult> CellStore::Erase(const std::string& datastore, const Uuid& row,
-                                   const std::string& column) {
+                                   const std::string& column,
+                                   std::optional<int64_t> expected_ref_key) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
-  CELLAR_RETURN_IF_ERROR(ValidateColumn(*ds, column).status());
+  CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
+  if (expected_ref_key && *expected_ref_key < 0)
+    return InvalidArgument("expected_ref_key must be >= 0, got " +
+                           std::to_string(*expected_ref_key));
   std::vector<std::unique_ptr<WriteUnit>> units;
   units.push_back(std::make_unique<WriteUnit>());
   units[0]->datastore = datastore;
   units[0]->shard = ShardForRow(row, impl_->config.shards);
   units[0]->erase = true;
+  units[0]->expected_ref_key = expected_ref_key;
+  units[0]->ttl_ms = col->ttl_ms;
   PendingCell t;
   t.row_key = row;
   t.column = column;

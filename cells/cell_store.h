@@ -118,9 +118,34 @@ class CellStore {
   [[nodiscard]] Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
                                                    const std::string& column,
                                                    const VersionQuery& query);
-  // Appends a tombstone at (latest ref_key + 1), or 0 for a column never written.
+  // Erases a column: appends a tombstone, which hides every older version
+  // from Latest() and Row(). Idempotent, so retries write one tombstone.
+  // "The latest version" is the one Latest() would consider: the highest
+  // ref_key among unexpired versions (tombstones included).
+  // Without expected_ref_key:
+  //   - the latest version is a tombstone: nothing is written; the result is
+  //     that tombstone with created=false (a retried or repeated erase);
+  //   - otherwise a tombstone is written above every stored version, expired
+  //     or not (max stored ref_key + 1; 0 for a column never written), with
+  //     created=true.
+  // With expected_ref_key K (erase exactly that version), >= 0:
+  //   - the latest version is K and live: a tombstone as above (K + 1 unless
+  //     expired versions sit above K), created=true;
+  //   - the latest version is K and a tombstone, or a tombstone directly
+  //     above K (at K + 1, or with K the version below it: this erase,
+  //     retried): nothing is written, that tombstone with created=false;
+  //   - otherwise Conflict naming the actual latest ref_key (or that the
+  //     column has no version); nothing is written.
+  // The check and the write are one transaction that locks the column's top
+  // versions, so concurrent erases of one column write one tombstone. A
+  // concurrent put that commits a ref_key above K + 1 in the same instant is
+  // not seen by the check (it becomes the latest version, above the tombstone).
+  // An erase whose COMMIT was lost (connection dropped before the answer) is
+  // retried by the store and then reports created=false with the tombstone it
+  // wrote. InvalidArgument for a negative expected_ref_key.
   [[nodiscard]] Result<PutResult> Erase(const std::string& datastore, const Uuid& row,
-                                        const std::string& column);
+                                        const std::string& column,
+                                        std::optional<int64_t> expected_ref_key = std::nullopt);
 
   // Up to `limit` cells of `shard` with added_id > after_added_id, in order.
   // added_ids are positions in the host's log (other shards' cells sit in

@@ -318,8 +318,11 @@ Result<std::vector<Cell>> Client::Versions(const std::string& ds, const Uuid& ro
   return ParseList<Cell>(doc, "cells", [](const json& j) { return CellFromJson(j); });
 }
 
-Result<PutResult> Client::Erase(const std::string& ds, const Uuid& row, const std::string& column) {
-  return impl_->CallPut("DELETE", ColumnPath(ds, row, column));
+Result<PutResult> Client::Erase(const std::string& ds, const Uuid& row, const std::string& column,
+                                std::optional<int64_t> expected_ref_key) {
+  std::string path = ColumnPath(ds, row, column);
+  if (expected_ref_key) path += "?expected_ref_key=" + std::to_string(*expected_ref_key);
+  return impl_->CallPut("DELETE", path);
 }
 
 Result<ShardLogPage> Client::ShardLog(const std::string& ds, uint32_t shard,

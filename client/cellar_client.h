@@ -23,8 +23,9 @@
 // others remain. This is safe because writes are idempotent by address: a
 // retried put of a cell that did commit answers created=false. PutBatch
 // retries only the cells that failed with Unavailable. Erase is retried like
-// the rest: a retry after a lost answer may append a second tombstone (the
-// column still reads as erased). When every attempt fails, the result is
+// the rest and is idempotent too: a retry after a lost answer finds its own
+// tombstone as the latest version and answers created=false with it, so one
+// erase writes one tombstone. When every attempt fails, the result is
 // Unavailable naming the last error.
 //
 // Threading: every method is thread-safe; concurrent calls use separate
@@ -113,8 +114,13 @@ class Client {
   [[nodiscard]] Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
                                                    const std::string& column,
                                                    const VersionQuery& query);
+  // The contract of CellStore::Erase (cells/cell_store.h): a column whose
+  // latest version is a tombstone answers created=false with it; with
+  // expected_ref_key K only version K is erased (Conflict naming the latest
+  // version otherwise). DELETE .../<column>?expected_ref_key=K.
   [[nodiscard]] Result<PutResult> Erase(const std::string& datastore, const Uuid& row,
-                                        const std::string& column);
+                                        const std::string& column,
+                                        std::optional<int64_t> expected_ref_key = std::nullopt);
   [[nodiscard]] Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
                                               uint64_t after_added_id, int limit);
   // NotFound for an index the server does not serve; InvalidArgument for a

@@ -58,3 +58,6 @@ cellar_test(cells_migration_test cells_migration_test.cc)
 target_link_libraries(cells_migration_test PRIVATE cellar_cells)
 cellar_test(cells_shard_move_test cells_shard_move_test.cc)
 target_link_libraries(cells_shard_move_test PRIVATE cellar_cells)
+# Idempotent erase: store level, and a lost COMMIT acknowledgement through a fault proxy.
+cellar_test(cells_erase_test cells_erase_test.cc)
+target_link_libraries(cells_erase_test PRIVATE cellar_cells)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "cells/body_codec.h"
@@ -66,6 +67,103 @@ Status LoadExisting(MysqlConnection& conn, const std::string& table,
   return Status::Ok();
 }
 
+// One version of the erased column as the erase sees it: stored (committed)
+// or planned earlier in this transaction (planned_index >= 0).
+struct EraseCandidate {
+  int64_t ref_key = 0;
+  bool tombstone = false;
+  Existing stored;
+  long planned_index = -1;
+};
+
+// What an erase unit does: write a tombstone at ref_key, or nothing (`same`
+// is the tombstone that already is the latest version), or fail with `error`.
+struct EraseDecision {
+  Status error;
+  bool write = false;
+  int64_t ref_key = 0;
+  EraseCandidate same;
+};
+
+std::string Kind(const EraseCandidate& v) { return v.tombstone ? "a tombstone" : "live"; }
+
+// The erase contract of CellStore::Erase (cell_store.h). "Latest" is the
+// highest-ref_key unexpired version, as for Latest(); a new tombstone goes
+// above every stored version, expired or not (their addresses are taken until
+// purged). The top versions are read with FOR UPDATE, so an erase waits for a
+// concurrent transaction that is inserting above them instead of deciding on
+// a stale latest.
+Result<EraseDecision> DecideErase(MysqlConnection& conn, const std::string& table,
+                                  const std::string& datastore, const WriteUnit& u,
+                                  const std::map<Address, Planned>& planned, MicrosSinceEpoch now) {
+  const PendingCell& t = u.cells[0];
+  const std::string row = t.row_key.ToBytes();
+  const MicrosSinceEpoch visible_since = u.ttl_ms > 0 ? now - u.ttl_ms * 1000 : 0;
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows, conn.Query("SELECT ref_key, tombstone, added_id, created_at FROM " + table +
+                                " WHERE row_key = ? AND column_name = ? AND created_at >= ?"
+                                " ORDER BY ref_key DESC LIMIT 2 FOR UPDATE",
+                            {row, t.column, visible_since}));
+  std::vector<EraseCandidate> top;
+  std::optional<int64_t> max_ref;  // highest ref_key stored or planned, expired included
+  for (const auto& r : rows) {
+    EraseCandidate v;
+    v.ref_key = r.Int(0);
+    v.tombstone = r.Int(1) != 0;
+    v.stored = Existing{"", v.tombstone, r.Uint(2), r.Int(3)};
+    max_ref = std::max(max_ref.value_or(v.ref_key), v.ref_key);
+    top.push_back(v);
+  }
+  if (u.ttl_ms > 0) {  // expired versions may sit above the visible ones
+    CELLAR_ASSIGN_OR_RETURN(auto m, conn.Query("SELECT MAX(ref_key) FROM " + table +
+                                                   " WHERE row_key = ? AND column_name = ?",
+                                               {row, t.column}));
+    if (!m.empty() && !m[0].IsNull(0)) max_ref = std::max(max_ref.value_or(0), m[0].Int(0));
+  }
+  for (const auto& [addr, p] : planned)
+    if (std::get<0>(addr) == row && std::get<1>(addr) == t.column) {
+      EraseCandidate v;
+      v.ref_key = std::get<2>(addr);
+      v.tombstone = p.cell->tombstone;
+      v.planned_index = static_cast<long>(p.insert_index);
+      max_ref = std::max(max_ref.value_or(v.ref_key), v.ref_key);
+      top.push_back(v);
+    }
+  std::sort(top.begin(), top.end(),
+            [](const EraseCandidate& a, const EraseCandidate& b) { return a.ref_key > b.ref_key; });
+
+  EraseDecision d;
+  auto write_new = [&] {
+    d.write = true;
+    d.ref_key = max_ref ? *max_ref + 1 : 0;
+    return d;
+  };
+  auto already = [&](const EraseCandidate& v) {
+    d.same = v;
+    d.ref_key = v.ref_key;
+    return d;
+  };
+  if (!u.expected_ref_key) {
+    if (!top.empty() && top[0].tombstone) return already(top[0]);
+    return write_new();
+  }
+  const int64_t k = *u.expected_ref_key;
+  const std::string where = datastore + "/" + t.row_key.ToString() + "/" + t.column;
+  if (top.empty())
+    d.error = Conflict("erase of " + where + " expected latest ref_key " + std::to_string(k) +
+                       ", but the column has no version; nothing was written");
+  else if (top[0].ref_key == k)
+    return top[0].tombstone ? already(top[0]) : write_new();
+  else if (top[0].tombstone && top[0].ref_key > k &&
+           (top[0].ref_key - 1 == k || (top.size() > 1 && top[1].ref_key == k)))
+    return already(top[0]);  // a tombstone directly above k: this very erase, retried
+  else
+    d.error = Conflict("erase of " + where + " expected latest ref_key " + std::to_string(k) +
+                       ", but the latest is ref_key " + std::to_string(top[0].ref_key) + " (" +
+                       Kind(top[0]) + "); nothing was written");
+  return d;
+}
+
 }  // namespace
 
 Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
@@ -89,6 +187,8 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
   struct Decision {
     std::vector<long> insert_index;  // -1: existed already
     std::vector<Existing> found;
+    int64_t erase_ref = 0;       // an erase: the tombstone's ref_key
+    bool erase_created = false;  // an erase: false when the latest already was its tombstone
   };
   std::vector<Decision> decisions(units.size());
 
@@ -97,16 +197,22 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     Decision& d = decisions[ui];
     std::vector<const PendingCell*> cells;
     if (u->erase) {
+      auto e = DecideErase(conn, table, datastore, *u, planned, now);
+      if (!e.ok()) return fail(e.status());
+      u->results.clear();
+      if (!e->error.ok()) {
+        u->results.emplace_back(e->error);
+        continue;
+      }
+      d.erase_ref = e->ref_key;
+      d.erase_created = e->write;
+      if (!e->write) {  // the latest already is a tombstone: nothing to write
+        d.insert_index.assign(1, e->same.planned_index);
+        d.found.assign(1, e->same.stored);
+        continue;
+      }
       PendingCell t = u->cells[0];
-      auto rows =
-          conn.Query("SELECT MAX(ref_key) FROM " + table + " WHERE row_key = ? AND column_name = ?",
-                     {t.row_key.ToBytes(), t.column});
-      if (!rows.ok()) return fail(rows.status());
-      int64_t next = (*rows)[0].IsNull(0) ? 0 : (*rows)[0].Int(0) + 1;
-      for (const auto& [addr, p] : planned)
-        if (std::get<0>(addr) == t.row_key.ToBytes() && std::get<1>(addr) == t.column)
-          next = std::max(next, std::get<2>(addr) + 1);
-      t.ref_key = next;
+      t.ref_key = e->ref_key;
       erase_cells.push_back(std::move(t));
       cells.push_back(&erase_cells.back());
     } else {
@@ -216,11 +322,11 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
         r.ref_key = c->ref_key;
         // The first claimant created it; a duplicate inside the batch is a retry.
         const PendingCell* mine = u->erase ? nullptr : &u->cells[ci];
-        r.created = u->erase || mine == c;
+        r.created = u->erase ? d.erase_created : mine == c;
       } else {
         r.added_id = d.found[ci].added_id;
         r.created_at = d.found[ci].created_at;
-        r.ref_key = u->cells[ci].ref_key;
+        r.ref_key = u->erase ? d.erase_ref : u->cells[ci].ref_key;
         r.created = false;
       }
       u->results.emplace_back(r);

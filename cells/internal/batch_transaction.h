@@ -23,7 +23,11 @@ struct DatastoreBatch {
 //      exist at the units' addresses,
 //   2. decide each unit: all-new cells are planned; an identical existing cell
 //      is an idempotent success; a different one is Conflict and the unit's
-//      other cells are Aborted (a unit is all or nothing),
+//      other cells are Aborted (a unit is all or nothing); an erase reads the
+//      column's top versions (locking them) and plans a tombstone, answers
+//      with the tombstone that already is the latest version, or fails with
+//      Conflict when its expected ref_key is not the latest (the contract of
+//      CellStore::Erase),
 //   3. one multi-row INSERT ... RETURNING for everything planned.
 // Fills each unit's results, valid only once the transaction commits. Returns
 // Conflict when, without look-up, an insert hit an existing address.

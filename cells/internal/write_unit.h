@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,11 @@ struct PendingCell {
 struct WriteUnit {
   std::string datastore;
   uint32_t shard = 0;
-  bool erase = false;  // exactly one cell, a tombstone at (latest ref_key + 1)
+  // Exactly one cell, a tombstone; the transaction decides whether and where
+  // it is written (CellStore::Erase: DecideErase in batch_transaction.cc).
+  bool erase = false;
+  std::optional<int64_t> expected_ref_key;  // erase only: the caller's expected latest
+  int64_t ttl_ms = 0;                       // erase only: the column's TTL (0: none)
   std::vector<PendingCell> cells;
   // Filled by the committer, one per cell, before `done` is set.
   std::vector<Result<PutResult>> results;

@@ -13,7 +13,7 @@ namespace {
 struct CellArgs {
   std::string datastore, row, column, body, as_of;
   int64_t ref_key = -1;
-  std::optional<int64_t> max_ref, min_ref;
+  std::optional<int64_t> max_ref, min_ref, expected_ref;
   int limit = 100;
   uint32_t shard = 0;
   uint64_t after = 0;
@@ -139,12 +139,15 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     return 0;
   }));
 
-  auto* erase = app.add_subcommand("erase", "append a tombstone to a column");
+  auto* erase = app.add_subcommand(
+      "erase", "append a tombstone to a column (created:false if it already reads as erased)");
   add_addr(erase, true, false);
+  erase->add_option("--expected-ref", a->expected_ref,
+                    "erase only if this ref_key is the latest version (else Conflict)");
   erase->callback(run([a, open] {
     auto row = ParseRow(a->row);
     if (!row.ok()) return Fail(row.status());
-    auto r = open()->Erase(a->datastore, *row, a->column);
+    auto r = open()->Erase(a->datastore, *row, a->column, a->expected_ref);
     if (!r.ok()) return Fail(r.status());
     PrintJson(PutResultJson(*r));
     return 0;

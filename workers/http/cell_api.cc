@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/time.h"
@@ -215,16 +216,24 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
       if (!cells.ok()) return Error(cells.status(), shard);
       return Json(200, {{"cells", CellsJson(*cells)}});
     }
-    case RouteKind::kLatest:
-    case RouteKind::kErase: {
+    case RouteKind::kLatest: {
       auto params = QueryParams(req, {});
       if (!params.ok()) return Error(params.status());
-      if (route.kind == RouteKind::kLatest) {
-        auto cell = backend_->Latest(ds.name, *row, column);
-        if (!cell.ok()) return Error(cell.status(), shard);
-        return Json(200, CellToJson(*cell));
+      auto cell = backend_->Latest(ds.name, *row, column);
+      if (!cell.ok()) return Error(cell.status(), shard);
+      return Json(200, CellToJson(*cell));
+    }
+    case RouteKind::kErase: {
+      auto params = QueryParams(req, {"expected_ref_key"});
+      if (!params.ok()) return Error(params.status());
+      std::optional<int64_t> expected;
+      if (auto it = params->find("expected_ref_key"); it != params->end()) {
+        auto k =
+            ParseDecimal("expected_ref_key", it->second, 0, std::numeric_limits<int64_t>::max());
+        if (!k.ok()) return Error(k.status());
+        expected = *k;
       }
-      auto put = backend_->Erase(ds.name, *row, column);
+      auto put = backend_->Erase(ds.name, *row, column, expected);
       if (!put.ok()) return Error(put.status(), shard);
       return Json(200, PutResultToJson(*put, CellAddress(ds.name, *row, column, put->ref_key)));
     }

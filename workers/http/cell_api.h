@@ -14,7 +14,12 @@
 //   GET    /v1/<ds>/cells/<row>                     200 {"row_key","cells":[latest per column]}
 //   GET    /v1/<ds>/cells/<row>/<column>/versions?max_ref=&min_ref=&as_of=&limit=
 //          200 {"cells":[newest first, tombstones included]}
-//   DELETE /v1/<ds>/cells/<row>/<column>            200 put result of the tombstone
+//   DELETE /v1/<ds>/cells/<row>/<column>[?expected_ref_key=K]
+//          200 put result of the tombstone: created:true when written, created:false
+//          when the latest version already was a tombstone (a retried erase; with K:
+//          K itself, or a tombstone directly above K); 409 Conflict when K is not the
+//          latest version (the message names the latest); 400 for a K that is not
+//          an integer >= 0. The contract is CellStore::Erase's (cells/cell_store.h).
 //   GET    /v1/<ds>/shards/<n>/log?after=&limit=    200 {"shard","cells","next_after"}
 //   GET    /v1/<ds>/indexes/<name>?shard_value=&where=...  200 {"hits":[...]} (index_request.h);
 //          404 for an index the server was not started with (--indexes)

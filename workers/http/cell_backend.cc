@@ -31,9 +31,9 @@ class StoreBackend : public CellBackend {
                                      const std::string& column, const VersionQuery& q) override {
     return store_->Versions(ds, row, column, q);
   }
-  Result<PutResult> Erase(const std::string& ds, const Uuid& row,
-                          const std::string& column) override {
-    return store_->Erase(ds, row, column);
+  Result<PutResult> Erase(const std::string& ds, const Uuid& row, const std::string& column,
+                          std::optional<int64_t> expected_ref_key) override {
+    return store_->Erase(ds, row, column, expected_ref_key);
   }
   Result<ShardLogPage> ShardLog(const std::string& ds, uint32_t shard, uint64_t after,
                                 int limit) override {

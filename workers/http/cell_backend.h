@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,10 @@ class CellBackend {
   virtual Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
                                              const std::string& column,
                                              const VersionQuery& query) = 0;
+  // expected_ref_key: see CellStore::Erase (nullopt: erase whatever is latest).
   virtual Result<PutResult> Erase(const std::string& datastore, const Uuid& row,
-                                  const std::string& column) = 0;
+                                  const std::string& column,
+                                  std::optional<int64_t> expected_ref_key) = 0;
   virtual Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
                                         uint64_t after_added_id, int limit) = 0;
 

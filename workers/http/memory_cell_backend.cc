@@ -165,10 +165,33 @@ Result<std::vector<Cell>> MemoryCellBackend::Versions(const std::string& ds, con
 }
 
 Result<PutResult> MemoryCellBackend::Erase(const std::string& ds, const Uuid& row,
-                                           const std::string& column) {
+                                           const std::string& column,
+                                           std::optional<int64_t> expected_ref_key) {
   std::lock_guard<std::mutex> lock(mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
-  auto v = VersionsLocked(ds, row, column);
+  if (expected_ref_key && *expected_ref_key < 0)
+    return InvalidArgument("expected_ref_key must be >= 0");
+  auto v = VersionsLocked(ds, row, column);  // newest first
+  auto already = [&](const Cell& t) {
+    PutResult r;
+    r.shard = t.shard;
+    r.added_id = t.added_id;
+    r.ref_key = t.ref_key;
+    r.created_at = t.created_at;
+    r.created = false;
+    return r;
+  };
+  if (!v.empty() && v[0].tombstone) {
+    if (!expected_ref_key) return already(v[0]);
+    const int64_t k = *expected_ref_key;
+    const bool directly_above =
+        v[0].ref_key > k && (v[0].ref_key - 1 == k || (v.size() > 1 && v[1].ref_key == k));
+    if (v[0].ref_key == k || directly_above) return already(v[0]);
+  }
+  if (expected_ref_key && (v.empty() || v[0].ref_key != *expected_ref_key))
+    return Conflict("erase expected latest ref_key " + std::to_string(*expected_ref_key) +
+                    ", but the latest is " +
+                    (v.empty() ? std::string("none") : std::to_string(v[0].ref_key)));
   const int64_t ref = v.empty() ? 0 : v[0].ref_key + 1;
   return AppendLocked(ds, row, column, ref, nlohmann::json(), true);
 }

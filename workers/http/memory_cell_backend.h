@@ -28,8 +28,8 @@ class MemoryCellBackend : public CellBackend {
   Result<std::vector<Cell>> Row(const std::string& ds, const Uuid& row) override;
   Result<std::vector<Cell>> Versions(const std::string& ds, const Uuid& row,
                                      const std::string& column, const VersionQuery& q) override;
-  Result<PutResult> Erase(const std::string& ds, const Uuid& row,
-                          const std::string& column) override;
+  Result<PutResult> Erase(const std::string& ds, const Uuid& row, const std::string& column,
+                          std::optional<int64_t> expected_ref_key) override;
   Result<ShardLogPage> ShardLog(const std::string& ds, uint32_t shard, uint64_t after,
                                 int limit) override;
   Status CheckReady() override;
