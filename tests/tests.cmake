@@ -21,7 +21,7 @@ add_dependencies(relay_test cellar-relay)
 # end-to-end tests against real cellard processes over a private MariaDB.
 cellar_test(http_api_unit_test http_api_unit_test.cc)
 target_link_libraries(http_api_unit_test PRIVATE cellar_http_api)
-foreach(t http_server_test http_bad_request_test http_failover_test)
+foreach(t http_server_test http_bad_request_test http_failover_test http_erase_test)
   cellar_test(${t} ${t}.cc http_test_util.cc)
   target_link_libraries(${t} PRIVATE cellar_client cellar_cells PkgConfig::HTTPLIB)
   target_compile_definitions(${t} PRIVATE CELLARD_BIN="$<TARGET_FILE:cellard>")
