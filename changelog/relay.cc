@@ -13,7 +13,9 @@
 #include "base/log.h"
 #include "changelog/cell_event.h"
 #include "changelog/internal/host_stream.h"
+#include "changelog/internal/published_tail.h"
 #include "changelog/internal/relay_ownership.h"
+#include "changelog/internal/stream_claim.h"
 #include "changelog/kafka_conf.h"
 #include "changelog/relay_checkpoint.h"
 
@@ -41,6 +43,15 @@ constexpr int kKafkaTimeoutMs = 5000;
 constexpr size_t kMaxInFlightPerStream = 20000;
 constexpr int kSaveIntervalMs = 100;
 constexpr int kFlushOnReleaseMs = 5000;
+// Exactly-once mode: a batch stops producing this long after it began, and
+// the producer gives a record up after kFencedMessageTimeoutMs, so an owner
+// that lost its claim mid-batch has nothing in flight after the sum (plus a
+// margin): what a new owner waits before reading the stream's tail when the
+// previous owner did not hand over cleanly (internal/stream_claim.h).
+constexpr int kFencedBatchMs = 1000;
+constexpr int kFencedMessageTimeoutMs = 3000;
+constexpr int kTakeoverGraceMs = kFencedBatchMs + kFencedMessageTimeoutMs + 500;
+constexpr int kTailReadTimeoutMs = 10000;
 
 class RelayCallbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
  public:
@@ -92,6 +103,7 @@ struct Relay::Impl {
   std::atomic<bool> stop_polling{false};  // delivery reports stop (after host threads)
   std::atomic<int> owned_total{0};
   std::atomic<uint64_t> published{0}, rewinds{0}, resets{0};
+  std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
   std::thread poll_thread;
   std::thread checkpoint_thread;
   std::mutex checkpoint_mu;
@@ -109,13 +121,17 @@ struct Relay::Impl {
 
   Result<std::unique_ptr<RdKafka::Producer>> MakeProducer() {
     CELLAR_ASSIGN_OR_RETURN(
-        auto conf, MakeKafkaConf(config.kafka, {{"enable.idempotence", "true"},
-                                                {"acks", "all"},
-                                                {"linger.ms", "1"},
-                                                {"message.timeout.ms", "30000"},
-                                                {"queue.buffering.max.messages", "1000000"},
-                                                {"allow.auto.create.topics", "false"},
-                                                {"client.id", "cellar-relay-" + relay_id}}));
+        auto conf,
+        MakeKafkaConf(
+            config.kafka,
+            {{"enable.idempotence", "true"},
+             {"acks", "all"},
+             {"linger.ms", "1"},
+             {"message.timeout.ms",
+              config.relay.exactly_once ? std::to_string(kFencedMessageTimeoutMs) : "30000"},
+             {"queue.buffering.max.messages", "1000000"},
+             {"allow.auto.create.topics", "false"},
+             {"client.id", "cellar-relay-" + relay_id}}));
     std::string err;
     conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&callbacks), err);
     conf->set("event_cb", static_cast<RdKafka::EventCb*>(&callbacks), err);
@@ -217,14 +233,58 @@ struct Relay::Impl {
     auto lease = store->PoolForHost(host).Acquire();
     if (!lease.ok()) return lease.status();
     CELLAR_RETURN_IF_ERROR(EnsureCheckpointTable(**lease, s->database));
-    CELLAR_ASSIGN_OR_RETURN(RelayCheckpoint cp, LoadCheckpoint(**lease, s->database, datastore));
-    CELLAR_RETURN_IF_ERROR(
-        ResetIfBrokerLost(**lease, s->database, hc.name, datastore, &cp).status());
+    RelayCheckpoint cp;
+    if (config.relay.exactly_once) {
+      CELLAR_RETURN_IF_ERROR(ClaimFenced(**lease, *s, &cp));
+    } else {
+      CELLAR_ASSIGN_OR_RETURN(cp, LoadCheckpoint(**lease, s->database, datastore));
+      CELLAR_RETURN_IF_ERROR(
+          ResetIfBrokerLost(**lease, s->database, hc.name, datastore, &cp).status());
+    }
     s->read_pos = s->acked = s->saved = cp.after_added_id;
     s->acked_offset = cp.kafka_offset;
     s->acked_partition = cp.kafka_partition;
     std::lock_guard<std::mutex> g(streams_mu);
     owned[s->lock_name] = std::move(s);
+    return Status::Ok();
+  }
+
+  // Exactly-once adoption: bumps the stream's owner epoch (fencing the
+  // previous owner), resets a checkpoint the broker lost, and records where
+  // the stream's records may start in each partition before anything is
+  // produced. The first batch reads the stream's tail (needs_reconcile).
+  Status ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheckpoint* cp) {
+    CELLAR_ASSIGN_OR_RETURN(internal::StreamClaim claim,
+                            internal::ClaimStream(conn, s.database, s.datastore));
+    *cp = claim.checkpoint;
+    CELLAR_ASSIGN_OR_RETURN(bool reset,
+                            ResetIfBrokerLost(conn, s.database, s.host_name, s.datastore, cp));
+    if (reset) claim.scan_offsets.clear();
+    if (claim.scan_offsets.empty()) {
+      {
+        std::shared_lock<std::shared_mutex> lock(producer_mu);
+        CELLAR_ASSIGN_OR_RETURN(claim.scan_offsets,
+                                internal::PartitionEnds(producer.get(), s.topic,
+                                                        config.kafka.partitions, kKafkaTimeoutMs));
+      }
+      CELLAR_RETURN_IF_ERROR(
+          internal::BeginFencedBatch(conn, s.database, s.datastore, claim.epoch));
+      CELLAR_RETURN_IF_ERROR(
+          internal::CommitFencedBatch(conn, s.database, s.datastore, *cp, claim.scan_offsets));
+    }
+    s.exactly_once = true;
+    s.epoch = claim.epoch;
+    s.scan_offsets = std::move(claim.scan_offsets);
+    s.needs_reconcile = true;
+    if (!claim.previous_owner_released) {
+      s.not_before = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTakeoverGraceMs);
+      LogInfo("relay",
+              "previous owner did not hand the stream over cleanly; waiting for its records "
+              "to settle",
+              {{"host", s.host_name},
+               {"datastore", s.datastore},
+               {"wait_ms", std::to_string(kTakeoverGraceMs)}});
+    }
     return Status::Ok();
   }
 
@@ -248,6 +308,7 @@ struct Relay::Impl {
   // (SaveCheckpoint never moves one back), so racing with a DropStream save
   // of the same stream is harmless.
   void SaveStream(HostStream& s) {
+    if (s.exactly_once) return;  // saved with each fenced batch
     std::optional<RelayCheckpoint> cp = Unsaved(s);
     if (!cp) return;
     auto lease = store->PoolForHost(s.host).Acquire();
@@ -287,15 +348,37 @@ struct Relay::Impl {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));  // waiting on delivery reports
       }
       SaveStream(*s);
+      if (s->exactly_once && !s->fenced) ReleaseFenced(*s);
     }
     std::lock_guard<std::mutex> g(streams_mu);
     owned.erase(lock_name);
   }
 
+  // Hands one cell to the producer with the stream headers
+  // (internal/published_tail.h). REQUIRES: producer_mu held shared.
+  RdKafka::ErrorCode Produce(HostStream& s, const Cell& c, DeliveryTag* tag) {
+    const std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
+    const std::string key = c.row_key.ToString();
+    RdKafka::Headers* headers = RdKafka::Headers::create();
+    headers->add(internal::kStreamHeader, s.database);
+    headers->add(internal::kAddedIdHeader, std::to_string(c.added_id));
+    RdKafka::ErrorCode err =
+        producer->produce(s.topic, ChangeLogPartition(config.kafka, c.shard),
+                          RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
+                          value.size(), key.data(), key.size(), c.created_at / 1000, headers, tag);
+    if (err != RdKafka::ERR_NO_ERROR) delete headers;  // not taken over by librdkafka
+    return err;
+  }
+
+  size_t PumpFenced(const std::shared_ptr<HostStream>& sp);
+  bool Reconcile(HostStream& s);
+  void ReleaseFenced(HostStream& s);
+
   // Reads the next final cells of the stream's host log and hands them to
   // the producer. Returns the count.
   size_t Pump(const std::shared_ptr<HostStream>& sp) {
     HostStream& s = *sp;
+    if (s.exactly_once) return PumpFenced(sp);
     bool failed;
     {
       std::lock_guard<std::mutex> lock(s.mu);
@@ -319,8 +402,6 @@ struct Relay::Impl {
     size_t produced = 0;
     std::shared_lock<std::shared_mutex> plock(producer_mu);
     for (const Cell& c : page->cells) {
-      std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
-      std::string key = c.row_key.ToString();
       const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
       {
         std::lock_guard<std::mutex> lock(s.mu);
@@ -328,9 +409,7 @@ struct Relay::Impl {
         s.inflight.push_back({c.added_id, false, -1, partition});
       }
       auto* tag = new DeliveryTag{sp, gen, c.added_id};
-      RdKafka::ErrorCode err =
-          producer->produce(s.topic, partition, RdKafka::Producer::RK_MSG_COPY, value.data(),
-                            value.size(), key.data(), key.size(), c.created_at / 1000, tag);
+      RdKafka::ErrorCode err = Produce(s, c, tag);
       if (err != RdKafka::ERR_NO_ERROR) {
         // Queue full or similar: take the record back and try again later.
         delete tag;
@@ -445,6 +524,21 @@ void Relay::Impl::HostLoop(size_t host_index) {
     size_t produced = 0;
     for (const auto& name : mine)
       if (auto s = Stream(name)) produced += Pump(s);
+    for (size_t i = 0; i < mine.size();) {
+      auto s = Stream(mine[i]);
+      if (!s || !s->fenced) {
+        ++i;
+        continue;
+      }
+      // Another relay claimed the stream: this one publishes nothing more of it.
+      LogWarn("relay", "fenced: another relay claimed the stream; dropping it",
+              {{"host", host.name}, {"datastore", s->datastore}, {"relay", relay_id}});
+      fenced++;
+      DropStream(mine[i], /*flush=*/false);
+      locks.Release(mine[i]).IgnoreError();
+      owned_total--;
+      mine.erase(mine.begin() + static_cast<long>(i));
+    }
     if (produced == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));  // adaptive idle poll
       idle_ms = std::min(idle_ms * 2, config.relay.poll_max_ms);
@@ -458,6 +552,145 @@ void Relay::Impl::HostLoop(size_t host_index) {
     locks.Release(name).IgnoreError();
   }
   owned_total -= static_cast<int>(mine.size());
+}
+
+// Reads what the stream already has in Kafka beyond its committed position,
+// so the next batches skip it. False (retry later) when Kafka does not answer.
+bool Relay::Impl::Reconcile(HostStream& s) {
+  auto tail = internal::ReadPublishedTail(config.kafka, s.topic, config.kafka.partitions,
+                                          s.database, s.scan_offsets, kTailReadTimeoutMs);
+  if (!tail.ok()) {
+    LogWarn(
+        "relay", "cannot read what the stream already published; retrying",
+        {{"host", s.host_name}, {"datastore", s.datastore}, {"error", tail.status().ToString()}});
+    return false;
+  }
+  s.published_tail = std::move(tail).value();
+  s.needs_reconcile = false;
+  return true;
+}
+
+void Relay::Impl::ReleaseFenced(HostStream& s) {
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.inflight.empty() || s.failed) return;  // records may still land: not clean
+  }
+  if (s.needs_reconcile) return;
+  auto lease = store->PoolForHost(s.host).Acquire();
+  if (lease.ok())
+    internal::ReleaseStreamClaim(**lease, s.database, s.datastore, s.epoch).IgnoreError();
+}
+
+// One exactly-once batch: reads final cells, checks the claim under the
+// stream's row lock, produces the cells Kafka does not hold yet, waits for
+// every acknowledgement and commits the new position in the same MySQL
+// transaction (internal/stream_claim.h). Any failure rolls the batch back; the
+// next batch first reads what reached Kafka anyway. Returns the cells produced.
+size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
+  HostStream& s = *sp;
+  if (s.fenced || std::chrono::steady_clock::now() < s.not_before) return 0;
+  if (s.needs_reconcile && !Reconcile(s)) return 0;
+  uint64_t after;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    after = s.read_pos;
+  }
+  auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
+  if (!page.ok()) return 0;
+  if (page->cells.empty()) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.read_pos = std::max(s.read_pos, page->next_after);  // ids that will never hold a cell
+    return 0;
+  }
+  auto lease = store->PoolForHost(s.host).Acquire();
+  if (!lease.ok()) return 0;
+  MysqlConnection& conn = **lease;
+  const auto started = std::chrono::steady_clock::now();
+  if (Status st = internal::BeginFencedBatch(conn, s.database, s.datastore, s.epoch); !st.ok()) {
+    if (st.code() == StatusCode::kAborted) s.fenced = true;
+    return 0;
+  }
+  uint64_t gen, last = after;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    gen = s.generation;
+    s.batch_offsets.clear();
+  }
+  size_t produced = 0, skipped = 0;
+  bool whole_page = true;
+  {
+    std::shared_lock<std::shared_mutex> plock(producer_mu);
+    const auto stop_producing = started + std::chrono::milliseconds(kFencedBatchMs);
+    for (const Cell& c : page->cells) {
+      const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
+      auto t = s.published_tail.find(partition);
+      if (t != s.published_tail.end() && c.added_id <= t->second) {
+        last = c.added_id;  // already in Kafka (an earlier owner or a rolled-back batch)
+        ++skipped;
+        continue;
+      }
+      if (std::chrono::steady_clock::now() >= stop_producing) {
+        whole_page = false;
+        break;
+      }
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.inflight.push_back({c.added_id, false, -1, partition});
+      }
+      auto* tag = new DeliveryTag{sp, gen, c.added_id};
+      if (Produce(s, c, tag) != RdKafka::ERR_NO_ERROR) {
+        delete tag;
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.inflight.pop_back();
+        whole_page = false;
+        break;
+      }
+      last = c.added_id;
+      ++produced;
+    }
+  }
+  if (whole_page) last = std::max(last, page->next_after);
+  bool delivered;
+  RelayCheckpoint cp;
+  internal::ScanOffsets scan = s.scan_offsets;
+  {
+    std::unique_lock<std::mutex> lock(s.mu);
+    delivered = s.delivered.wait_until(
+        lock, started + std::chrono::milliseconds(kFencedBatchMs + kFencedMessageTimeoutMs + 500),
+        [&] { return s.inflight.empty() || s.failed; });
+    delivered = delivered && !s.failed;
+    cp.after_added_id = last;
+    cp.kafka_offset = s.acked_offset;
+    cp.kafka_partition = s.acked_partition;
+    for (const auto& [p, offset] : s.batch_offsets) scan[p] = std::max(scan[p], offset + 1);
+  }
+  published += produced;
+  if (delivered) {
+    if (internal::CommitFencedBatch(conn, s.database, s.datastore, cp, scan).ok()) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.read_pos = s.acked = s.saved = last;
+      s.scan_offsets = std::move(scan);
+      skipped_already_published += skipped;
+      return produced;
+    }
+  } else {
+    conn.Rollback();
+  }
+  // Rolled back: some records may be in Kafka; read the tail before the next try.
+  fenced_batches++;
+  s.Rewind();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.read_pos = s.acked = s.saved;
+  }
+  s.needs_reconcile = true;
+  s.not_before = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(delivered ? 0 : kFencedMessageTimeoutMs);
+  LogWarn("relay", "exactly-once batch rolled back; the next one resumes after what Kafka holds",
+          {{"host", s.host_name},
+           {"datastore", s.datastore},
+           {"reason", delivered ? "position commit failed" : "delivery failed or timed out"}});
+  return produced;
 }
 
 Relay::Relay(CellStore* store, std::string relay_id)
@@ -513,6 +746,9 @@ RelayStats Relay::stats() const {
   s.acknowledged = impl_->callbacks.acknowledged;
   s.rewinds = impl_->rewinds;
   s.republished_after_broker_loss = impl_->resets;
+  s.fenced = impl_->fenced;
+  s.skipped_already_published = impl_->skipped_already_published;
+  s.failed_fenced_batches = impl_->fenced_batches;
   std::lock_guard<std::mutex> g(impl_->streams_mu);
   for (const auto& [name, stream] : impl_->owned)
     s.owned_streams.push_back(stream->host_name + "/" + stream->datastore);

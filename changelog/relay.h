@@ -47,6 +47,10 @@ struct RelayStats {
   uint64_t rewinds = 0;                        // times a stream was rewound after a failed delivery
   uint64_t republished_after_broker_loss = 0;  // streams reset because the broker lost events
   std::vector<std::string> owned_streams;      // "<host name>/<datastore>"
+  // Exactly-once mode:
+  uint64_t fenced = 0;                     // streams dropped because another relay claimed them
+  uint64_t skipped_already_published = 0;  // cells found in Kafka on takeover, not sent again
+  uint64_t failed_fenced_batches = 0;      // batches rolled back (delivery failed or timed out)
 };
 
 class Relay {

@@ -8,13 +8,20 @@ std::string Table(const std::string& database) {
 }  // namespace
 
 Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database) {
-  return conn.ExecuteDdl("CREATE TABLE IF NOT EXISTS " + Table(database) +
-                         " (datastore VARCHAR(64) CHARACTER SET ascii NOT NULL PRIMARY KEY,"
-                         " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
-                         " kafka_offset BIGINT NOT NULL DEFAULT -1,"
-                         " kafka_partition INT NOT NULL DEFAULT -1,"
-                         " updated_at BIGINT NOT NULL DEFAULT 0 COMMENT 'microseconds, UTC')"
-                         " ENGINE=InnoDB");
+  CELLAR_RETURN_IF_ERROR(
+      conn.ExecuteDdl("CREATE TABLE IF NOT EXISTS " + Table(database) +
+                      " (datastore VARCHAR(64) CHARACTER SET ascii NOT NULL PRIMARY KEY,"
+                      " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+                      " kafka_offset BIGINT NOT NULL DEFAULT -1,"
+                      " kafka_partition INT NOT NULL DEFAULT -1,"
+                      " updated_at BIGINT NOT NULL DEFAULT 0 COMMENT 'microseconds, UTC')"
+                      " ENGINE=InnoDB"));
+  // The exactly-once fence (internal/stream_claim.h); added in place on
+  // tables of older relays.
+  return conn.ExecuteDdl("ALTER TABLE " + Table(database) +
+                         " ADD COLUMN IF NOT EXISTS owner_epoch BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+                         " ADD COLUMN IF NOT EXISTS owner_released TINYINT NOT NULL DEFAULT 1,"
+                         " ADD COLUMN IF NOT EXISTS scan_offsets TEXT CHARACTER SET ascii NULL");
 }
 
 Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string& database,
@@ -56,9 +63,11 @@ Status SaveCheckpoint(MysqlConnection& conn, const std::string& database,
 Status ResetCheckpoint(MysqlConnection& conn, const std::string& database,
                        const std::string& datastore) {
   return conn
-      .Execute("REPLACE INTO " + Table(database) +
+      .Execute("INSERT INTO " + Table(database) +
                    " (datastore, after_added_id, kafka_offset, kafka_partition, updated_at)"
-                   " VALUES (?, 0, -1, -1, ?)",
+                   " VALUES (?, 0, -1, -1, ?) ON DUPLICATE KEY UPDATE after_added_id = 0,"
+                   " kafka_offset = -1, kafka_partition = -1, scan_offsets = NULL,"
+                   " updated_at = VALUES(updated_at)",
                {datastore, NowMicros()})
       .status();
 }

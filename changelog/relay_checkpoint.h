@@ -34,7 +34,8 @@ Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string&
 // its shard can never move the new owner's checkpoint backwards).
 Status SaveCheckpoint(MysqlConnection& conn, const std::string& database,
                       const std::string& datastore, const RelayCheckpoint& cp);
-// Sets the checkpoint back to zero (republish everything).
+// Sets the checkpoint back to zero (republish everything). Keeps the owner
+// epoch (internal/stream_claim.h), so the reset fences no one and frees no one.
 Status ResetCheckpoint(MysqlConnection& conn, const std::string& database,
                        const std::string& datastore);
 

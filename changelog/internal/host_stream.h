@@ -4,11 +4,17 @@
 // produces), the checkpoint thread (saves) and the producer's delivery callbacks.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include "changelog/internal/stream_claim.h"
 
 namespace cellar::internal {
 
@@ -20,14 +26,24 @@ struct HostStream {
   std::string topic;
   std::string lock_name;  // RelayLockName(database, datastore)
 
-  std::mutex mu;                 // guards everything below
-  uint64_t read_pos = 0;         // highest added_id handed to the producer
-  uint64_t acked = 0;            // every added_id <= acked is acknowledged
-  int64_t acked_offset = -1;     // Kafka offset of the record of `acked`
-  int32_t acked_partition = -1;  // and its partition
-  uint64_t saved = 0;            // checkpoint stored in MySQL
-  uint64_t generation = 0;       // bumped on rewind; stale delivery reports are ignored
-  bool failed = false;           // a delivery failed: rewind to `acked`
+  // Exactly-once mode (stream_claim.h); touched by the host thread only.
+  bool exactly_once = false;
+  uint64_t epoch = 0;                          // this relay's claim
+  ScanOffsets scan_offsets;                    // committed with the position
+  std::map<int32_t, uint64_t> published_tail;  // partition -> highest added_id already in Kafka
+  bool needs_reconcile = false;                // read published_tail before the next batch
+  bool fenced = false;                         // another relay claimed the stream
+  std::chrono::steady_clock::time_point not_before{};  // publish nothing before this
+
+  std::mutex mu;                      // guards everything below
+  std::condition_variable delivered;  // signalled on every delivery report
+  uint64_t read_pos = 0;              // highest added_id handed to the producer
+  uint64_t acked = 0;                 // every added_id <= acked is acknowledged
+  int64_t acked_offset = -1;          // Kafka offset of the record of `acked`
+  int32_t acked_partition = -1;       // and its partition
+  uint64_t saved = 0;                 // checkpoint stored in MySQL
+  uint64_t generation = 0;            // bumped on rewind; stale delivery reports are ignored
+  bool failed = false;                // a delivery failed: rewind to `acked`
   struct InFlight {
     uint64_t added_id;
     bool done;
@@ -35,10 +51,12 @@ struct HostStream {
     int32_t partition;
   };
   std::deque<InFlight> inflight;
+  std::map<int32_t, int64_t> batch_offsets;  // partition -> highest acknowledged offset
 
   // Delivery report for (generation, added_id). Returns true if it advanced `acked`.
   bool OnDelivered(uint64_t gen, uint64_t added_id, int64_t offset) {
     std::lock_guard<std::mutex> lock(mu);
+    delivered.notify_all();
     if (gen != generation) return false;
     for (auto& f : inflight)
       if (f.added_id == added_id) {
@@ -51,6 +69,8 @@ struct HostStream {
       acked = inflight.front().added_id;
       acked_offset = inflight.front().offset;
       acked_partition = inflight.front().partition;
+      int64_t& end = batch_offsets[acked_partition];
+      end = std::max(end, acked_offset);
       inflight.pop_front();
       advanced = true;
     }
@@ -59,6 +79,7 @@ struct HostStream {
   void OnFailed(uint64_t gen) {
     std::lock_guard<std::mutex> lock(mu);
     if (gen == generation) failed = true;
+    delivered.notify_all();
   }
   // Forgets everything not acknowledged; the next read starts after `acked`.
   void Rewind() {

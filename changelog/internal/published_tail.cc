@@ -1,0 +1,93 @@
+#include "changelog/internal/published_tail.h"
+
+#include <charconv>
+#include <chrono>
+#include <memory>
+#include <set>
+
+#include "changelog/kafka_conf.h"
+
+namespace cellar::internal {
+namespace {
+
+std::string HeaderValue(RdKafka::Headers* headers, const char* name) {
+  if (!headers) return "";
+  RdKafka::Headers::Header h = headers->get_last(name);
+  if (h.err() != RdKafka::ERR_NO_ERROR || !h.value()) return "";
+  return std::string(static_cast<const char*>(h.value()), h.value_size());
+}
+
+}  // namespace
+
+Result<ScanOffsets> PartitionEnds(RdKafka::Handle* handle, const std::string& topic, int partitions,
+                                  int timeout_ms) {
+  ScanOffsets ends;
+  for (int32_t p = 0; p < partitions; ++p) {
+    CELLAR_ASSIGN_OR_RETURN(ends[p], PartitionHighWatermark(handle, topic, p, timeout_ms));
+  }
+  return ends;
+}
+
+Result<std::map<int32_t, uint64_t>> ReadPublishedTail(const KafkaConfig& kafka,
+                                                      const std::string& topic, int partitions,
+                                                      const std::string& stream,
+                                                      const ScanOffsets& scan_from,
+                                                      int timeout_ms) {
+  CELLAR_ASSIGN_OR_RETURN(auto conf, MakeKafkaConf(kafka, {{"group.id", "cellar-relay-tail"},
+                                                           {"client.id", "cellar-relay-tail"},
+                                                           {"enable.auto.commit", "false"},
+                                                           {"enable.auto.offset.store", "false"},
+                                                           {"auto.offset.reset", "earliest"},
+                                                           {"enable.partition.eof", "true"},
+                                                           {"fetch.wait.max.ms", "10"}}));
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!consumer) return InvalidArgument("Kafka consumer: " + err);
+  std::map<int32_t, uint64_t> tail;
+  auto ends = PartitionEnds(consumer.get(), topic, partitions, timeout_ms);
+  if (!ends.ok()) {
+    consumer->close();
+    return ends.status();
+  }
+  std::vector<RdKafka::TopicPartition*> parts;
+  std::set<int32_t> remaining;
+  for (const auto& [p, end] : *ends) {
+    auto from = scan_from.find(p);
+    const int64_t start = from == scan_from.end() ? 0 : from->second;
+    if (start >= end) continue;
+    parts.push_back(RdKafka::TopicPartition::create(topic, p, start));
+    remaining.insert(p);
+  }
+  if (!parts.empty()) {
+    RdKafka::ErrorCode e = consumer->assign(parts);
+    RdKafka::TopicPartition::destroy(parts);
+    if (e != RdKafka::ERR_NO_ERROR) {
+      consumer->close();
+      return Unavailable("Kafka assign " + topic + ": " + RdKafka::err2str(e));
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!remaining.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
+    const int32_t p = m->partition();
+    if (m->err() == RdKafka::ERR__PARTITION_EOF) {
+      remaining.erase(p);
+      continue;
+    }
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // timeouts, transient errors: retry
+    if (HeaderValue(m->headers(), kStreamHeader) == stream) {
+      const std::string id = HeaderValue(m->headers(), kAddedIdHeader);
+      uint64_t added_id = 0;
+      if (std::from_chars(id.data(), id.data() + id.size(), added_id).ec == std::errc())
+        tail[p] = std::max(tail[p], added_id);
+    }
+    if (m->offset() + 1 >= (*ends)[p]) remaining.erase(p);
+  }
+  consumer->close();
+  if (!remaining.empty())
+    return Unavailable("reading what " + topic + " holds of stream " + stream +
+                       " did not finish within " + std::to_string(timeout_ms) + " ms");
+  return tail;
+}
+
+}  // namespace cellar::internal

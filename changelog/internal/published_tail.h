@@ -1,0 +1,43 @@
+// What one stream already published beyond its committed checkpoint: read
+// from the change log itself, so that a new owner (or the same one after a
+// failed batch) republishes nothing the log already holds.
+//
+// Every record the exactly-once relay produces carries two headers:
+// kStreamHeader (the host database of its stream) and kAddedIdHeader (the
+// cell's added_id, decimal). Within one partition a stream's records are in
+// added_id order and, with the idempotent producer, form a prefix of what
+// was produced; so the highest added_id found per partition tells exactly
+// which of the stream's next cells are already there.
+#pragma once
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "base/status.h"
+#include "changelog/internal/stream_claim.h"
+#include "config/cluster_config.h"
+
+namespace cellar::internal {
+
+inline constexpr const char* kStreamHeader = "cellar-stream";
+inline constexpr const char* kAddedIdHeader = "cellar-added-id";
+
+// The current end offset of each of `partitions` partitions of `topic`.
+// Unavailable when the broker does not answer within timeout_ms.
+Result<ScanOffsets> PartitionEnds(RdKafka::Handle* handle, const std::string& topic, int partitions,
+                                  int timeout_ms);
+
+// For each partition of `topic` (0..partitions-1), the highest added_id of the
+// records of stream `stream` (kStreamHeader) from scan_from[p] (0 when absent)
+// to the partition's end at the time of the call; partitions without such a
+// record are absent. Unavailable when the broker does not answer or the scan
+// does not finish within timeout_ms.
+Result<std::map<int32_t, uint64_t>> ReadPublishedTail(const KafkaConfig& kafka,
+                                                      const std::string& topic, int partitions,
+                                                      const std::string& stream,
+                                                      const ScanOffsets& scan_from, int timeout_ms);
+
+}  // namespace cellar::internal
