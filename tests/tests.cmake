@@ -1,4 +1,4 @@
-cellar_test(support_test support_test.cc)
+cellar_test(support_test support_test.cc kafka_transactions_probe_test.cc)
 cellar_test(config_test config_test.cc)
 target_link_libraries(config_test PRIVATE cellar_cells)
 cellar_test(cells_unit_test cells_unit_test.cc base_unit_test.cc)
