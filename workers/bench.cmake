@@ -12,6 +12,7 @@ add_executable(cellar-bench
   bench/bench_relay.cc
   bench/bench_relay_baselines.cc
   bench/bench_relay_collector.cc
+  bench/bench_relay_rounds.cc
   bench/bench_trigger.cc
   bench/bench_index.cc
   bench/bench_index_trips.cc

@@ -79,6 +79,7 @@
 #include "workers/bench/bench_load.h"
 #include "workers/bench/bench_relay_baselines.h"
 #include "workers/bench/bench_relay_collector.h"
+#include "workers/bench/bench_relay_rounds.h"
 
 namespace cellar::bench {
 namespace {
@@ -115,6 +116,9 @@ int RunRelayBench(const RelayBenchOptions& o) {
     return 2;
   }
   std::unique_ptr<testing::LocalBroker> broker = std::move(broker_or).value();
+  // Phases A and B measure the at-least-once relay; the exactly-once round
+  // (bench_relay_rounds.h) repeats them with relay.exactly_once on.
+  cluster.config.relay.exactly_once = false;
   const ClusterConfig& cfg = cluster.config;
   const std::string datastore = cfg.datastores[0].name;
   const std::string column = cfg.datastores[0].columns[0].name;
@@ -137,47 +141,17 @@ int RunRelayBench(const RelayBenchOptions& o) {
   // ---- Phase A: pre-fill with the relay stopped ----
   Progress("phase A: writing " + std::to_string(o.cells) + " cells with PutBatch (relay stopped)");
   std::mt19937_64 rng(std::random_device{}());
-  std::vector<CellWrite> cells(static_cast<size_t>(o.cells));
-  for (auto& c : cells) {
-    c.row_key = Uuid::Random();
-    c.column = column;
-    c.body = MakeBody(rng, o.body_bytes, run, "prefill");
-  }
-  std::vector<PutResult> written(cells.size());
-  std::atomic<uint64_t> prefill_errors{0};
   std::string first_error;
-  std::mutex error_mu;
-  const size_t chunk = static_cast<size_t>(std::max(1, std::min(1000, cfg.limits.max_batch_cells)));
-  Stopwatch prefill_clock;
-  {
-    std::atomic<size_t> next{0};
-    std::vector<std::jthread> pool;
-    for (int t = 0; t < o.prefill_threads; ++t)
-      pool.emplace_back([&] {
-        while (!StopRequested()) {
-          const size_t begin = next.fetch_add(chunk);
-          if (begin >= cells.size()) break;
-          const size_t end = std::min(cells.size(), begin + chunk);
-          std::vector<CellWrite> batch(cells.begin() + begin, cells.begin() + end);
-          auto results = store->PutBatch(datastore, batch);
-          for (size_t i = 0; i < results.size(); ++i) {
-            if (results[i].ok()) {
-              written[begin + i] = *results[i];
-            } else if (prefill_errors++ == 0) {
-              std::lock_guard<std::mutex> lock(error_mu);
-              first_error = results[i].status().ToString();
-            }
-          }
-        }
-      });
-  }
-  const double prefill_s = prefill_clock.Seconds();
+  Prefilled pre =
+      Prefill(*store, datastore, column, o.cells, o.body_bytes, o.prefill_threads, run, rng);
   if (StopRequested()) return 130;
-  if (prefill_errors > 0) {
-    Progress("pre-fill failed (" + std::to_string(prefill_errors.load()) +
-             " errors), first: " + first_error);
+  if (!pre.error.empty()) {
+    Progress(pre.error);
     return 1;
   }
+  const std::vector<CellWrite>& cells = pre.cells;
+  const std::vector<PutResult>& written = pre.written;
+  const double prefill_s = pre.seconds;
 
   // The baseline's payloads: what the relay will publish for these cells.
   std::vector<Payload> payloads;
@@ -206,7 +180,8 @@ int RunRelayBench(const RelayBenchOptions& o) {
     Progress("consumer: " + consumer.status().ToString());
     return 1;
   }
-  Collector collector(std::move(consumer).value(), run);
+  auto collector_owner = std::make_unique<Collector>(std::move(consumer).value(), run);
+  Collector& collector = *collector_owner;
 
   Progress("phase A: starting the relay");
   Relay relay(store.get(), "bench-" + run);
@@ -255,14 +230,8 @@ int RunRelayBench(const RelayBenchOptions& o) {
   const double events_per_s_incl_startup = n / all_acked_s;
 
   // ---- Phase B: steady writes, commit-to-consume latency ----
-  const int64_t latency_writes = static_cast<int64_t>(o.rate * o.seconds);
   Progress("phase B: " + FormatNumber(o.rate, 0) + " writes/s for " + FormatNumber(o.seconds, 1) +
            " s from " + std::to_string(o.writer_threads) + " writer threads");
-  std::vector<nlohmann::json> latency_bodies(static_cast<size_t>(latency_writes));
-  for (auto& b : latency_bodies) b = MakeBody(rng, o.body_bytes, run, "latency");
-  std::vector<double> put_ms(static_cast<size_t>(latency_writes), -1);
-  std::vector<PutResult> latency_puts(static_cast<size_t>(latency_writes));
-  std::atomic<uint64_t> latency_errors{0};
   auto scratch_or = ScratchCheckpoints::Create(cfg, run);
   if (!scratch_or.ok()) {
     Progress("scratch checkpoint table: " + scratch_or.status().ToString());
@@ -284,22 +253,13 @@ int RunRelayBench(const RelayBenchOptions& o) {
   const MicrosSinceEpoch phase_b_start = NowMicros();
   const double cpu_before = ProcessCpuSeconds();
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
-  PacedResult paced = RunPaced(o.writer_threads, latency_writes, o.rate, [&](int64_t k) {
-    CellWrite w{Uuid::Random(), column, 0, std::move(latency_bodies[static_cast<size_t>(k)])};
-    Stopwatch put_clock;
-    auto r = store->Put(datastore, w);
-    const MicrosSinceEpoch acked = NowMicros();
-    if (!r.ok()) {
-      if (latency_errors++ == 0) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        first_error = r.status().ToString();
-      }
-      return;
-    }
-    put_ms[static_cast<size_t>(k)] = put_clock.Millis();
-    latency_puts[static_cast<size_t>(k)] = *r;
-    collector.acks().Acked(AckLatency::Key(r->shard, r->added_id), acked);
-  });
+  PacedWrites writes = RunPacedWrites(*store, datastore, column, o.rate, o.seconds,
+                                      o.writer_threads, o.body_bytes, run, rng, collector);
+  const int64_t latency_writes = writes.total;
+  const PacedResult& paced = writes.paced;
+  const std::vector<PutResult>& latency_puts = writes.puts;
+  const uint64_t latency_errors = writes.errors;
+  if (latency_errors) first_error = writes.first_error;
   const double client_cpu = ProcessCpuSeconds() - cpu_before;
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
   saver.request_stop();
@@ -309,7 +269,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
   const double loaded_rtt_p50 = Percentile(loaded_rtt_ms, 50),
                loaded_rtt_p99 = Percentile(loaded_rtt_ms, 99);
   if (StopRequested()) return 130;
-  const uint64_t latency_written = static_cast<uint64_t>(latency_writes) - latency_errors.load();
+  const uint64_t latency_written = static_cast<uint64_t>(latency_writes) - latency_errors;
   WaitUntil([&] { return collector.latency_seen() >= latency_written; }, 30);
   if (StopRequested()) return 130;
   const RelayStats relay_stats = relay.stats();
@@ -323,10 +283,12 @@ int RunRelayBench(const RelayBenchOptions& o) {
   const double ack_p50 = Percentile(ack.ms, 50), ack_p99 = Percentile(ack.ms, 99),
                ack_max = ack.ms.empty() ? 0 : ack.ms.back();
   std::vector<double> puts;
-  for (double v : put_ms)
+  for (double v : writes.put_ms)
     if (v >= 0) puts.push_back(v);
   const double put_p50 = Percentile(puts, 50), put_p99 = Percentile(puts, 99);
   const uint64_t missing = latency_written - std::min(latency_written, collector.latency_seen());
+  const uint64_t latency_seen = collector.latency_seen(), duplicates = collector.duplicates();
+  collector_owner.reset();  // its consumer would compete with the exactly-once round's
 
   // ---- Baseline ----
   const std::string baseline_topic = cfg.kafka.topic_prefix + ".bench_baseline_" + run;
@@ -342,6 +304,17 @@ int RunRelayBench(const RelayBenchOptions& o) {
   }
   const double baseline_per_s = base.acknowledged / base.seconds;
   const double ratio = events_per_s / baseline_per_s;
+
+  // ---- The exactly-once round ----
+  Progress("exactly-once round: " + std::to_string(n) +
+           " more cells, then the same paced writes, relay.exactly_once on");
+  const ExactlyOnceRound eo = RunExactlyOnceRound(
+      cfg,
+      {o.cells, o.body_bytes, o.prefill_threads, o.rate, o.seconds, o.writer_threads, o.timeout_s},
+      run + "-eo", rng);
+  if (StopRequested()) return 130;
+  if (!eo.error.empty()) Progress("exactly-once round: " + eo.error);
+  const double eo_ratio = events_per_s > 0 ? eo.events_per_s / events_per_s : 0;
 
   // ---- Where the latency goes ----
   Progress("probes: the Kafka path alone at the same rate, and the relay's per-round work");
@@ -391,20 +364,20 @@ int RunRelayBench(const RelayBenchOptions& o) {
   t.Section("phase B: commit-to-consume latency under steady writes");
   t.Add("target rate", FormatNumber(o.rate, 0) + " writes/s for " + FormatNumber(o.seconds, 1) +
                            " s (" + std::to_string(o.writer_threads) + " writer threads)");
-  t.Add("writes", std::to_string(latency_written) + " ok, " +
-                      std::to_string(latency_errors.load()) + " failed" +
+  t.Add("writes", std::to_string(latency_written) + " ok, " + std::to_string(latency_errors) +
+                      " failed" +
                       (latency_errors ? " (first: " + first_error + ")" : std::string()));
   t.Add("achieved rate", FormatNumber(latency_writes / paced.seconds, 1) + " writes/s (" +
                              std::to_string(paced.late) + " started > 10 ms late)");
   t.Add("put latency p50 / p99 ms", FormatNumber(put_p50, 2) + " / " + FormatNumber(put_p99, 2));
-  t.Add("events consumed", std::to_string(collector.latency_seen()) + " (" +
-                               std::to_string(missing) + " missing after 30 s)");
+  t.Add("events consumed",
+        std::to_string(latency_seen) + " (" + std::to_string(missing) + " missing after 30 s)");
   AddTwoWayLatencyRows(t, "consume", {p50, p99, max_ms, ack_p50, ack_p99, ack_max}, ack,
                        kTargetP99Ms, ", issue 3: a committed cell is published");
   t.Add("relay: published / acknowledged",
         std::to_string(relay_stats.published) + " / " + std::to_string(relay_stats.acknowledged));
   t.Add("relay: rewinds", std::to_string(relay_stats.rewinds));
-  t.Add("duplicates seen by the consumer", std::to_string(collector.duplicates()));
+  t.Add("duplicates seen by the consumer", std::to_string(duplicates));
   t.Add("p99 ms per second of the phase", PerSecond(samples, phase_b_start, 99));
   t.Add("client CPU during the phase", FormatNumber(client_cpu, 2) + " s");
   if (server_cpu_before && server_cpu_after)
@@ -442,6 +415,16 @@ int RunRelayBench(const RelayBenchOptions& o) {
   t.Add("events acknowledged", std::to_string(base.acknowledged));
   t.Add("seconds (first produce .. flush done)", FormatNumber(base.seconds, 3));
   t.Add("baseline events/s", FormatNumber(baseline_per_s, 0));
+  t.Section("exactly-once round (relay.exactly_once, fenced batches; the phases above: off)");
+  t.Add("events/s from N pre-filled cells", FormatNumber(eo.events_per_s, 0));
+  t.Add("exactly-once / at-least-once events/s", FormatNumber(eo_ratio, 3) + " (target >= 0.7)");
+  t.Add("commit-ack to consume p50 / p99 / max ms",
+        FormatNumber(eo.ack_p50_ms, 2) + " / " + FormatNumber(eo.ack_p99_ms, 2) + " / " +
+            FormatNumber(eo.ack_max_ms, 2) + " (target p99 < 50)");
+  t.Add("events consumed / missing / duplicates", std::to_string(eo.latency_events) + " / " +
+                                                      std::to_string(eo.missing) + " / " +
+                                                      std::to_string(eo.duplicates));
+  t.Add("batches rolled back", std::to_string(eo.failed_batches));
   t.Section("result");
   t.Add("ratio (relay events/s / baseline)", FormatNumber(ratio, 3));
   t.Print();
@@ -466,17 +449,24 @@ int RunRelayBench(const RelayBenchOptions& o) {
   j["dirty_shards_per_100ms"] = Round(dirty_per_save, 1);
   j["rate"] = o.rate;
   j["achieved_rate"] = Round(latency_writes / paced.seconds, 1);
-  j["latency_events"] = collector.latency_seen();
+  j["latency_events"] = latency_seen;
   j["missing"] = missing;
-  j["duplicates"] = collector.duplicates();
+  j["duplicates"] = duplicates;
+  j["exactly_once_events_per_s"] = Round(eo.events_per_s, 1);
+  j["exactly_once_ack_p50_ms"] = Round(eo.ack_p50_ms, 3);
+  j["exactly_once_ack_p99_ms"] = Round(eo.ack_p99_ms, 3);
+  j["exactly_once_ratio"] = Round(eo_ratio, 3);
+  j["exactly_once_missing"] = eo.missing;
+  j["exactly_once_duplicates"] = eo.duplicates;
+  j["exactly_once_targets_met"] = eo.error.empty() && eo_ratio >= 0.7 && eo.ack_p99_ms < 50;
   j["shards"] = cfg.shards;
   j["partitions"] = cfg.kafka.partitions;
   j["poll_min_ms"] = cfg.relay.poll_min_ms;
   j["poll_max_ms"] = cfg.relay.poll_max_ms;
   j["batch_cells"] = cfg.relay.batch_cells;
-  j["errors"] = latency_errors.load();
+  j["errors"] = latency_errors;
   PrintJsonLine(j);
-  return latency_errors || missing ? 1 : 0;
+  return latency_errors || missing || !eo.error.empty() || eo.missing ? 1 : 0;
 }
 
 }  // namespace
