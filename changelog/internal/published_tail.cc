@@ -28,43 +28,39 @@ Result<ScanOffsets> PartitionEnds(RdKafka::Handle* handle, const std::string& to
   return ends;
 }
 
-Result<std::map<int32_t, uint64_t>> ReadPublishedTail(const KafkaConfig& kafka,
-                                                      const std::string& topic, int partitions,
-                                                      const std::string& stream,
-                                                      const ScanOffsets& scan_from,
-                                                      int timeout_ms) {
-  CELLAR_ASSIGN_OR_RETURN(auto conf, MakeKafkaConf(kafka, {{"group.id", "cellar-relay-tail"},
-                                                           {"client.id", "cellar-relay-tail"},
-                                                           {"enable.auto.commit", "false"},
-                                                           {"enable.auto.offset.store", "false"},
-                                                           {"auto.offset.reset", "earliest"},
-                                                           {"enable.partition.eof", "true"},
-                                                           {"fetch.wait.max.ms", "10"}}));
-  std::string err;
-  std::unique_ptr<RdKafka::KafkaConsumer> consumer(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!consumer) return InvalidArgument("Kafka consumer: " + err);
+Result<std::map<int32_t, uint64_t>> ReadPublishedTail(
+    const KafkaConfig& kafka, const std::string& topic, const ScanOffsets& ends,
+    const std::string& stream, const ScanOffsets& scan_from, int timeout_ms) {
   std::map<int32_t, uint64_t> tail;
-  auto ends = PartitionEnds(consumer.get(), topic, partitions, timeout_ms);
-  if (!ends.ok()) {
-    consumer->close();
-    return ends.status();
-  }
   std::vector<RdKafka::TopicPartition*> parts;
   std::set<int32_t> remaining;
-  for (const auto& [p, end] : *ends) {
+  for (const auto& [p, end] : ends) {
     auto from = scan_from.find(p);
     const int64_t start = from == scan_from.end() ? 0 : from->second;
     if (start >= end) continue;
     parts.push_back(RdKafka::TopicPartition::create(topic, p, start));
     remaining.insert(p);
   }
-  if (!parts.empty()) {
-    RdKafka::ErrorCode e = consumer->assign(parts);
+  if (parts.empty()) return tail;  // nothing beyond the scan offsets: no client needed
+  auto conf = MakeKafkaConf(kafka, {{"group.id", "cellar-relay-tail"},
+                                    {"client.id", "cellar-relay-tail"},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.auto.offset.store", "false"},
+                                    {"auto.offset.reset", "earliest"},
+                                    {"enable.partition.eof", "true"},
+                                    {"fetch.wait.max.ms", "10"}});
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
+      conf.ok() ? RdKafka::KafkaConsumer::create(conf->get(), err) : nullptr);
+  if (!consumer) {
     RdKafka::TopicPartition::destroy(parts);
-    if (e != RdKafka::ERR_NO_ERROR) {
-      consumer->close();
-      return Unavailable("Kafka assign " + topic + ": " + RdKafka::err2str(e));
-    }
+    return conf.ok() ? InvalidArgument("Kafka consumer: " + err) : conf.status();
+  }
+  RdKafka::ErrorCode e = consumer->assign(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  if (e != RdKafka::ERR_NO_ERROR) {
+    consumer->close();
+    return Unavailable("Kafka assign " + topic + ": " + RdKafka::err2str(e));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (!remaining.empty() && std::chrono::steady_clock::now() < deadline) {
@@ -81,7 +77,8 @@ Result<std::map<int32_t, uint64_t>> ReadPublishedTail(const KafkaConfig& kafka,
       if (std::from_chars(id.data(), id.data() + id.size(), added_id).ec == std::errc())
         tail[p] = std::max(tail[p], added_id);
     }
-    if (m->offset() + 1 >= (*ends)[p]) remaining.erase(p);
+    if (auto end = ends.find(p); end != ends.end() && m->offset() + 1 >= end->second)
+      remaining.erase(p);
   }
   consumer->close();
   if (!remaining.empty())

@@ -30,13 +30,14 @@ inline constexpr const char* kAddedIdHeader = "cellar-added-id";
 Result<ScanOffsets> PartitionEnds(RdKafka::Handle* handle, const std::string& topic, int partitions,
                                   int timeout_ms);
 
-// For each partition of `topic` (0..partitions-1), the highest added_id of the
-// records of stream `stream` (kStreamHeader) from scan_from[p] (0 when absent)
-// to the partition's end at the time of the call; partitions without such a
-// record are absent. Unavailable when the broker does not answer or the scan
-// does not finish within timeout_ms.
+// For each partition p of `ends` (PartitionEnds, taken by the caller on an
+// already connected client), the highest added_id of the records of stream
+// `stream` (kStreamHeader) at offsets scan_from[p] (0 when absent) ..
+// ends[p]-1; partitions without such a record are absent. Unavailable when
+// the scan does not finish within timeout_ms.
 Result<std::map<int32_t, uint64_t>> ReadPublishedTail(const KafkaConfig& kafka,
-                                                      const std::string& topic, int partitions,
+                                                      const std::string& topic,
+                                                      const ScanOffsets& ends,
                                                       const std::string& stream,
                                                       const ScanOffsets& scan_from, int timeout_ms);
 

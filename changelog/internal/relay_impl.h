@@ -1,0 +1,413 @@
+// Relay::Impl, shared by the relay's files: relay.cc (ownership rounds, the
+// at-least-once pump, start/stop) and relay_exactly_once.cc (the fenced
+// batches of relay.exactly_once). Private to the changelog module.
+#pragma once
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+
+#include "base/log.h"
+#include "changelog/cell_event.h"
+#include "changelog/internal/host_stream.h"
+#include "changelog/internal/published_tail.h"
+#include "changelog/internal/relay_ownership.h"
+#include "changelog/internal/stream_claim.h"
+#include "changelog/kafka_conf.h"
+#include "changelog/relay.h"
+#include "changelog/relay_checkpoint.h"
+
+namespace cellar {
+namespace relay_internal {
+
+using internal::DeliveryTag;
+using internal::HostStream;
+using internal::NamedLocks;
+using internal::RelayMembership;
+
+inline constexpr int kKafkaTimeoutMs = 5000;
+inline constexpr size_t kMaxInFlightPerStream = 20000;
+inline constexpr int kSaveIntervalMs = 100;
+inline constexpr int kFlushOnReleaseMs = 5000;
+// Exactly-once mode: a batch stops producing this long after it began, and
+// the producer gives a record up after kFencedMessageTimeoutMs, so an owner
+// that lost its claim mid-batch has nothing in flight after the sum (plus a
+// margin): what a new owner waits before reading the stream's tail when the
+// previous owner did not hand over cleanly (internal/stream_claim.h).
+inline constexpr int kFencedBatchMs = 1000;
+inline constexpr int kFencedMessageTimeoutMs = 3000;
+inline constexpr int kTakeoverGraceMs = kFencedBatchMs + kFencedMessageTimeoutMs + 500;
+inline constexpr int kTailReadTimeoutMs = 10000;
+inline constexpr int kMaxPagesPerFencedBatch = 16;  // of relay.batch_cells each
+
+class RelayCallbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
+ public:
+  std::atomic<uint64_t> acknowledged{0};
+  std::atomic<bool> outage{false};
+  std::atomic<bool> fatal{false};
+  std::string relay_id;
+
+  void dr_cb(RdKafka::Message& m) override {
+    auto* tag = static_cast<DeliveryTag*>(m.msg_opaque());
+    if (!tag) return;
+    if (m.err() == RdKafka::ERR_NO_ERROR) {
+      tag->stream->OnDelivered(tag->generation, tag->added_id, m.offset());
+      acknowledged.fetch_add(1, std::memory_order_relaxed);
+      if (outage.exchange(false))
+        LogInfo("relay", "Kafka reachable again; catching up", {{"relay", relay_id}});
+    } else {
+      tag->stream->OnFailed(tag->generation);
+    }
+    delete tag;
+  }
+
+  void event_cb(RdKafka::Event& e) override {
+    if (e.type() != RdKafka::Event::EVENT_ERROR) return;
+    if (e.fatal()) {
+      fatal = true;
+      LogError("relay", "Kafka producer fatal error", {{"error", e.str()}, {"relay", relay_id}});
+      return;
+    }
+    if (e.err() == RdKafka::ERR__ALL_BROKERS_DOWN || e.err() == RdKafka::ERR__TRANSPORT) {
+      if (!outage.exchange(true))
+        LogWarn("relay", "Kafka unreachable; writes continue, publishing retries",
+                {{"error", e.str()}, {"relay", relay_id}});
+    }
+  }
+};
+
+}  // namespace relay_internal
+
+using namespace relay_internal;  // NOLINT: the relay's own private names
+
+struct Relay::Impl {
+  CellStore* store;
+  std::string relay_id;
+  const ClusterConfig& config;
+  RelayCallbacks callbacks;
+  std::shared_mutex producer_mu;  // exclusive only while replacing the producer
+  std::unique_ptr<RdKafka::Producer> producer;
+  std::unique_ptr<RelayMembership> membership;
+  std::atomic<bool> stopping{false};      // host threads stop
+  std::atomic<bool> stop_polling{false};  // delivery reports stop (after host threads)
+  std::atomic<int> owned_total{0};
+  std::atomic<uint64_t> published{0}, rewinds{0}, resets{0};
+  std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
+  std::thread poll_thread;
+  std::thread checkpoint_thread;
+  std::mutex checkpoint_mu;
+  std::condition_variable checkpoint_cv;
+  bool stop_checkpoints = false;  // guarded by checkpoint_mu
+  std::vector<std::thread> host_threads;
+
+  size_t total_streams = 0;  // hosts x datastores
+  std::mutex streams_mu;
+  std::map<std::string, std::shared_ptr<HostStream>> owned;  // lock name -> stream
+
+  Impl(CellStore* s, std::string id) : store(s), relay_id(std::move(id)), config(s->config()) {
+    callbacks.relay_id = relay_id;
+  }
+
+  Result<std::unique_ptr<RdKafka::Producer>> MakeProducer() {
+    CELLAR_ASSIGN_OR_RETURN(
+        auto conf,
+        MakeKafkaConf(
+            config.kafka,
+            {{"enable.idempotence", "true"},
+             {"acks", "all"},
+             // An exactly-once batch waits for its acknowledgements: on the
+             // local broker they took ~43 ms with linger.ms=1, ~1 ms with 0
+             // (5: slower still in cellar-bench relay).
+             {"linger.ms", config.relay.exactly_once ? "0" : "1"},
+             {"message.timeout.ms",
+              config.relay.exactly_once ? std::to_string(kFencedMessageTimeoutMs) : "30000"},
+             {"queue.buffering.max.messages", "1000000"},
+             {"allow.auto.create.topics", "false"},
+             {"client.id", "cellar-relay-" + relay_id}}));
+    std::string err;
+    conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&callbacks), err);
+    conf->set("event_cb", static_cast<RdKafka::EventCb*>(&callbacks), err);
+    std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
+    if (!p) return InvalidArgument("Kafka producer: " + err);
+    return p;
+  }
+
+  void PollLoop() {
+    while (!stop_polling) {
+      {
+        std::shared_lock<std::shared_mutex> lock(producer_mu);
+        producer->poll(50);
+      }
+      if (callbacks.fatal.exchange(false)) ReplaceProducer();
+    }
+  }
+
+  // After a fatal producer error: every stream rewinds to what Kafka
+  // acknowledged and a new producer republishes from there.
+  void ReplaceProducer() {
+    std::unique_lock<std::shared_mutex> lock(producer_mu);
+    {
+      std::lock_guard<std::mutex> g(streams_mu);
+      for (auto& [name, s] : owned) s->Rewind();
+    }
+    producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
+    producer->poll(0);  // frees the purged records' tags (stale generation: ignored)
+    auto p = MakeProducer();
+    if (p.ok()) producer = std::move(p).value();
+    rewinds++;
+  }
+
+  std::shared_ptr<HostStream> Stream(const std::string& lock_name) {
+    std::lock_guard<std::mutex> g(streams_mu);
+    auto it = owned.find(lock_name);
+    return it == owned.end() ? nullptr : it->second;
+  }
+
+  // True when the broker no longer has the record the checkpoint says was
+  // acknowledged (its partition ends at or before that offset): the broker
+  // lost events, e.g. the local in-memory broker restarted. Resets the checkpoint.
+  Result<bool> ResetIfBrokerLost(MysqlConnection& conn, const std::string& database,
+                                 const std::string& host_name, const std::string& datastore,
+                                 RelayCheckpoint* cp) {
+    if (cp->after_added_id == 0 || cp->kafka_offset < 0 || cp->kafka_partition < 0) return false;
+    const std::string topic = ChangeLogTopic(config.kafka, datastore);
+    int64_t high;
+    {
+      std::shared_lock<std::shared_mutex> lock(producer_mu);
+      CELLAR_ASSIGN_OR_RETURN(high, PartitionHighWatermark(producer.get(), topic,
+                                                           cp->kafka_partition, kKafkaTimeoutMs));
+    }
+    if (high > cp->kafka_offset) return false;
+    LogWarn("relay",
+            "broker has fewer records than the checkpoint says were published; "
+            "republishing the host log from the beginning",
+            {{"host", host_name},
+             {"datastore", datastore},
+             {"checkpoint", std::to_string(cp->after_added_id)},
+             {"checkpoint_partition", std::to_string(cp->kafka_partition)},
+             {"checkpoint_offset", std::to_string(cp->kafka_offset)},
+             {"partition_end", std::to_string(high)}});
+    CELLAR_RETURN_IF_ERROR(ResetCheckpoint(conn, database, datastore));
+    *cp = RelayCheckpoint{};
+    resets++;
+    return true;
+  }
+
+  // Before publishing anything: find every stream whose checkpoint the broker
+  // cannot back, so that no relay's first records hide an older loss behind a
+  // grown partition end. Unreachable hosts are checked again on adoption.
+  void CheckAllCheckpoints() {
+    for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+      const MysqlHostConfig& host = config.mysql.hosts[h];
+      const std::string db = config.HostDatabase(host);
+      auto lease = store->PoolForHost(h).Acquire();
+      if (!lease.ok()) continue;
+      if (!EnsureCheckpointTable(**lease, db).ok()) continue;
+      for (const auto& ds : config.datastores) {
+        auto cp = LoadCheckpoint(**lease, db, ds.name);
+        if (cp.ok())
+          ResetIfBrokerLost(**lease, db, host.name, ds.name, &*cp).status().IgnoreError();
+      }
+    }
+  }
+
+  // Loads the checkpoint of a newly locked stream and checks that the broker
+  // still has what the checkpoint claims was published.
+  Status AdoptStream(size_t host, const std::string& datastore) {
+    const MysqlHostConfig& hc = config.mysql.hosts[host];
+    auto s = std::make_shared<HostStream>();
+    s->host = host;
+    s->host_name = hc.name;
+    s->datastore = datastore;
+    s->database = config.HostDatabase(hc);
+    s->topic = ChangeLogTopic(config.kafka, datastore);
+    s->lock_name = RelayLockName(s->database, datastore);
+    auto lease = store->PoolForHost(host).Acquire();
+    if (!lease.ok()) return lease.status();
+    CELLAR_RETURN_IF_ERROR(EnsureCheckpointTable(**lease, s->database));
+    RelayCheckpoint cp;
+    if (config.relay.exactly_once) {
+      CELLAR_RETURN_IF_ERROR(ClaimFenced(**lease, *s, &cp));
+    } else {
+      CELLAR_ASSIGN_OR_RETURN(cp, LoadCheckpoint(**lease, s->database, datastore));
+      CELLAR_RETURN_IF_ERROR(
+          ResetIfBrokerLost(**lease, s->database, hc.name, datastore, &cp).status());
+    }
+    s->read_pos = s->acked = s->saved = cp.after_added_id;
+    s->acked_offset = cp.kafka_offset;
+    s->acked_partition = cp.kafka_partition;
+    std::lock_guard<std::mutex> g(streams_mu);
+    owned[s->lock_name] = std::move(s);
+    return Status::Ok();
+  }
+
+  // Exactly-once adoption: bumps the stream's owner epoch (fencing the
+  // previous owner), resets a checkpoint the broker lost, and records where
+  // the stream's records may start in each partition before anything is
+  // produced. The first batch reads the stream's tail (needs_reconcile).
+  Status ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheckpoint* cp);
+
+  // The checkpoint `s` should have, if it is ahead of what is saved.
+  static std::optional<RelayCheckpoint> Unsaved(HostStream& s) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.acked <= s.saved) return std::nullopt;
+    RelayCheckpoint cp;
+    cp.after_added_id = s.acked;
+    cp.kafka_offset = s.acked_offset;
+    cp.kafka_partition = s.acked_partition;
+    cp.updated_at = NowMicros();
+    return cp;
+  }
+  static void MarkSaved(HostStream& s, uint64_t acked) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.saved = std::max(s.saved, acked);
+  }
+
+  // Saves one stream's checkpoint if it moved. Checkpoints are monotonic
+  // (SaveCheckpoint never moves one back), so racing with a DropStream save
+  // of the same stream is harmless.
+  void SaveStream(HostStream& s) {
+    if (s.exactly_once) return;  // saved with each fenced batch
+    std::optional<RelayCheckpoint> cp = Unsaved(s);
+    if (!cp) return;
+    auto lease = store->PoolForHost(s.host).Acquire();
+    if (!lease.ok()) return;
+    if (SaveCheckpoint(**lease, s.database, s.datastore, *cp).ok())
+      MarkSaved(s, cp->after_added_id);
+  }
+
+  // Saves checkpoints every kSaveIntervalMs on its own thread, so that log
+  // flushes never delay publishing.
+  void CheckpointLoop() {
+    std::unique_lock<std::mutex> lock(checkpoint_mu);
+    while (!stop_checkpoints) {
+      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kSaveIntervalMs));
+      lock.unlock();
+      std::vector<std::shared_ptr<HostStream>> streams;
+      {
+        std::lock_guard<std::mutex> g(streams_mu);
+        for (auto& [name, s] : owned) streams.push_back(s);
+      }
+      for (auto& s : streams) SaveStream(*s);
+      lock.lock();
+    }
+  }
+
+  // Flushes, saves and forgets a stream (its lock is released by the caller).
+  void DropStream(const std::string& lock_name, bool flush) {
+    auto s = Stream(lock_name);
+    if (s && flush) {
+      auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(kFlushOnReleaseMs);
+      while (std::chrono::steady_clock::now() < deadline) {
+        {
+          std::lock_guard<std::mutex> lock(s->mu);
+          if (s->inflight.empty()) break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // waiting on delivery reports
+      }
+      SaveStream(*s);
+      if (s->exactly_once && !s->fenced) ReleaseFenced(*s);
+    }
+    std::lock_guard<std::mutex> g(streams_mu);
+    owned.erase(lock_name);
+  }
+
+  // Hands one cell to the producer with the stream headers
+  // (internal/published_tail.h). REQUIRES: producer_mu held shared.
+  RdKafka::ErrorCode Produce(HostStream& s, const Cell& c, DeliveryTag* tag) {
+    const std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
+    const std::string key = c.row_key.ToString();
+    RdKafka::Headers* headers = RdKafka::Headers::create();
+    headers->add(internal::kStreamHeader, s.database);
+    headers->add(internal::kAddedIdHeader, std::to_string(c.added_id));
+    RdKafka::ErrorCode err =
+        producer->produce(s.topic, ChangeLogPartition(config.kafka, c.shard),
+                          RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
+                          value.size(), key.data(), key.size(), c.created_at / 1000, headers, tag);
+    if (err != RdKafka::ERR_NO_ERROR) delete headers;  // not taken over by librdkafka
+    return err;
+  }
+
+  size_t PumpFenced(const std::shared_ptr<HostStream>& sp);
+  bool Reconcile(HostStream& s);
+  void ReleaseFenced(HostStream& s);
+
+  // Reads the next final cells of the stream's host log and hands them to
+  // the producer. Returns the count.
+  size_t Pump(const std::shared_ptr<HostStream>& sp) {
+    HostStream& s = *sp;
+    if (s.exactly_once) return PumpFenced(sp);
+    bool failed;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      failed = s.failed;
+    }
+    if (failed) {
+      s.Rewind();
+      rewinds++;
+      LogWarn("relay", "delivery failed; rewinding stream to its acknowledged position",
+              {{"host", s.host_name}, {"datastore", s.datastore}});
+    }
+    uint64_t after, gen;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (s.inflight.size() >= kMaxInFlightPerStream) return 0;
+      after = s.read_pos;
+      gen = s.generation;
+    }
+    auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
+    if (!page.ok()) return 0;
+    size_t produced = 0;
+    std::shared_lock<std::shared_mutex> plock(producer_mu);
+    for (const Cell& c : page->cells) {
+      const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (s.generation != gen) return produced;  // rewound meanwhile
+        s.inflight.push_back({c.added_id, false, -1, partition});
+      }
+      auto* tag = new DeliveryTag{sp, gen, c.added_id};
+      RdKafka::ErrorCode err = Produce(s, c, tag);
+      if (err != RdKafka::ERR_NO_ERROR) {
+        // Queue full or similar: take the record back and try again later.
+        delete tag;
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (!s.inflight.empty() && s.inflight.back().added_id == c.added_id) s.inflight.pop_back();
+        published += produced;
+        return produced;
+      }
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (s.generation == gen) s.read_pos = c.added_id;
+      }
+      ++produced;
+    }
+    // Past the last cell: positions up to next_after are final and hold no
+    // cell (rolled-back or failed inserts), so the read may skip them.
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (s.generation == gen && s.read_pos < page->next_after) {
+        s.read_pos = page->next_after;
+        if (s.inflight.empty() && s.acked < s.read_pos) s.acked = s.read_pos;
+      }
+    }
+    published += produced;
+    return produced;
+  }
+
+  int TargetShare() {
+    int members = membership->Refresh();
+    return static_cast<int>((total_streams + members - 1) / members);
+  }
+
+  void HostLoop(size_t host_index);
+};
+
+}  // namespace cellar
