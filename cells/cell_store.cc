@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "cells/internal/cell_validation.h"
+#include "cells/internal/cells_purge.h"
 #include "cells/internal/cells_table.h"
 #include "cells/internal/group_committer.h"
 #include "cells/internal/write_fence.h"
@@ -469,33 +470,39 @@ Result<uint64_t> CellStore::HostHead(const std::string& datastore, size_t host) 
 }
 
 Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
-  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
   PurgeStats stats;
   for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {
-    const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
-    const std::string sql = "DELETE FROM " + impl_->HostTable(h, datastore) +
-                            " WHERE column_name = ? AND created_at < ? LIMIT 5000";
-    auto r = impl_->WithHost<uint64_t>(
-        h, "host " + host.name, [&](MysqlConnection& c) -> Result<uint64_t> {
-          uint64_t total = 0;
-          for (const auto& col : ds->columns) {
-            if (col.ttl_ms <= 0) continue;
-            const MicrosSinceEpoch cutoff = Impl::VisibleSince(col);
-            while (true) {
-              CELLAR_ASSIGN_OR_RETURN(uint64_t n, c.Execute(sql, {col.name, cutoff}));
-              total += n;
-              if (n < 5000) break;
-            }
-          }
-          return total;
-        });
+    auto r = PurgeHost(datastore, h, PurgeOptions{});
     if (r.ok()) {
-      stats.deleted += *r;
+      stats.deleted += r->deleted;
     } else {
-      stats.shards_failed += static_cast<uint32_t>(host.shards.size());
-      LogWarn("purge", "host failed", {{"host", host.name}, {"error", r.status().ToString()}});
+      stats.shards_failed += static_cast<uint32_t>(impl_->config.mysql.hosts[h].shards.size());
+      LogWarn("purge", "host failed",
+              {{"host", impl_->config.mysql.hosts[h].name}, {"error", r.status().ToString()}});
     }
   }
+  return stats;
+}
+
+Result<PurgeStats> CellStore::PurgeHost(const std::string& datastore, size_t host,
+                                        const PurgeOptions& options) {
+  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  if (host >= impl_->config.mysql.hosts.size())
+    return InvalidArgument("host index " + std::to_string(host) + " is out of range (" +
+                           std::to_string(impl_->config.mysql.hosts.size()) + " hosts)");
+  if (options.batch_cells < 1 || options.batch_cells > 100000)
+    return InvalidArgument("batch_cells must be 1..100000, got " +
+                           std::to_string(options.batch_cells));
+  PurgeStats stats;
+  const std::string table = impl_->HostTable(host, datastore);
+  auto r = impl_->WithHost<bool>(
+      host, "host " + impl_->config.mysql.hosts[host].name,
+      [&](MysqlConnection& c) -> Result<bool> {
+        CELLAR_RETURN_IF_ERROR(internal::PurgeCellsTable(c, table, *ds, options, &stats));
+        return true;
+      });
+  if (!r.ok()) return r.status();
   return stats;
 }
 

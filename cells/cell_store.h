@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,30 @@ struct HostLogPage {
 struct PurgeStats {
   uint64_t deleted = 0;
   uint32_t shards_failed = 0;
+  // Expired versions kept because their added_id is above the purge's
+  // max_added_id (PurgeOptions): e.g. not yet published by the relay.
+  uint64_t held_back = 0;
+};
+
+// An expired cell version a purge is about to delete.
+struct PurgedCell {
+  uint64_t added_id = 0;
+  uint32_t shard = 0;
+  Uuid row_key;
+  std::string column;
+  int64_t ref_key = 0;
+  MicrosSinceEpoch created_at = 0;
+};
+
+struct PurgeOptions {
+  // Never delete a cell with a higher added_id (a position in the host's log);
+  // nullopt: no bound. retention/purger.h passes the relay's checkpoint.
+  std::optional<uint64_t> max_added_id;
+  // Called with each batch (in added_id order, at most batch_cells) before it
+  // is deleted; an error stops the purge of the host and that batch stays.
+  // May be empty.
+  std::function<Status(const std::vector<PurgedCell>&)> before_delete;
+  int batch_cells = 5000;  // cells selected and deleted per round, 1..100000
 };
 
 class CellStore {
@@ -171,8 +196,17 @@ class CellStore {
   [[nodiscard]] Result<uint64_t> HostHead(const std::string& datastore, size_t host);
 
   // Physically deletes expired versions of TTL columns on every host
-  // (shards_failed counts the shards of hosts that failed).
+  // (shards_failed counts the shards of hosts that failed), without any bound:
+  // it knows nothing of the relay. A cluster with Kafka purges through
+  // retention/purger.h, which never deletes what the relay has not published.
   [[nodiscard]] Result<PurgeStats> Purge(const std::string& datastore);
+  // The purge of mysql.hosts[host] alone, under `options`. Expired: created_at
+  // older than the column's ttl_ms at the start of the call. Unavailable when
+  // the host cannot be reached (cells of batches already done stay deleted);
+  // InvalidArgument for an unknown datastore, a host index out of range or
+  // batch_cells outside 1..100000.
+  [[nodiscard]] Result<PurgeStats> PurgeHost(const std::string& datastore, size_t host,
+                                             const PurgeOptions& options);
 
   // Connection pool of the host owning `shard` (for modules that keep their
   // own tables in host databases: relay checkpoints, index tables).

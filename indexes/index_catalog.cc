@@ -1,5 +1,6 @@
 #include "indexes/index_catalog.h"
 
+#include "base/log.h"
 #include "cells/mysql_client.h"
 
 namespace cellar {
@@ -96,6 +97,36 @@ Result<std::vector<IndexVersion>> IndexCatalog::Writable(const std::string& tabl
   std::vector<IndexVersion> out;
   for (const auto& v : versions)
     if (v.state != IndexState::kRetired) out.push_back(v);
+  return out;
+}
+
+Result<std::vector<IndexedColumns>> IndexCatalog::WritableOver(const std::string& datastore) {
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows,
+      lease->Query("SELECT table_name, version, fingerprint, state, created_at, definition FROM " +
+                   QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
+                   " WHERE state <> 'retired' ORDER BY table_name, version"));
+  std::vector<IndexedColumns> out;
+  for (const auto& r : rows) {
+    IndexedColumns ic{IndexVersion{r.Bytes(0), static_cast<int>(r.Int(1)), r.Bytes(2),
+                                   ParseState(r.Bytes(3)), r.Int(4)},
+                      {}};
+    const auto j = nlohmann::json::parse(r.Bytes(5), nullptr, false);
+    const bool readable = j.is_object() && j.contains("datastore") && j["datastore"].is_string() &&
+                          j.contains("column_defs") && j["column_defs"].is_array();
+    if (!readable) {
+      LogWarn("index", "registry row without a readable definition; not considered",
+              {{"index", ic.version.table}, {"version", std::to_string(ic.version.version)}});
+      continue;
+    }
+    if (j["datastore"].get<std::string>() != datastore) continue;
+    for (const auto& c : j["column_defs"])
+      if (c.is_object() && c.contains("column_key") && c["column_key"].is_string())
+        ic.columns.push_back(c["column_key"].get<std::string>());
+    out.push_back(std::move(ic));
+  }
   return out;
 }
 

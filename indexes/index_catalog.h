@@ -54,6 +54,12 @@ struct IndexVersion {
   MicrosSinceEpoch created_at = 0;
 };
 
+// A version of an index and the columns it indexes (its column_defs' keys).
+struct IndexedColumns {
+  IndexVersion version;
+  std::vector<std::string> columns;
+};
+
 struct ApplyOutcome {
   IndexVersion version;  // the newest non-retired version after apply
   bool created = false;  // a new version was created by this call
@@ -79,6 +85,11 @@ class IndexCatalog {
   Result<IndexVersion> Serving(const std::string& table);
   // Versions the worker must write: building and ready ones.
   Result<std::vector<IndexVersion>> Writable(const std::string& table);
+  // The building and ready versions of every index over `datastore`, with the
+  // columns each indexes, from the definitions stored in the registry (a
+  // version whose stored definition does not name its datastore and columns
+  // is left out, with a warning). Empty when no index was ever applied.
+  Result<std::vector<IndexedColumns>> WritableOver(const std::string& datastore);
   // Marks `version` ready and retires older ready versions.
   Status MarkReady(const std::string& table, int version);
 

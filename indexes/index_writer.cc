@@ -80,7 +80,12 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
 
   IndexApplyResult result{IndexApply::kRemoved, ""};
   std::optional<IndexEntry> entry;
-  if (!cell.tombstone) {
+  // An expired version (its column's TTL passed) has no entry, like a
+  // tombstone: a purge may be deleting it, and reads no longer see it.
+  const DatastoreConfig* ds = cfg.FindDatastore(def.datastore);
+  const ColumnConfig* col = ds ? ds->FindColumn(cell.column) : nullptr;
+  const bool expired = col && col->ttl_ms > 0 && cell.created_at < NowMicros() - col->ttl_ms * 1000;
+  if (!cell.tombstone && !expired) {
     auto e = ExtractEntry(def, *cd, cell, cfg.shards);
     if (e.ok()) {
       entry = std::move(e).value();
@@ -147,6 +152,57 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
     return fail(s.status());
   CELLAR_RETURN_IF_ERROR(c.Commit());
   return result;
+}
+
+Result<bool> IndexWriter::RemoveEntryOf(const std::string& table, int version, const Uuid& row,
+                                        const std::string& column, int64_t ref_key) {
+  const ClusterConfig& cfg = store_->config();
+  const uint32_t src = ShardForRow(row, cfg.shards);
+  const std::string pointer =
+      QualifiedTable(cfg.DatabaseForShard(src), PointerTableName(table, version));
+  const std::string row_bytes = row.ToBytes();
+  MysqlHostPool& src_pool = store_->PoolForShard(src);
+  CELLAR_ASSIGN_OR_RETURN(auto lease, src_pool.Acquire());
+  MysqlConnection& c = *lease;
+  CELLAR_RETURN_IF_ERROR(c.Begin());
+  auto fail = [&](Status s) -> Result<bool> {
+    c.Rollback();
+    return s;
+  };
+  auto ptr = c.Query("SELECT ref_key, target_shard FROM " + pointer +
+                         " WHERE shard = ? AND row_key = ? AND column_key = ? FOR UPDATE",
+                     {int64_t{src}, row_bytes, column});
+  if (!ptr.ok()) return fail(ptr.status());
+  if (ptr->empty() || (*ptr)[0].Int(0) != ref_key || (*ptr)[0].IsNull(1)) {
+    c.Rollback();
+    return false;  // never applied, a newer version applied, or no entry
+  }
+  const uint32_t target = static_cast<uint32_t>((*ptr)[0].Uint(1));
+  // Same host: in the pointer's transaction; otherwise autocommitted first (a
+  // crash before the pointer commits leaves a pointer to no entry, which the
+  // next apply or removal handles).
+  std::optional<MysqlHostPool::Lease> target_lease;
+  MysqlConnection* tc = &c;
+  if (&store_->PoolForShard(target) != &src_pool) {
+    auto l = store_->PoolForShard(target).Acquire();
+    if (!l.ok()) return fail(l.status());
+    target_lease.emplace(std::move(l).value());
+    tc = &**target_lease;
+  }
+  auto del =
+      tc->Execute("DELETE FROM " +
+                      QualifiedTable(cfg.DatabaseForShard(target), EntryTableName(table, version)) +
+                      " WHERE shard = ? AND row_key = ? AND column_key = ? AND ref_key = ?",
+                  {int64_t{target}, row_bytes, column, ref_key});
+  if (!del.ok()) return fail(del.status());
+  if (auto s = c.Execute("UPDATE " + pointer +
+                             " SET target_shard = NULL"
+                             " WHERE shard = ? AND row_key = ? AND column_key = ?",
+                         {int64_t{src}, row_bytes, column});
+      !s.ok())
+    return fail(s.status());
+  CELLAR_RETURN_IF_ERROR(c.Commit());
+  return *del > 0;
 }
 
 }  // namespace cellar

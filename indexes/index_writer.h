@@ -10,8 +10,9 @@
 //      worker, backfill and repair;
 //   2. if the pointer already has ref_key >= k: nothing to do (older or
 //      duplicate event: replays and out-of-order delivery change nothing);
-//   3. extract the entry (a tombstone or a body without valid fields yields
-//      none, with a counted reason);
+//   3. extract the entry (a tombstone, a version whose column TTL has passed
+//      or a body without valid fields yields none, the last with a counted
+//      reason);
 //   4. delete the old entry (its shard's row) if it lives on another shard
 //      or there is none now;
 //   5. upsert the new entry in its shard's rows (version-checked: never
@@ -46,6 +47,16 @@ class IndexWriter {
 
   // Unavailable/Aborted: nothing committed, retry later.
   Result<IndexApplyResult> Apply(const IndexDefinition& def, int version, const Cell& cell);
+
+  // Removes the entry of cell version (row, column, ref_key) from `version` of
+  // index `table` when the pointer says that version is the one applied (an
+  // entry of a newer version stays). The pointer keeps its ref_key and loses
+  // its target, so a replayed event of that version or an older one changes
+  // nothing. For a purge (retention/purger.h), before it deletes the cell.
+  // Returns whether an entry was removed. Unavailable/Aborted: nothing
+  // committed, retry later.
+  Result<bool> RemoveEntryOf(const std::string& table, int version, const Uuid& row,
+                             const std::string& column, int64_t ref_key);
 
  private:
   CellStore* store_;

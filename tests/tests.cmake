@@ -18,6 +18,9 @@ cellar_test(relay_test relay_test.cc relay_process_test.cc relay_exactly_once_te
 target_link_libraries(relay_test PRIVATE cellar_changelog)
 target_compile_definitions(relay_test PRIVATE CELLAR_RELAY_BIN="$<TARGET_FILE:cellar-relay>")
 add_dependencies(relay_test cellar-relay)
+cellar_test(retention_test retention_test.cc relay_test_util.cc)
+target_link_libraries(retention_test PRIVATE cellar_retention)
+target_compile_definitions(retention_test PRIVATE CELLAR_RELAY_BIN="$<TARGET_FILE:cellar-relay>")
 # HTTP worker node (workers/http/, client/): unit tests without sockets, and
 # end-to-end tests against real cellard processes over a private MariaDB.
 cellar_test(http_api_unit_test http_api_unit_test.cc)

@@ -16,7 +16,7 @@ target_link_libraries(cellar_http_api PUBLIC cellar_cells cellar_indexes cellar_
   cellar_base nlohmann_json::nlohmann_json OpenSSL::Crypto)
 
 add_library(cellar_http_server STATIC http/http_server.cc http/serve_command.cc)
-target_link_libraries(cellar_http_server PUBLIC cellar_http_api cellar_signals CLI11::CLI11
+target_link_libraries(cellar_http_server PUBLIC cellar_http_api cellar_retention cellar_signals CLI11::CLI11
   PkgConfig::HTTPLIB)
 
 add_executable(cellard cellard_main.cc)

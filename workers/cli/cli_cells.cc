@@ -5,6 +5,7 @@
 
 #include "cells/cell_store.h"
 #include "cells/shard_map.h"
+#include "retention/purger.h"
 #include "workers/cli/cli_common.h"
 
 namespace cellar::cli {
@@ -170,13 +171,34 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     return 0;
   }));
 
-  auto* purge = app.add_subcommand("purge", "delete expired versions of TTL columns");
+  auto* purge = app.add_subcommand(
+      "purge",
+      "delete expired versions of TTL columns the relay has published, with their index entries");
   purge->add_option("-d,--datastore", a->datastore, "datastore name")->required();
   purge->callback(run([a, open] {
-    auto r = open()->Purge(a->datastore);
+    auto store = open();
+    auto r = Purger(store.get()).Run(a->datastore);
     if (!r.ok()) return Fail(r.status());
-    PrintJson({{"deleted", r->deleted}, {"shards_failed", r->shards_failed}});
-    return r->shards_failed ? 1 : 0;
+    nlohmann::json hosts = nlohmann::json::array();
+    for (const HostPurge& h : r->hosts) {
+      nlohmann::json j = {{"host", h.host},
+                          {"deleted", h.deleted},
+                          {"held_back", h.held_back},
+                          {"index_entries_removed", h.index_entries_removed}};
+      j["published_up_to"] = h.published_up_to ? nlohmann::json(*h.published_up_to) : nullptr;
+      if (h.busy) j["busy"] = true;
+      if (!h.error.empty()) j["error"] = h.error;
+      hosts.push_back(std::move(j));
+    }
+    // held_back: expired, but above the relay's published position: kept.
+    PrintJson({{"datastore", r->datastore},
+               {"deleted", r->deleted},
+               {"held_back", r->held_back},
+               {"index_entries_removed", r->index_entries_removed},
+               {"hosts_busy", r->hosts_busy},
+               {"hosts_failed", r->hosts_failed},
+               {"hosts", hosts}});
+    return r->hosts_failed ? 1 : 0;
   }));
 
   auto* shards = app.add_subcommand("shards", "show the shard map (and a row's shard)");

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "cells/cell_store.h"
 #include "indexes/index_definition.h"
+#include "retention/purge_scheduler.h"
 #include "workers/http/cell_api.h"
 #include "workers/http/cell_backend.h"
 #include "workers/http/http_server.h"
@@ -111,6 +112,18 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
     std::cerr << "cellard: " << server.status().ToString() << "\n";
     return server.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  // The background purge (config `purge.interval`), its metrics beside the
+  // HTTP ones. Several nodes may run it: one purges a host at a time.
+  std::optional<PurgeScheduler> purge;
+  if (config.purge.interval_ms > 0) {
+    purge.emplace(store.get(), &(*server)->metrics());
+    if (Status s = purge->Start(); !s.ok()) {
+      std::cerr << "cellard: " << s.ToString() << "\n";
+      (*server)->Stop();
+      store->Close();
+      return 1;
+    }
+  }
   const std::string bound = options.host + ":" + std::to_string((*server)->port());
   if (!f.ready_file.empty()) {
     const std::string tmp = f.ready_file + ".tmp";
@@ -121,6 +134,7 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
   while ((sig = WaitForTerminationSignal(1000)) == 0) {
   }
   LogInfo("http", "signal received; stopping", {{"signal", std::to_string(sig)}});
+  if (purge) purge->Stop();
   (*server)->Stop();
   store->Close();
   LogInfo("http", "stopped", {{"address", bound}});

@@ -14,6 +14,10 @@
 //                           serve at GET /v1/<ds>/indexes/<name> (default: none)
 //   --ready-file FILE       once listening, write "HOST:PORT\n" there (for scripts and tests)
 //
+// With `purge: { interval: ... }` in the config the node also runs the
+// background purge (retention/purge_scheduler.h), exporting its metrics at
+// /metrics, and stops it first on a signal.
+//
 // Exit codes: 0 after a signal-driven stop, 1 when serving failed (cannot
 // bind), 2 for bad flags, config, tokens or index definitions.
 #pragma once

@@ -1,0 +1,64 @@
+// PurgeScheduler: the background purge of a long-running process (cellard
+// runs one when the config sets `purge: { interval: ... }`).
+//
+// Every config.purge.interval_ms (the first run one interval after Start) it
+// runs Purger::Run for each datastore that has a column with a TTL, one after
+// the other. Several processes may run schedulers over one cluster: the
+// Purger's per-host lock lets one of them purge a host at a time, the others
+// find it busy and skip it. Each datastore's run logs one line (component
+// "purge", message "run": datastore, deleted, held_back,
+// index_entries_removed, hosts_busy, hosts_failed, ms) and updates, labelled
+// by datastore:
+//   cellar_purge_runs_total                   runs
+//   cellar_purge_failures_total               runs with an error or a failed host
+//   cellar_purge_cells_deleted_total          cells deleted
+//   cellar_purge_index_entries_removed_total  index entries removed with them
+//   cellar_purge_held_back_cells              expired cells the relay had not
+//                                             published at the last run (kept)
+// Threading: Start/Stop from one thread; runs() from any.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "base/metrics.h"
+#include "base/status.h"
+#include "cells/cell_store.h"
+
+namespace cellar {
+
+class PurgeScheduler {
+ public:
+  // Neither is owned; both must outlive the scheduler. metrics may be null.
+  PurgeScheduler(CellStore* store, MetricsRegistry* metrics) : store_(store), metrics_(metrics) {}
+  ~PurgeScheduler();  // Stop()
+  PurgeScheduler(const PurgeScheduler&) = delete;
+  PurgeScheduler& operator=(const PurgeScheduler&) = delete;
+
+  // Starts the background thread. FailedPrecondition when the config's
+  // purge.interval_ms is 0 (the background purge is off) or it already runs.
+  [[nodiscard]] Status Start();
+  // Ends the wait or the run in progress (between batches: what is deleted
+  // stays deleted, the rest waits for the next run) and joins. Idempotent.
+  void Stop();
+
+  // Datastore runs completed since Start (with or without failures).
+  uint64_t runs() const { return runs_.load(); }
+
+ private:
+  void Loop();
+  void RunOnce();
+
+  CellStore* store_;
+  MetricsRegistry* metrics_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> runs_{0};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
+}  // namespace cellar
