@@ -1,11 +1,16 @@
 // Unit tests of base/ without MySQL: Uuid, RFC 3339 time and duration parsing.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <random>
 #include <set>
 #include <string>
 
+#include "base/listening_sockets.h"
 #include "base/time.h"
 #include "base/uuid.h"
 #include "gmock/gmock.h"
@@ -229,3 +234,38 @@ TEST(DurationTest, RejectsOverflow) {
 
 }  // namespace
 }  // namespace cellar
+
+// base/listening_sockets.h: the listener gets TCP_NODELAY and a connection it
+// accepts afterwards inherits it (what the local broker relies on).
+TEST(ListeningSocketsTest, NoDelayIsSetOnTheListenerAndInheritedByAcceptedConnections) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  auto nodelay = [](int fd) {
+    int v = 0;
+    socklen_t l = sizeof v;
+    EXPECT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &l), 0);
+    return v != 0;
+  };
+  EXPECT_FALSE(nodelay(listener));
+  EXPECT_EQ(cellar::SetNoDelayOnListeningSockets("127.0.0.1:" + std::to_string(port)), 1);
+  EXPECT_TRUE(nodelay(listener));
+  EXPECT_EQ(cellar::SetNoDelayOnListeningSockets(std::vector<int>{port + 1}), 0);
+
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(client, 0);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int accepted = accept(listener, nullptr, nullptr);
+  ASSERT_GE(accepted, 0);
+  EXPECT_TRUE(nodelay(accepted));
+  close(accepted);
+  close(client);
+  close(listener);
+}

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "base/listening_sockets.h"
 #include "base/log.h"
 
 namespace {
@@ -144,6 +145,8 @@ int main(int argc, char** argv) {
   }
 
   const std::string bootstrap = rd_kafka_mock_cluster_bootstraps(cluster);
+  // Kafka brokers set TCP_NODELAY; without it every small response waited ~40 ms.
+  cellar::SetNoDelayOnListeningSockets(bootstrap);
   if (!bootstrap_file.empty() && !WriteFileAtomically(bootstrap_file, bootstrap + "\n")) {
     cellar::LogError(kComponent, "cannot write bootstrap file",
                      {{"path", bootstrap_file}, {"error", std::strerror(errno)}});

@@ -125,6 +125,9 @@ struct Relay::Impl {
              // local broker they took ~43 ms with linger.ms=1, ~1 ms with 0
              // (5: slower still in cellar-bench relay).
              {"linger.ms", config.relay.exactly_once ? "0" : "1"},
+             // Small produce requests go out at once (the broker side of the
+             // same ~40 ms Nagle delay: base/listening_sockets.h).
+             {"socket.nagle.disable", "true"},
              {"message.timeout.ms",
               config.relay.exactly_once ? std::to_string(kFencedMessageTimeoutMs) : "30000"},
              {"queue.buffering.max.messages", "1000000"},

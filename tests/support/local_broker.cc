@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include "base/listening_sockets.h"
+
 namespace cellar::testing {
 
 std::unique_ptr<LocalBroker> LocalBroker::Start(int brokers) {
@@ -35,7 +37,10 @@ void LocalBroker::Create() {
     throw std::runtime_error("LocalBroker: rd_kafka_mock_cluster_new failed");
   }
   bootstrap_ = rd_kafka_mock_cluster_bootstraps(cluster_);
+  DisableNagle();
 }
+
+void LocalBroker::DisableNagle() { SetNoDelayOnListeningSockets(bootstrap_); }
 
 void LocalBroker::Destroy() {
   if (cluster_ != nullptr) rd_kafka_mock_cluster_destroy(cluster_);
@@ -66,6 +71,7 @@ void LocalBroker::SetDown(bool down) {
       rd_kafka_mock_broker_set_up(cluster_, id);
     }
   }
+  if (!down) DisableNagle();  // the listeners are new
 }
 
 void LocalBroker::Restart() {

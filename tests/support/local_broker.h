@@ -67,6 +67,8 @@ class LocalBroker {
   LocalBroker() = default;
   void Create();   // throws
   void Destroy();  // idempotent
+  // TCP_NODELAY on the listeners, as Kafka brokers set it (base/listening_sockets.h).
+  void DisableNagle();
 
   int brokers_ = 1;
   rd_kafka_t* rk_ = nullptr;  // owns the cluster's threads
