@@ -368,11 +368,18 @@ std::vector<FigureRow> HttpRows(const Json& j) {
 // (ack_*); the created_at rows start at the write transaction's start, so
 // they also count the write's own duration.
 std::vector<FigureRow> RelayRows(const Json& j) {
-  return {RateRow(j, "events/s", "events_per_s", "baseline_events_per_s", "ratio"),
-          LatencyRow(j, "commit-ack to consume p50 ms", "ack_p50_ms", "kafka_path_p50_ms"),
-          LatencyRow(j, "commit-ack to consume p99 ms", "ack_p99_ms", "kafka_path_p99_ms",
-                     Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
-          LatencyRow(j, "txn-start (created_at) to consume p99 ms", "p99_ms", "kafka_path_p99_ms")};
+  return {
+      RateRow(j, "events/s", "events_per_s", "baseline_events_per_s", "ratio"),
+      LatencyRow(j, "commit-ack to consume p50 ms", "ack_p50_ms", "kafka_path_p50_ms"),
+      LatencyRow(j, "commit-ack to consume p99 ms", "ack_p99_ms", "kafka_path_p99_ms",
+                 Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
+      LatencyRow(j, "txn-start (created_at) to consume p99 ms", "p99_ms", "kafka_path_p99_ms"),
+      {"exactly-once events/s (vs at-least-once)", Shown(Number(j, "exactly_once_events_per_s"), 0),
+       Shown(Number(j, "events_per_s"), 0), RatioShown(Number(j, "exactly_once_ratio")),
+       Verdict(">= 0.7", AtLeast(Number(j, "exactly_once_ratio"), 0.7))},
+      LatencyRow(j, "exactly-once commit-ack to consume p99 ms", "exactly_once_ack_p99_ms",
+                 "kafka_path_p99_ms",
+                 Verdict("p99 < 50 ms", Below(Number(j, "exactly_once_ack_p99_ms"), 50)))};
 }
 
 std::vector<FigureRow> TriggerRows(const Json& j) {
