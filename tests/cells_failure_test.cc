@@ -425,6 +425,9 @@ TEST_F(FailureTest, OtherHostKeepsItsThroughputWhileOneIsDownAndNothingAckedIsLo
         int64_t cur = w.slowest_unavailable_ms.load();
         while (ms > cur && !w.slowest_unavailable_ms.compare_exchange_weak(cur, ms)) {
         }
+        // A caller backs off after Unavailable, as the client does, instead
+        // of spinning on a host that refuses connections.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       } else {
         w.other_errors++;
         std::lock_guard<std::mutex> lock(w.mu);
