@@ -37,7 +37,8 @@ void CheckLogForSanitizerReports(const std::string& log_path) {
 }  // namespace
 
 std::unique_ptr<CellardProcess> CellardProcess::Start(const std::string& config_path,
-                                                      const std::vector<std::string>& extra) {
+                                                      const std::vector<std::string>& extra,
+                                                      const std::string& listen) {
   static TempDir dir_holder("cellard");  // removed at exit with the logs
   TempDir* dir = &dir_holder;
   const int n = ++g_counter;
@@ -48,8 +49,8 @@ std::unique_ptr<CellardProcess> CellardProcess::Start(const std::string& config_
     if (extra[i] == "--tls-cert") p->scheme_ = "https";
 
   // Everything the child needs is prepared before fork().
-  std::vector<std::string> args = {CELLARD_BIN,   "--config",     config_path, "--listen",
-                                   "127.0.0.1:0", "--ready-file", ready};
+  std::vector<std::string> args = {CELLARD_BIN, "--config",     config_path, "--listen",
+                                   listen,      "--ready-file", ready};
   args.insert(args.end(), extra.begin(), extra.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

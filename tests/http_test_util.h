@@ -20,11 +20,13 @@ namespace cellar::testing {
 // child dies with the starting thread (PR_SET_PDEATHSIG) and is killed by the
 // destructor. Its stderr goes to <dir>/cellard-<n>.log (removed at exit); a
 // sanitizer report found there when the child is stopped or killed fails the
-// running test.
+// running test. `listen` replaces 127.0.0.1:0, e.g. to restart a node on the
+// port it had (url() unchanged for clients).
 class CellardProcess {
  public:
   static std::unique_ptr<CellardProcess> Start(const std::string& config_path,
-                                               const std::vector<std::string>& extra_args = {});
+                                               const std::vector<std::string>& extra_args = {},
+                                               const std::string& listen = "127.0.0.1:0");
   ~CellardProcess();
 
   int port() const { return port_; }

@@ -65,3 +65,17 @@ target_link_libraries(cells_shard_move_test PRIVATE cellar_cells)
 # Idempotent erase: store level, and a lost COMMIT acknowledgement through a fault proxy.
 cellar_test(cells_erase_test cells_erase_test.cc)
 target_link_libraries(cells_erase_test PRIVATE cellar_cells)
+# The history check (#14 part 4): a seeded workload under faults against the
+# whole stack as processes, checked from its record (tests/history/).
+# CELLAR_HISTORY_SEED replays a run; CELLAR_HISTORY_SECONDS=1800 is the soak.
+cellar_test(history_check_test history_check_test.cc http_test_util.cc
+            history/stack.cc history/history.cc history/violations.cc history/workload.cc
+            history/workload_thread.cc history/faults.cc history/stored_cells.cc
+            history/check_rows.cc history/check_trigger.cc history/check_change_log.cc
+            history/topic_reader.cc)
+target_link_libraries(history_check_test PRIVATE cellar_client cellar_indexes cellar_triggers)
+target_compile_definitions(history_check_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  CELLARD_BIN="$<TARGET_FILE:cellard>" CELLAR_RELAY_BIN="$<TARGET_FILE:cellar-relay>"
+  CELLAR_INDEXER_BIN="$<TARGET_FILE:cellar-indexer>" CELLAR_BILLING_BIN="$<TARGET_FILE:cellar-billing>")
+add_dependencies(history_check_test cellard cellar-relay cellar-indexer cellar-billing)
+set_tests_properties(history_check_test PROPERTIES TIMEOUT 600)

@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/test_cluster.h"
+#include "tests/support/wait_for.h"
 
 namespace cellar::trigtest {
 namespace {
@@ -48,12 +49,7 @@ testing::LocalBroker& Broker() { return *g_broker; }
 
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
              std::chrono::milliseconds step) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(step);
-  }
+  return testing::WaitFor(done, timeout, step);
 }
 
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
@@ -262,77 +258,6 @@ TriggerTotals Totals(TriggerWorker& w, const std::string& name) {
       t.paused = st.paused;
     }
   return t;
-}
-
-ChildProcess::ChildProcess(const std::vector<std::string>& args, const std::string& log_path)
-    : log_path_(log_path) {
-  // Everything the child needs is prepared before fork(): after it, the child
-  // only makes system calls (this process has many threads).
-  std::vector<std::string> argv_strings = args;
-  std::vector<char*> argv;
-  for (auto& a : argv_strings) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::string_view(*e).substr(0, 17) != "CELLAR_LOG_LEVEL=") env_strings.emplace_back(*e);
-  env_strings.emplace_back("CELLAR_LOG_LEVEL=info");
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  EXPECT_GE(fd, 0) << "cannot open " << log_path;
-  if (fd < 0) return;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
-    if (::getppid() != parent) ::_exit(126);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::close_range(3, ~0u, 0);  // no inherited MySQL or Kafka sockets of the test
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  EXPECT_GT(pid, 0) << "fork failed";
-  pid_ = pid;
-}
-
-ChildProcess::~ChildProcess() { Kill(); }
-
-bool ChildProcess::Exited() {
-  if (pid_ <= 0) return true;
-  int status = 0;
-  if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
-  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  pid_ = -1;
-  return true;
-}
-
-void ChildProcess::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
-  exit_code_ = -1;
-}
-
-int ChildProcess::Terminate(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) return exit_code_;
-  ::kill(pid_, SIGTERM);
-  if (WaitFor([&] { return Exited(); }, timeout)) return exit_code_;
-  Kill();
-  return -1;
-}
-
-std::string ChildProcess::Log() const {
-  std::ifstream in(log_path_);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  constexpr size_t kMax = 20000;  // the tail is what explains a failure
-  return s.size() > kMax ? "...\n" + s.substr(s.size() - kMax) : s;
 }
 
 std::string HttpGet(int port, const std::string& path) {

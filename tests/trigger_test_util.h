@@ -22,6 +22,7 @@
 #include "changelog/cell_event.h"
 #include "changelog/relay.h"
 #include "config/cluster_config.h"
+#include "tests/support/child_process.h"
 #include "tests/support/local_broker.h"
 #include "tests/support/private_mariadb.h"
 #include "triggers/trigger_worker.h"
@@ -129,31 +130,8 @@ struct TriggerTotals {
 };
 TriggerTotals Totals(TriggerWorker& w, const std::string& name);
 
-// A child process with stdout and stderr appended to `log_path`. It gets
-// PR_SET_PDEATHSIG=SIGKILL and the destructor SIGKILLs and reaps it if it
-// still runs.
-class ChildProcess {
- public:
-  ChildProcess(const std::vector<std::string>& args, const std::string& log_path);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool running() const { return pid_ > 0; }
-  // True once the process exited on its own (reaps it).
-  bool Exited();
-  void Kill();  // SIGKILL + waitpid
-  // SIGTERM, waits up to `timeout` for exit (then SIGKILL). Returns the exit
-  // code, or -1 when it had to be killed or died from a signal.
-  int Terminate(std::chrono::milliseconds timeout);
-  std::string Log() const;
-
- private:
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
-  std::string log_path_;
-};
+// Child processes (tests/support/child_process.h).
+using testing::ChildProcess;
 
 // GET http://127.0.0.1:port/path; empty string when it fails.
 std::string HttpGet(int port, const std::string& path);

@@ -1,0 +1,127 @@
+// The change-log check reads what the broker holds at the end. The local
+// broker keeps records in memory, so a broker restart loses everything and the
+// relay republishes every host log from the start (README, The relay); what
+// is checked is the final broker: after the workload and the faults ended and
+// the pipeline settled, each stored cell is on the topic exactly once.
+#include <map>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "tests/history/checks.h"
+#include "tests/history/topic_reader.h"
+
+namespace cellar::history {
+namespace {
+
+constexpr const char* kOnce = "change log: every stored cell exactly once";
+constexpr const char* kOrder = "change log: per row in ref_key order";
+constexpr const char* kKey = "change log: key = row_key";
+constexpr const char* kEvent = "change log: event = stored cell";
+
+using Address = std::tuple<std::string, std::string, int64_t>;  // (row, column, ref_key)
+
+std::string Describe(const Address& a) {
+  return std::get<0>(a) + "/" + std::get<1>(a) + "/" + std::to_string(std::get<2>(a));
+}
+
+struct Event {
+  TopicRecord record;
+  nlohmann::json value;
+  Address address;
+};
+
+// Parsed events; unparsable records are violations.
+std::vector<Event> Parse(const std::vector<TopicRecord>& records, Violations* violations) {
+  std::vector<Event> out;
+  for (const TopicRecord& r : records) {
+    Event e{r, nlohmann::json::parse(r.value, nullptr, false), {}};
+    const auto& v = e.value;
+    if (!v.is_object() || !v.contains("row_key") || !v["row_key"].is_string() ||
+        !v.contains("column") || !v.contains("ref_key") || !v["ref_key"].is_number_integer()) {
+      if (violations)
+        violations->Add(kEvent, "partition " + std::to_string(r.partition) + " offset " +
+                                    std::to_string(r.offset) + ": not a cell event: " + r.value);
+      continue;
+    }
+    e.address = {v["row_key"].get<std::string>(), v["column"].get<std::string>(),
+                 v["ref_key"].get<int64_t>()};
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+size_t MissingCount(const std::vector<Event>& events, const std::map<Address, const Cell*>& want) {
+  std::set<Address> seen;
+  for (const Event& e : events) seen.insert(e.address);
+  size_t missing = 0;
+  for (const auto& [a, c] : want) missing += seen.count(a) ? 0 : 1;
+  return missing;
+}
+
+}  // namespace
+
+void CheckChangeLog(const std::string& brokers, const std::string& topic, int partitions,
+                    const std::vector<Cell>& stored, std::chrono::seconds timeout,
+                    Violations& violations) {
+  std::map<Address, const Cell*> want;
+  for (const Cell& c : stored) want[{c.row_key.ToString(), c.column, c.ref_key}] = &c;
+
+  // Until the relay published every stored cell (it catches up after the last fault).
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Result<std::vector<TopicRecord>> records = ReadTopic(brokers, topic, partitions);
+  while (!records.ok() || MissingCount(Parse(*records, nullptr), want) > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // polling interval
+    records = ReadTopic(brokers, topic, partitions);
+  }
+  if (!records.ok()) {
+    violations.Add(kOnce, "cannot read " + topic + ": " + records.status().ToString());
+    return;
+  }
+  const std::vector<Event> events = Parse(*records, &violations);
+
+  std::map<Address, size_t> count;
+  // Per row, the last (added_id, ref_key per column) seen, in partition order.
+  std::map<std::string, std::pair<int32_t, uint64_t>> row_last;
+  std::map<std::pair<std::string, std::string>, int64_t> column_last;
+  for (const Event& e : events) {
+    const auto& [row, column, ref] = e.address;
+    if (++count[e.address] == 2)
+      violations.Add(kOnce, Describe(e.address) + " is on the topic more than once");
+    if (e.record.key != row)
+      violations.Add(kKey, Describe(e.address) + " has key '" + e.record.key + "'");
+    auto cell = want.find(e.address);
+    if (cell == want.end()) {
+      violations.Add(kOnce, Describe(e.address) + " is on the topic but not stored");
+      continue;
+    }
+    const Cell& c = *cell->second;
+    const bool tombstone = e.value.value("tombstone", false);
+    const nlohmann::json body = e.value.contains("body") ? e.value["body"] : nlohmann::json();
+    if (tombstone != c.tombstone || (!c.tombstone && body != c.body) ||
+        e.value.value("shard", -1) != static_cast<int>(c.shard) ||
+        e.value.value("added_id", uint64_t{0}) != c.added_id ||
+        e.record.partition != static_cast<int32_t>(c.shard % partitions))
+      violations.Add(kEvent, Describe(e.address) + " event " + e.record.value.substr(0, 400) +
+                                 " differs from the stored cell (shard " + std::to_string(c.shard) +
+                                 ", added_id " + std::to_string(c.added_id) + ")");
+    if (count[e.address] > 1) continue;  // order is judged on first occurrences
+    auto last = row_last.find(row);
+    if (last != row_last.end() &&
+        (last->second.first != e.record.partition || last->second.second >= c.added_id))
+      violations.Add(kOrder, Describe(e.address) + " (added_id " + std::to_string(c.added_id) +
+                                 ") after added_id " + std::to_string(last->second.second) +
+                                 " of its row");
+    row_last[row] = {e.record.partition, c.added_id};
+    auto col = column_last.find({row, column});
+    if (col != column_last.end() && col->second >= ref)
+      violations.Add(kOrder, Describe(e.address) + " after ref_key " + std::to_string(col->second) +
+                                 " of its column");
+    column_last[{row, column}] = ref;
+  }
+  for (const auto& [a, c] : want)
+    if (!count.count(a)) violations.Add(kOnce, Describe(a) + " is stored but not on the topic");
+}
+
+}  // namespace cellar::history

@@ -1,0 +1,39 @@
+// The checks of a history run, each over what the workload recorded and what
+// the system holds once the workload and the faults ended. Every failure is
+// added to `violations` under the check's name.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cells/cell_store.h"
+#include "client/cellar_client.h"
+#include "indexes/index_definition.h"
+#include "tests/history/history.h"
+#include "tests/history/violations.h"
+
+namespace cellar::history {
+
+// Every cell of `datastore`, read from every shard's log (tombstones included).
+Result<std::vector<Cell>> StoredCells(CellStore& store, const std::string& datastore);
+
+// Through the worker nodes: every acknowledged write is readable, with its
+// body; no version the workload did not write appears, and none twice; each
+// acknowledged erase left one tombstone. (check_rows.cc)
+void CheckRows(Client& client, const History& history, Violations& violations);
+
+// The billing trigger (BASE at ref_key K -> STATUS at K) had exactly one
+// effect per live BASE cell, with the body billing derives from it, and none
+// without a source. Waits up to `timeout` for the trigger to catch up.
+// (check_trigger.cc)
+void CheckTrigger(CellStore& store, std::chrono::seconds timeout, Violations& violations);
+
+// The change log as a plain Kafka client reads it holds every stored cell
+// exactly once, per row in ref_key order, keyed by row_key. Waits up to
+// `timeout` for the relay to publish every stored cell. (check_change_log.cc)
+void CheckChangeLog(const std::string& brokers, const std::string& topic, int partitions,
+                    const std::vector<Cell>& stored, std::chrono::seconds timeout,
+                    Violations& violations);
+
+}  // namespace cellar::history

@@ -1,0 +1,254 @@
+#include "tests/history/stack.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "indexes/index_catalog.h"
+
+namespace cellar::history {
+namespace {
+
+const std::string kIndexes = std::string(CELLAR_SOURCE_DIR) + "/config/examples/indexes";
+
+std::string Tail(const std::string& path, size_t max = 6000) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > max ? "...\n" + s.substr(s.size() - max) : s;
+}
+
+}  // namespace
+
+const char* ComponentName(Component c) {
+  switch (c) {
+    case Component::kRelay:
+      return "relay";
+    case Component::kIndexer:
+      return "index worker";
+    case Component::kTrigger:
+      return "trigger (cellar-billing)";
+    case Component::kNode1:
+      return "worker node 1";
+    case Component::kNode2:
+      return "worker node 2";
+  }
+  return "?";
+}
+
+std::unique_ptr<Stack> Stack::Start() {
+  std::unique_ptr<Stack> s(new Stack());
+  try {
+    s->dbs_[0] = testing::PrivateMariaDb::Start("db1");
+    s->dbs_[1] = testing::PrivateMariaDb::Start("db2");
+    s->broker_ = testing::LocalBroker::Start();
+  } catch (const std::exception& e) {
+    std::cerr << "history stack: " << e.what() << "\n";
+    return nullptr;
+  }
+  for (const char* ds : {"trips", "users"}) {
+    Status st = s->broker_->CreateTopic(std::string(kPrefix) + "." + ds + ".cells", kPartitions);
+    if (!st.ok()) {
+      std::cerr << "history stack: " << st.ToString() << "\n";
+      return nullptr;
+    }
+  }
+  if (!s->WriteConfig()) return nullptr;
+  s->store_ = CellStore::Open(s->config_);
+  if (Status st = s->store_->Init(); !st.ok()) {
+    std::cerr << "history stack: init: " << st.ToString() << "\n";
+    return nullptr;
+  }
+  auto defs = LoadIndexDefinitions(kIndexes + "/driver_partner_index.yaml", s->config_);
+  if (!defs.ok() || defs->empty()) {
+    std::cerr << "history stack: index definitions: " << defs.status().ToString() << "\n";
+    return nullptr;
+  }
+  s->index_ = defs->front();
+  // A first version over an empty datastore starts ready (no backfill).
+  IndexCatalog catalog(s->store_.get());
+  if (auto applied = catalog.Apply(s->index_); !applied.ok()) {
+    std::cerr << "history stack: index apply: " << applied.status().ToString() << "\n";
+    return nullptr;
+  }
+  for (Component c : kAllComponents)
+    if (!s->Launch(c)) return nullptr;
+  return s;
+}
+
+Stack::~Stack() {
+  // Consumers before the broker, everything before the servers.
+  for (Component c : kAllComponents) Kill(c);
+  store_.reset();
+  broker_.reset();
+  dbs_[1].reset();
+  dbs_[0].reset();
+}
+
+bool Stack::WriteConfig() {
+  std::string yaml = testing::MakeClusterYaml({dbs_[0].get(), dbs_[1].get()}, kShards,
+                                              broker_->bootstrap(), kPrefix);
+  // MakeClusterYaml writes "kafka:\n  brokers: ...\n"; add the topic prefix and partitions.
+  const auto line_end = yaml.find('\n', yaml.find("brokers:", yaml.find("kafka:\n")));
+  yaml.insert(line_end + 1, std::string("  topic_prefix: ") + kPrefix +
+                                "\n  partitions: " + std::to_string(kPartitions) + "\n");
+  // Quick ownership rounds, so that a restarted relay takes its streams soon.
+  yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 20\n";
+  auto cfg = ParseClusterConfig(yaml, "<history>");
+  if (!cfg.ok()) {
+    std::cerr << "history stack: config: " << cfg.status().ToString() << "\n" << yaml;
+    return false;
+  }
+  config_ = *cfg;
+  // Written beside and renamed over, so that a starting process reads a whole file.
+  const std::string path = dir_.File("cellar.yaml");
+  {
+    std::ofstream out(path + ".tmp");
+    out << yaml;
+    if (!out) return false;
+  }
+  std::filesystem::rename(path + ".tmp", path);
+  config_path_ = path;
+  return true;
+}
+
+std::vector<std::string> Stack::Endpoints() const {
+  return {"http://127.0.0.1:" + std::to_string(node_ports_[0]),
+          "http://127.0.0.1:" + std::to_string(node_ports_[1])};
+}
+
+std::string Stack::Topic() const { return std::string(kPrefix) + "." + kDatastore + ".cells"; }
+
+std::string Stack::LogPath(Component c) const {
+  switch (c) {
+    case Component::kRelay:
+      return dir_.File("relay.log");
+    case Component::kIndexer:
+      return dir_.File("indexer.log");
+    case Component::kTrigger:
+      return dir_.File("billing.log");
+    case Component::kNode1:
+      return nodes_[0] ? nodes_[0]->log_path() : "";
+    case Component::kNode2:
+      return nodes_[1] ? nodes_[1]->log_path() : "";
+  }
+  return "";
+}
+
+void Stack::Kill(Component c) {
+  switch (c) {
+    case Component::kRelay:
+      if (relay_) relay_->Kill();
+      break;
+    case Component::kIndexer:
+      if (indexer_) indexer_->Kill();
+      break;
+    case Component::kTrigger:
+      if (trigger_) trigger_->Kill();
+      break;
+    case Component::kNode1:
+    case Component::kNode2: {
+      auto& node = nodes_[c == Component::kNode1 ? 0 : 1];
+      if (node) node->Kill();  // keeps its log for LogTail
+      break;
+    }
+  }
+}
+
+bool Stack::Launch(Component c) {
+  Kill(c);
+  const std::string id = std::to_string(++launches_);
+  std::unique_ptr<testing::ChildProcess>* child = nullptr;
+  std::vector<std::string> args;
+  switch (c) {
+    case Component::kRelay:
+      child = &relay_;
+      args = {CELLAR_RELAY_BIN, "--config", config_path_, "--id", "relay-" + id};
+      break;
+    case Component::kIndexer:
+      child = &indexer_;
+      args = {CELLAR_INDEXER_BIN, "--config", config_path_, "--indexes", kIndexes};
+      break;
+    case Component::kTrigger:
+      child = &trigger_;
+      args = {CELLAR_BILLING_BIN, "--config", config_path_};
+      break;
+    case Component::kNode1:
+    case Component::kNode2: {
+      const int i = c == Component::kNode1 ? 0 : 1;
+      nodes_[i].reset();
+      const std::string listen = "127.0.0.1:" + std::to_string(node_ports_[i]);
+      nodes_[i] = testing::CellardProcess::Start(config_path_, {"--indexes", kIndexes}, listen);
+      if (!nodes_[i]) {
+        std::cerr << "history stack: " << ComponentName(c) << " did not start on " << listen
+                  << "\n";
+        return false;
+      }
+      node_ports_[i] = nodes_[i]->port();
+      return true;
+    }
+  }
+  child->reset();
+  *child = std::make_unique<testing::ChildProcess>(args, LogPath(c));
+  if (!(*child)->running()) {
+    std::cerr << "history stack: " << ComponentName(c) << " did not start\n";
+    return false;
+  }
+  return true;
+}
+
+bool Stack::Running(Component c) {
+  testing::ChildProcess* child = nullptr;
+  switch (c) {
+    case Component::kRelay:
+      child = relay_.get();
+      break;
+    case Component::kIndexer:
+      child = indexer_.get();
+      break;
+    case Component::kTrigger:
+      child = trigger_.get();
+      break;
+    case Component::kNode1:
+      return nodes_[0] && nodes_[0]->pid() > 0;
+    case Component::kNode2:
+      return nodes_[1] && nodes_[1]->pid() > 0;
+  }
+  if (child == nullptr || !child->running()) return false;
+  if (!child->Exited()) return true;
+  std::cerr << "history stack: " << ComponentName(c) << " exited with " << child->exit_code()
+            << "; its log:\n"
+            << child->Log() << "\n";
+  return false;
+}
+
+std::string Stack::LogTail(Component c) const { return Tail(LogPath(c)); }
+
+bool Stack::RestartBroker() {
+  for (Component c : {Component::kRelay, Component::kIndexer, Component::kTrigger}) Kill(c);
+  try {
+    broker_->Restart();
+  } catch (const std::exception& e) {
+    std::cerr << "history stack: broker restart: " << e.what() << "\n";
+    return false;
+  }
+  if (!WriteConfig()) return false;
+  for (Component c : {Component::kRelay, Component::kIndexer, Component::kTrigger})
+    if (!Launch(c)) return false;
+  return true;
+}
+
+bool Stack::CrashAndRestartDatabase(size_t host) {
+  dbs_[host]->Kill();
+  try {
+    dbs_[host]->Restart();
+  } catch (const std::exception& e) {
+    std::cerr << "history stack: restart of db" << host + 1 << ": " << e.what() << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cellar::history

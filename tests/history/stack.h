@@ -1,0 +1,94 @@
+// Stack: every server and process of one history run, started and stopped by
+// the test: two MariaDB hosts (db1 owns shards 0-7, db2 8-15), the local
+// Kafka-protocol broker (in process), two worker nodes (cellard), the relay
+// (cellar-relay), the index worker (cellar-indexer, the example
+// driver_partner_index) and the billing trigger service (cellar-billing: a
+// trip's BASE cell at ref_key K is billed into its STATUS cell at K).
+//
+// Every start, kill and restart must happen on the thread that called
+// Start() (children and servers die with the thread that started them), and
+// that thread must outlive the stack: the test's main thread.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cells/cell_store.h"
+#include "config/cluster_config.h"
+#include "indexes/index_definition.h"
+#include "tests/http_test_util.h"
+#include "tests/support/child_process.h"
+#include "tests/support/local_broker.h"
+#include "tests/support/private_mariadb.h"
+#include "tests/support/test_cluster.h"
+
+namespace cellar::history {
+
+constexpr uint32_t kShards = 16;
+constexpr int kPartitions = 8;
+constexpr const char* kPrefix = "hist";
+constexpr const char* kDatastore = "trips";
+
+// The processes a fault can kill.
+enum class Component { kRelay, kIndexer, kTrigger, kNode1, kNode2 };
+constexpr std::array<Component, 5> kAllComponents = {Component::kRelay, Component::kIndexer,
+                                                     Component::kTrigger, Component::kNode1,
+                                                     Component::kNode2};
+const char* ComponentName(Component c);
+
+class Stack {
+ public:
+  // Starts everything, initialises the cluster and applies the index. Returns
+  // null after printing why on failure (what was started is stopped).
+  static std::unique_ptr<Stack> Start();
+  // Stops every process, then the broker and both servers.
+  ~Stack();
+  Stack(const Stack&) = delete;
+  Stack& operator=(const Stack&) = delete;
+
+  // The worker nodes' URLs; a node restarts on its port, so they never change.
+  std::vector<std::string> Endpoints() const;
+  // The cluster config in force (kafka.brokers changes with RestartBroker()).
+  const ClusterConfig& config() const { return config_; }
+  // An in-process store of the cluster for the checks (no Kafka).
+  CellStore& store() { return *store_; }
+  const IndexDefinition& index() const { return index_; }
+  std::string Topic() const;  // the trips change log
+
+  // SIGKILL (a crash). No-op when not running.
+  void Kill(Component c);
+  // Starts `c` with the current config; false (after printing why) on failure.
+  bool Launch(Component c);
+  // False once `c` is not running (an exit of its own is reaped and logged).
+  bool Running(Component c);
+  std::string LogTail(Component c) const;
+
+  // A new, empty broker on new ports: the config file is rewritten and the
+  // Kafka clients (relay, index worker, trigger) are SIGKILLed and started
+  // again against it. False on failure.
+  bool RestartBroker();
+  // SIGKILL of MariaDB host `host` (0 or 1), then a start on the same port and
+  // data directory (crash recovery). False on failure.
+  bool CrashAndRestartDatabase(size_t host);
+
+ private:
+  Stack() = default;
+  bool WriteConfig();
+  std::string LogPath(Component c) const;
+
+  testing::TempDir dir_{"history"};
+  std::unique_ptr<testing::PrivateMariaDb> dbs_[2];
+  std::unique_ptr<testing::LocalBroker> broker_;
+  std::string config_path_;
+  ClusterConfig config_;
+  std::unique_ptr<CellStore> store_;
+  IndexDefinition index_;
+  std::unique_ptr<testing::ChildProcess> relay_, indexer_, trigger_;
+  std::unique_ptr<testing::CellardProcess> nodes_[2];
+  int node_ports_[2] = {0, 0};
+  int launches_ = 0;
+};
+
+}  // namespace cellar::history

@@ -1,0 +1,29 @@
+// ReadTopic: every record of a Kafka topic from the beginning, read with a
+// plain librdkafka consumer (isolation.level=read_committed, partitions
+// assigned, no consumer group) and none of Cellar's consumer code, as any
+// Kafka client would see the change log.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace cellar::history {
+
+struct TopicRecord {
+  int32_t partition = 0;
+  int64_t offset = 0;
+  std::string key;
+  std::string value;
+};
+
+// The records of partitions 0..partitions-1 of `topic` below each partition's
+// high watermark at the time of the call, per partition in offset order.
+// Unavailable when the broker cannot be reached or the read does not finish
+// within `timeout_ms`.
+Result<std::vector<TopicRecord>> ReadTopic(const std::string& brokers, const std::string& topic,
+                                           int partitions, int timeout_ms = 30000);
+
+}  // namespace cellar::history

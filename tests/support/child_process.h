@@ -1,0 +1,47 @@
+// ChildProcess: a test's child process (a Cellar binary) with stdout and
+// stderr appended to a log file.
+//
+// The child gets PR_SET_PDEATHSIG=SIGKILL, so it dies with the *thread* that
+// constructed it: construct from a thread that outlives it (the test's main
+// thread). The destructor SIGKILLs and reaps it if it still runs. The child
+// inherits the environment with CELLAR_LOG_LEVEL=info and no file
+// descriptors beyond stdin/stdout/stderr.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace cellar::testing {
+
+class ChildProcess {
+ public:
+  // args[0] is the binary's path. On failure (log not writable, fork failed)
+  // prints why on stderr and running() is false.
+  ChildProcess(const std::vector<std::string>& args, const std::string& log_path);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  // True once the process exited on its own (reaps it).
+  bool Exited();
+  // The exit code after Exited()/Terminate(); -1 when killed by a signal.
+  int exit_code() const { return exit_code_; }
+  void Kill();  // SIGKILL + waitpid
+  // SIGTERM, waits up to `timeout` for exit (then SIGKILL). Returns the exit
+  // code, or -1 when it had to be killed or died from a signal.
+  int Terminate(std::chrono::milliseconds timeout);
+  // The log's last ~20 kB.
+  std::string Log() const;
+
+ private:
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+  std::string log_path_;
+};
+
+}  // namespace cellar::testing
