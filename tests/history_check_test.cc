@@ -8,7 +8,9 @@
 //     that was not written or twice, and erases left one tombstone each;
 //   - a plain read_committed librdkafka consumer of the change log finds every
 //     stored cell exactly once, per row in ref_key order, keyed by row_key;
-//   - the billing trigger (BASE at K -> STATUS at K) had one effect per cell.
+//   - the billing trigger (BASE at K -> STATUS at K) had one effect per cell;
+//   - the index driver_partner_index answers what a brute-force model of the
+//     latest cells answers, for every driver.
 // A failure prints the seed and the first violated check. Replay with
 //   CELLAR_HISTORY_SEED=<seed> build/tests/history_check_test
 // CELLAR_HISTORY_SECONDS sets how long the workload and the faults run
@@ -90,6 +92,8 @@ TEST_F(HistoryCheck, SeededWorkloadUnderFaultsKeepsEveryContract) {
   CheckChangeLog(stack->config().kafka.brokers, stack->Topic(), kPartitions, *stored, 180s,
                  violations);
   phase("change log checked");
+  CheckIndex(stack->store(), stack->index(), 120s, violations);
+  phase("index checked");
 
   std::cout << "history check: seed " << seed << "\n";
   for (size_t k = 0; k < kOpKinds; ++k) {

@@ -25,6 +25,7 @@
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"
 #include "indexes/index_worker.h"
+#include "tests/index_model.h"
 #include "tests/support/local_broker.h"
 #include "tests/support/private_mariadb.h"
 
@@ -98,53 +99,13 @@ int64_t PutTrip(CellStore& store, const Uuid& row, int64_t ref_key, const nlohma
 // ---------------------------------------------------------------------------
 // Brute force
 
-// The latest version (highest ref_key, tombstones included) of every
-// (row, column) of `datastore`, read from every shard's log.
-std::map<std::pair<Uuid, std::string>, Cell> LatestCells(CellStore& store,
-                                                         const std::string& datastore);
-
-struct ModelHit {
-  Uuid row_key;
-  std::string column;
-  int64_t ref_key = 0;
-  nlohmann::json fields;  // path -> value, as queries return them
-  bool operator==(const ModelHit&) const = default;
-};
-std::string Describe(const std::vector<ModelHit>& hits, size_t max = 8);
-
-// What the index must hold: the entries the latest cells call for (its own
-// field extraction, not ExtractEntry), keyed by (row, column).
-class Model {
- public:
-  Model(const IndexDefinition& def, const std::map<std::pair<Uuid, std::string>, Cell>& latest);
-  // The full, ordered answer of `q` (cursor and limit ignored: every page).
-  std::vector<ModelHit> Answer(const IndexQuery& q) const;
-  size_t size() const { return entries_.size(); }
-
- private:
-  struct Entry {
-    ModelHit hit;
-    MicrosSinceEpoch created_at = 0;
-  };
-  IndexDefinition def_;
-  std::vector<Entry> entries_;
-};
-
-// Runs `q` page by page (q.limit per page) and returns every hit in order.
-// Fails the test (and returns what it has) on an error, a repeated hit or a
-// runaway cursor.
-std::vector<ModelHit> QueryAll(IndexReader& reader, IndexQuery q, int* pages = nullptr);
-// A single Query; the result converted to ModelHits.
-std::vector<ModelHit> ToHits(const IndexQueryResult& r);
+// LatestCells, ModelHit, Model, QueryAll, ToHits, Diff: tests/index_model.h.
 
 // Polls until QueryAll(q) equals the model of the latest cells (or timeout);
 // returns the last difference ("" when equal).
 std::string WaitForConverge(CellStore& store, IndexReader& reader, const IndexDefinition& def,
                             const IndexQuery& q,
                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
-// "" when `got` equals `want`, else a description of the difference.
-std::string Diff(const std::vector<ModelHit>& want, const std::vector<ModelHit>& got);
-
 // Filters built with ParseIndexFilter (fails the test on a parse error).
 IndexFilter Filter(const IndexDefinition& def, const std::string& text);
 

@@ -65,6 +65,11 @@ target_link_libraries(cells_shard_move_test PRIVATE cellar_cells)
 # Idempotent erase: store level, and a lost COMMIT acknowledgement through a fault proxy.
 cellar_test(cells_erase_test cells_erase_test.cc)
 target_link_libraries(cells_erase_test PRIVATE cellar_cells)
+# The brute-force index model (index_model.h), shared by the index suites and the history check.
+add_library(cellar_index_model STATIC index_model.cc)
+target_link_libraries(cellar_index_model PUBLIC cellar_indexes GTest::gtest)
+target_link_libraries(indexes_test PRIVATE cellar_index_model)
+target_link_libraries(indexes_model_test PRIVATE cellar_index_model)
 # The history check (#14 part 4): a seeded workload under faults against the
 # whole stack as processes, checked from its record (tests/history/).
 # CELLAR_HISTORY_SEED replays a run; CELLAR_HISTORY_SECONDS=1800 is the soak.
@@ -72,8 +77,9 @@ cellar_test(history_check_test history_check_test.cc http_test_util.cc
             history/stack.cc history/history.cc history/violations.cc history/workload.cc
             history/workload_thread.cc history/faults.cc history/stored_cells.cc
             history/check_rows.cc history/check_trigger.cc history/check_change_log.cc
-            history/topic_reader.cc)
-target_link_libraries(history_check_test PRIVATE cellar_client cellar_indexes cellar_triggers)
+            history/topic_reader.cc history/check_index.cc)
+target_link_libraries(history_check_test PRIVATE cellar_client cellar_indexes cellar_triggers
+  cellar_index_model)
 target_compile_definitions(history_check_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
   CELLARD_BIN="$<TARGET_FILE:cellard>" CELLAR_RELAY_BIN="$<TARGET_FILE:cellar-relay>"
   CELLAR_INDEXER_BIN="$<TARGET_FILE:cellar-indexer>" CELLAR_BILLING_BIN="$<TARGET_FILE:cellar-billing>")

@@ -36,4 +36,11 @@ void CheckChangeLog(const std::string& brokers, const std::string& topic, int pa
                     const std::vector<Cell>& stored, std::chrono::seconds timeout,
                     Violations& violations);
 
+// Every query of index `def` (per shard-field value ever written, newest
+// first, every page) answers what a brute-force model of the latest cells
+// answers (tests/index_model.h). Waits up to `timeout` for the index worker
+// to catch up. (check_index.cc)
+void CheckIndex(CellStore& store, const IndexDefinition& def, std::chrono::seconds timeout,
+                Violations& violations);
+
 }  // namespace cellar::history
