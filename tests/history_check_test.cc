@@ -4,8 +4,10 @@
 // SIGKILLed and started again, the broker is restarted (empty) and a MariaDB
 // host crashes and restarts. Then, from what the workload recorded of every
 // acknowledged operation (tests/history/):
-//   - every acknowledged write is readable with its body, no version appears
-//     that was not written or twice, and erases left one tombstone each;
+//   - every acknowledged write is stored with its body (all rows, from the
+//     shard logs) and readable through the worker nodes (versions() of 300
+//     sampled rows; latest() during the workload), no version appears that
+//     was not written or twice, and erases left one tombstone each;
 //   - a plain read_committed librdkafka consumer of the change log finds every
 //     stored cell exactly once, per row in ref_key order, keyed by row_key;
 //   - the billing trigger (BASE at K -> STATUS at K) had one effect per cell;
@@ -14,7 +16,13 @@
 // A failure prints the seed and the first violated check. Replay with
 //   CELLAR_HISTORY_SEED=<seed> build/tests/history_check_test
 // CELLAR_HISTORY_SECONDS sets how long the workload and the faults run
-// (default 60; a soak: 1800).
+// (default 45, about 2.5 minutes in all on 2 cores; a soak: 1800).
+// The check is sensitive: with relay.exactly_once: false in stack.cc the
+// change-log check found 39 duplicates in a 40-second run (seed 3).
+// TODO: the 1800-second soak was not run yet. Each broker restart makes the
+// trigger and the index worker handle the whole history again, so at full
+// rate the final catch-up grows with the history (the waits allow 1 s per
+// 1,000 cells); a paced workload may suit long soaks better.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -51,7 +59,7 @@ class HistoryCheck : public ::testing::Test {
 
 TEST_F(HistoryCheck, SeededWorkloadUnderFaultsKeepsEveryContract) {
   const uint64_t seed = EnvOr("CELLAR_HISTORY_SEED", std::random_device{}());
-  const uint64_t seconds = EnvOr("CELLAR_HISTORY_SECONDS", 60);
+  const uint64_t seconds = EnvOr("CELLAR_HISTORY_SECONDS", 45);
   std::cout << "history check: CELLAR_HISTORY_SEED=" << seed
             << " CELLAR_HISTORY_SECONDS=" << seconds << std::endl;
   RecordProperty("seed", std::to_string(seed));
@@ -83,12 +91,13 @@ TEST_F(HistoryCheck, SeededWorkloadUnderFaultsKeepsEveryContract) {
   o.endpoints = stack->Endpoints();
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  CheckRows(**client, history, violations);
-  phase("rows checked");
-  CheckTrigger(stack->store(), 180s, violations);
+  CheckTrigger(stack->store(), 180s, violations);  // first: it waits for the last STATUS cells
   phase("trigger checked");
   auto stored = StoredCells(stack->store(), kDatastore);
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  CheckRows(history, *stored, violations);
+  CheckRowsThroughNodes(**client, history, 300, seed, violations);
+  phase("rows checked");
   CheckChangeLog(stack->config().kafka.brokers, stack->Topic(), kPartitions, *stored, 180s,
                  violations);
   phase("change log checked");

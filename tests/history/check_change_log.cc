@@ -67,13 +67,16 @@ void CheckChangeLog(const std::string& brokers, const std::string& topic, int pa
   std::map<Address, const Cell*> want;
   for (const Cell& c : stored) want[{c.row_key.ToString(), c.column, c.ref_key}] = &c;
 
-  // Until the relay published every stored cell (it catches up after the last fault).
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  Result<std::vector<TopicRecord>> records = ReadTopic(brokers, topic, partitions);
+  // Until the relay published every stored cell (it catches up after the last
+  // fault). Reading takes longer the more there is (a soak: millions of cells).
+  const int read_ms = 30000 + static_cast<int>(stored.size() / 10);
+  const auto deadline = std::chrono::steady_clock::now() + timeout +
+                        std::chrono::milliseconds(static_cast<int64_t>(stored.size()) / 10);
+  Result<std::vector<TopicRecord>> records = ReadTopic(brokers, topic, partitions, read_ms);
   while (!records.ok() || MissingCount(Parse(*records, nullptr), want) > 0) {
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // polling interval
-    records = ReadTopic(brokers, topic, partitions);
+    records = ReadTopic(brokers, topic, partitions, read_ms);
   }
   if (!records.ok()) {
     violations.Add(kOnce, "cannot read " + topic + ": " + records.status().ToString());

@@ -46,8 +46,11 @@ std::string Describe(const Address& a) {
 }  // namespace
 
 void CheckTrigger(CellStore& store, std::chrono::seconds timeout, Violations& violations) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   Result<std::vector<Cell>> cells = StoredCells(store, kDatastore);
+  // After a broker restart the trigger handles the whole history again: allow
+  // for it (a soak holds millions of cells).
+  const auto deadline = std::chrono::steady_clock::now() + timeout +
+                        std::chrono::seconds(cells.ok() ? cells->size() / 1000 : 0);
   // Until every source has its effect: the trigger catches up after the last fault.
   while (!cells.ok() || SplitCells(*cells).missing > 0) {
     if (std::chrono::steady_clock::now() >= deadline) break;

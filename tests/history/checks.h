@@ -18,10 +18,14 @@ namespace cellar::history {
 // Every cell of `datastore`, read from every shard's log (tombstones included).
 Result<std::vector<Cell>> StoredCells(CellStore& store, const std::string& datastore);
 
-// Through the worker nodes: every acknowledged write is readable, with its
-// body; no version the workload did not write appears, and none twice; each
-// acknowledged erase left one tombstone. (check_rows.cc)
-void CheckRows(Client& client, const History& history, Violations& violations);
+// Every acknowledged write is stored, with its body; no version the workload
+// did not write is stored, and none twice; each acknowledged erase left one
+// tombstone. `stored`: StoredCells() of the trips datastore. (check_rows.cc)
+void CheckRows(const History& history, const std::vector<Cell>& stored, Violations& violations);
+// The same for `sample` rows (chosen by `seed`) as the worker nodes' versions()
+// answers them: acknowledged writes are readable. (check_rows.cc)
+void CheckRowsThroughNodes(Client& client, const History& history, size_t sample, uint64_t seed,
+                           Violations& violations);
 
 // The billing trigger (BASE at ref_key K -> STATUS at K) had exactly one
 // effect per live BASE cell, with the body billing derives from it, and none

@@ -25,11 +25,14 @@ const char* FaultName(Fault f) {
 }
 
 bool FaultInjector::Run(std::chrono::steady_clock::time_point until) {
-  std::array<Fault, kFaultKinds> round = {Fault::kKillRelay,     Fault::kKillIndexer,
-                                          Fault::kKillTrigger,   Fault::kKillNode,
-                                          Fault::kRestartBroker, Fault::kCrashDatabase};
+  // The broker restart opens each round: the new broker starts empty and the
+  // relay republishes everything, which would hide what earlier faults did to
+  // the change log; so each round's relay kills come after its broker restart.
+  std::array<Fault, kFaultKinds> round = {Fault::kRestartBroker, Fault::kKillRelay,
+                                          Fault::kKillIndexer,   Fault::kKillTrigger,
+                                          Fault::kKillNode,      Fault::kCrashDatabase};
   while (true) {
-    std::shuffle(round.begin(), round.end(), rng_);
+    std::shuffle(round.begin() + 1, round.end(), rng_);
     for (Fault f : round) {
       if (!Pause(1000, 4000, until)) return Heal();
       if (!Inject(f)) return false;

@@ -3,7 +3,8 @@
 // the index worker, the trigger and a worker node (each started again after
 // a short random pause), a restart of the broker (a new, empty one: the relay
 // republishes every host log) and a crash and restart of one MariaDB host.
-// Every kind comes once in each round, in a new order per round.
+// Every kind comes once in each round: the broker restart first (it wipes
+// the change log, see faults.cc), the others in a new order per round.
 //
 // It runs on the stack's thread (the test's main thread), which starts every
 // process. A component that exits on its own is logged, counted and started
