@@ -158,6 +158,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     page = store->HostLog(s.datastore, s.host, last, config.relay.batch_cells);
     if (!page.ok() || page->cells.empty()) break;
   }
+  published += produced;  // handed to the producer (RelayStats::published)
   bool delivered;
   RelayCheckpoint cp;
   internal::ScanOffsets scan = s.scan_offsets;
@@ -173,7 +174,6 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     cp.kafka_partition = s.acked_partition;
     for (const auto& [p, offset] : s.batch_offsets) scan[p] = std::max(scan[p], offset + 1);
   }
-  published += produced;
   if (delivered) {
     if (internal::CommitFencedBatch(conn, s.database, s.datastore, cp, scan).ok()) {
       std::lock_guard<std::mutex> lock(s.mu);
