@@ -42,16 +42,6 @@ class IndexEnvironment : public ::testing::Environment {
 testing::PrivateMariaDb& Db() { return *g_db; }
 testing::LocalBroker& Broker() { return *g_broker; }
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-             std::chrono::milliseconds step) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(step);
-  }
-}
-
 Cluster::~Cluster() {
   StopWorker();
   if (relay) relay->Stop();

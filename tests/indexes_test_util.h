@@ -28,6 +28,7 @@
 #include "tests/index_model.h"
 #include "tests/support/local_broker.h"
 #include "tests/support/private_mariadb.h"
+#include "tests/support/wait_for.h"
 
 namespace cellar::idxtest {
 
@@ -39,9 +40,8 @@ constexpr int kPartitions = 4;
 testing::PrivateMariaDb& Db();
 testing::LocalBroker& Broker();
 
-// Polls `done` every `step` until it is true or `timeout` passed. Returns its last value.
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-             std::chrono::milliseconds step = std::chrono::milliseconds(25));
+// Polls a condition until it holds or a deadline passes (tests/support/wait_for.h).
+using ::cellar::testing::WaitFor;
 
 // One test's cluster: `hosts` MySQL hosts db1..dbN (host databases
 // <prefix>_db<n>, all on Db(), each owning an equal range of the kShards

@@ -43,16 +43,6 @@ class RelayEnvironment : public ::testing::Environment {
 testing::PrivateMariaDb& Db() { return *g_db; }
 testing::LocalBroker& Broker() { return *g_broker; }
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-             std::chrono::milliseconds step) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(step);
-  }
-}
-
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
   // kHosts host entries on the one server: MakeClusterYaml names them db1, db2, ...
   std::vector<const testing::PrivateMariaDb*> hosts(kHosts, &Db());

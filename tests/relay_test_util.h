@@ -33,6 +33,7 @@
 #include "config/cluster_config.h"
 #include "tests/support/local_broker.h"
 #include "tests/support/private_mariadb.h"
+#include "tests/support/wait_for.h"
 
 namespace cellar::relaytest {
 
@@ -45,9 +46,8 @@ constexpr const char* kDatastore = "trips";
 testing::PrivateMariaDb& Db();
 testing::LocalBroker& Broker();
 
-// Polls `done` every `step` until it is true or `timeout` passed. Returns its last value.
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-             std::chrono::milliseconds step = std::chrono::milliseconds(20));
+// Polls a condition until it holds or a deadline passes (tests/support/wait_for.h).
+using ::cellar::testing::WaitFor;
 
 // One test's cluster: host databases <prefix>_db1, <prefix>_db2 on Db(), topics
 // <prefix>.<datastore>.cells (kPartitions each) on `broker`, fast relay
