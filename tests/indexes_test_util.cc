@@ -82,13 +82,17 @@ bool Cluster::RelayCaughtUp() const {
 }
 
 std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, int hosts) {
+  // The same server once per host: distinct names (db1, db2, ...), so
+  // distinct host databases.
+  return MakeCluster(prefix, std::vector<const testing::PrivateMariaDb*>(hosts, &Db()));
+}
+
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix,
+                                     const std::vector<const testing::PrivateMariaDb*>& dbs) {
   auto c = std::make_unique<Cluster>();
   static std::map<std::string, int> runs;  // --gtest_repeat: fresh databases and topics
   const int run = ++runs[prefix];
   c->prefix = run == 1 ? prefix : prefix + "_r" + std::to_string(run);
-  // The same server once per host: distinct names (db1, db2, ...), so
-  // distinct host databases.
-  const std::vector<const testing::PrivateMariaDb*> dbs(hosts, &Db());
   std::string yaml = testing::MakeClusterYaml(dbs, kShards, Broker().bootstrap(), c->prefix);
   const auto kafka = yaml.find("kafka:\n");
   const auto line_end = yaml.find('\n', yaml.find("brokers:", kafka));

@@ -66,6 +66,10 @@ struct Cluster {
   bool RelayCaughtUp() const;
 };
 std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, int hosts = 1);
+// The same on the given servers, one host each (names: the servers' labels).
+// REQUIRES: !servers.empty(); each server outlives the cluster.
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix,
+                                     const std::vector<const testing::PrivateMariaDb*>& servers);
 
 // The example config/examples/indexes/driver_partner_index.yaml.
 IndexDefinition DriverPartnerDef(const ClusterConfig& config);

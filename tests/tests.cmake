@@ -58,6 +58,10 @@ target_compile_definitions(indexes_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOU
 cellar_test(indexes_model_test indexes_model_test.cc indexes_test_util.cc)
 target_link_libraries(indexes_model_test PRIVATE cellar_indexes)
 target_compile_definitions(indexes_model_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# #14 part 5: a host outage under the running relay and index worker.
+cellar_test(host_return_test host_return_test.cc indexes_test_util.cc)
+target_link_libraries(host_return_test PRIVATE cellar_indexes cellar_index_model)
+target_compile_definitions(host_return_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 cellar_test(cells_migration_test cells_migration_test.cc)
 target_link_libraries(cells_migration_test PRIVATE cellar_cells)
 cellar_test(cells_shard_move_test cells_shard_move_test.cc)
