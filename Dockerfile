@@ -17,9 +17,9 @@ FROM debian:bookworm-20241111-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmysqlcppconn7v5 librdkafka++1 libyaml-cpp0.7 libzstd1 libcpp-httplib0.11 libssl3 curl \
     && rm -rf /var/lib/apt/lists/*
-COPY --from=build /build/workers/cellar /build/workers/cellard /build/workers/cellar-relay \
-     /build/workers/cellar-indexer /build/workers/cellar-trigger /build/workers/cellar-billing \
-     /build/workers/cellar-webhook-sink /usr/local/bin/
+COPY --from=build /build/bin/cellar /build/bin/cellard /build/bin/cellar-relay \
+     /build/bin/cellar-indexer /build/bin/cellar-trigger /build/bin/cellar-billing \
+     /build/bin/cellar-webhook-sink /usr/local/bin/
 COPY config/examples /etc/cellar/examples
 COPY docker/entrypoint.sh /usr/local/bin/cellar-entrypoint
 ENTRYPOINT ["cellar-entrypoint"]

@@ -1,5 +1,8 @@
 #include "base/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace cellar {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -34,5 +37,14 @@ std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
 }
+
+namespace internal {
+
+void DieOnBadResultAccess(const Status& status) {
+  std::fprintf(stderr, "Result::value() on an error: %s\n", status.ToString().c_str());
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace cellar

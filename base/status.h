@@ -73,30 +73,50 @@ inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
 
+namespace internal {
+// Prints "<what>: <status>" to stderr and aborts (Result::value() on an error).
+[[noreturn]] void DieOnBadResultAccess(const Status& status);
+}  // namespace internal
+
 // Result<T>: a T, or a non-OK Status.
-// REQUIRES: constructing from a Status only with a non-OK one.
+// Built from an OK Status (a bug: there is no value), it holds Internal
+// instead, as Abseil's StatusOr does, so the error cannot pass as success in
+// any build type.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {  // NOLINT
-    assert(!std::get<Status>(v_).ok());
-  }
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status)                      // NOLINT
+      : v_(status.ok()
+               ? Status(StatusCode::kInternal, "Result built from an OK status, without a value")
+               : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   // OK when a value is held.
   Status status() const { return ok() ? Status() : std::get<Status>(v_); }
 
-  // REQUIRES: ok().
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
+  // The value. On an error, prints the status and aborts (in every build type).
+  T& value() & {
+    Check();
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    Check();
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    Check();
+    return std::get<T>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
  private:
+  void Check() const {
+    if (!ok()) internal::DieOnBadResultAccess(std::get<Status>(v_));
+  }
   std::variant<T, Status> v_;
 };
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/time.h"
 #include "base/uuid.h"
@@ -42,6 +43,20 @@ struct PutResult {
   int64_t ref_key = 0;  // the erase tombstone's ref_key for erase()
   MicrosSinceEpoch created_at = 0;
   bool created = false;  // false: the identical cell already existed (a retry)
+};
+
+// Bounds of a versions() read.
+struct VersionQuery {
+  std::optional<int64_t> max_ref;         // only ref_key <= max_ref
+  std::optional<int64_t> min_ref;         // only ref_key >= min_ref
+  std::optional<MicrosSinceEpoch> as_of;  // only versions created at or before as_of
+  int limit = 100;                        // 1..10000
+};
+
+// One page of a shard's log (shard_log()).
+struct ShardLogPage {
+  std::vector<Cell> cells;  // in added_id order, all columns, tombstones and expired included
+  uint64_t next_after = 0;  // pass as after_added_id to continue (== input when empty)
 };
 
 std::string CellAddress(const std::string& datastore, const Uuid& row, const std::string& column,

@@ -117,6 +117,20 @@ MysqlHostPool& CellStore::PoolForShard(uint32_t shard) {
 
 MysqlHostPool& CellStore::PoolForHost(size_t host) { return *impl_->pools[host]; }
 
+Status CellStore::CheckReady() {
+  std::string down;
+  const auto& hosts = impl_->config.mysql.hosts;
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    auto lease = PoolForHost(h).Acquire();
+    Status s = lease.ok() ? (*lease)->Query("SELECT 1").status() : lease.status();
+    if (s.ok()) continue;
+    if (!down.empty()) down += "; ";
+    down += "host " + hosts[h].name + " (shards " + hosts[h].ShardList() + "): " + s.message();
+  }
+  if (down.empty()) return Status::Ok();
+  return Unavailable(down);
+}
+
 Status CellStore::CheckLayout() {
   Status first_error;
   for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {

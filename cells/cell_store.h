@@ -47,23 +47,12 @@
 
 #include "base/status.h"
 #include "cells/cell.h"
+#include "cells/cell_service.h"
 #include "config/cluster_config.h"
 
 namespace cellar {
 
 class MysqlHostPool;
-
-struct VersionQuery {
-  std::optional<int64_t> max_ref;         // only ref_key <= max_ref
-  std::optional<int64_t> min_ref;         // only ref_key >= min_ref
-  std::optional<MicrosSinceEpoch> as_of;  // only versions created at or before as_of
-  int limit = 100;                        // 1..10000
-};
-
-struct ShardLogPage {
-  std::vector<Cell> cells;  // in added_id order, all columns, tombstones and expired included
-  uint64_t next_after = 0;  // pass as after_added_id to continue (== input when empty)
-};
 
 struct HostLogPage {
   std::vector<Cell> cells;  // in added_id order, all columns and shards
@@ -102,12 +91,12 @@ struct PurgeOptions {
   int batch_cells = 5000;  // cells selected and deleted per round, 1..100000
 };
 
-class CellStore {
+class CellStore : public CellService {
  public:
   // Connects lazily: opening never fails because a host is down.
   // The config is copied; the store keeps no reference to it.
   static std::unique_ptr<CellStore> Open(const ClusterConfig& config);
-  ~CellStore();
+  ~CellStore() override;
 
   // Creates every host database and its tables, idempotently. Unavailable
   // names the first host that could not be reached (the others are still done).
@@ -122,27 +111,28 @@ class CellStore {
 
   // Appends one cell. The same address with an equal body again is success
   // with created=false (a retried write); with a different body, Conflict.
-  [[nodiscard]] Result<PutResult> Put(const std::string& datastore, const CellWrite& cell);
+  [[nodiscard]] Result<PutResult> Put(const std::string& datastore, const CellWrite& cell) override;
 
   // Appends many cells. All cells of one row commit atomically (one
   // transaction on its shard): if one of them is rejected, none of that row is
   // written and its other cells report Aborted. Rows are independent of each
   // other. results[i] belongs to cells[i]. A request that is malformed as a
   // whole (unknown datastore, too many cells) fails every cell alike.
-  std::vector<Result<PutResult>> PutBatch(const std::string& datastore,
-                                          const std::vector<CellWrite>& cells);
+  [[nodiscard]] std::vector<Result<PutResult>> PutBatch(
+      const std::string& datastore, const std::vector<CellWrite>& cells) override;
 
   [[nodiscard]] Result<Cell> Get(const std::string& datastore, const Uuid& row,
-                                 const std::string& column, int64_t ref_key);
+                                 const std::string& column, int64_t ref_key) override;
   // The highest-ref_key unexpired version. NotFound when there is none or it is a tombstone.
   [[nodiscard]] Result<Cell> Latest(const std::string& datastore, const Uuid& row,
-                                    const std::string& column);
+                                    const std::string& column) override;
   // Latest() of every column of the datastore that has a live value (possibly empty).
-  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row);
+  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore,
+                                              const Uuid& row) override;
   // Unexpired versions, newest (highest ref_key) first, tombstones included.
   [[nodiscard]] Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
                                                    const std::string& column,
-                                                   const VersionQuery& query);
+                                                   const VersionQuery& query) override;
   // Erases a column: appends a tombstone, which hides every older version
   // from Latest() and Row(). Idempotent, so retries write one tombstone.
   // "The latest version" is the one Latest() would consider: the highest
@@ -168,9 +158,9 @@ class CellStore {
   // An erase whose COMMIT was lost (connection dropped before the answer) is
   // retried by the store and then reports created=false with the tombstone it
   // wrote. InvalidArgument for a negative expected_ref_key.
-  [[nodiscard]] Result<PutResult> Erase(const std::string& datastore, const Uuid& row,
-                                        const std::string& column,
-                                        std::optional<int64_t> expected_ref_key = std::nullopt);
+  [[nodiscard]] Result<PutResult> Erase(
+      const std::string& datastore, const Uuid& row, const std::string& column,
+      std::optional<int64_t> expected_ref_key = std::nullopt) override;
 
   // Up to `limit` cells of `shard` with added_id > after_added_id, in order.
   // added_ids are positions in the host's log (other shards' cells sit in
@@ -178,7 +168,11 @@ class CellStore {
   // this call: the read waits up to 1 s for open writers of the host, and
   // returns an empty page (next_after unchanged) if one is still open.
   [[nodiscard]] Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
-                                              uint64_t after_added_id, int limit);
+                                              uint64_t after_added_id, int limit) override;
+  // OK when every host answers a trivial query; otherwise Unavailable naming
+  // each host that did not and the shards it owns. Used by readiness checks
+  // (cellard's /readyz).
+  [[nodiscard]] Status CheckReady() override;
   // The highest committed added_id of the shard (0 when empty).
   [[nodiscard]] Result<uint64_t> ShardHead(const std::string& datastore, uint32_t shard);
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "client/api_wire.h"
+#include "api/api_wire.h"
 
 namespace cellar {
 namespace {

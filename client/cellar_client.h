@@ -10,7 +10,7 @@
 //
 // Each operation has the contract of the CellStore method of the same name
 // (cells/cell_store.h); errors come back as the same Status codes, decoded
-// from the server's error JSON (client/api_wire.h). 401/403 (bad or missing
+// from the server's error JSON (api/api_wire.h). 401/403 (bad or missing
 // token, missing scope) are FailedPrecondition.
 //
 // Connections: keep-alive connections are pooled per endpoint and reused.
@@ -39,7 +39,7 @@
 
 #include "base/status.h"
 #include "cells/cell.h"
-#include "cells/cell_store.h"
+#include "cells/cell_service.h"
 
 namespace cellar {
 
@@ -60,7 +60,7 @@ struct ClientOptions {
 };
 
 // An index query over HTTP (GET /v1/<ds>/indexes/<name>; see
-// indexes/index_query.h for the semantics and workers/http/index_request.h
+// indexes/index_query.h for the semantics and api/index_request.h
 // for the wire format).
 struct IndexQueryRequest {
   std::string shard_value;          // required: the shard field's value, as text
@@ -95,34 +95,35 @@ struct ClientStats {
   uint64_t unavailable_answers = 0;  // 503s received
 };
 
-class Client {
+class Client : public CellService {
  public:
   // InvalidArgument when there is no endpoint or one is not an http(s)://host:port URL.
   static Result<std::unique_ptr<Client>> Create(const ClientOptions& options);
-  ~Client();
+  ~Client() override;
 
-  [[nodiscard]] Result<PutResult> Put(const std::string& datastore, const CellWrite& cell);
+  [[nodiscard]] Result<PutResult> Put(const std::string& datastore, const CellWrite& cell) override;
   // results[i] belongs to cells[i]. A request rejected as a whole (bad cell,
   // batch too large) fails every cell alike with that error.
-  std::vector<Result<PutResult>> PutBatch(const std::string& datastore,
-                                          const std::vector<CellWrite>& cells);
+  [[nodiscard]] std::vector<Result<PutResult>> PutBatch(
+      const std::string& datastore, const std::vector<CellWrite>& cells) override;
   [[nodiscard]] Result<Cell> Get(const std::string& datastore, const Uuid& row,
-                                 const std::string& column, int64_t ref_key);
+                                 const std::string& column, int64_t ref_key) override;
   [[nodiscard]] Result<Cell> Latest(const std::string& datastore, const Uuid& row,
-                                    const std::string& column);
-  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row);
+                                    const std::string& column) override;
+  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore,
+                                              const Uuid& row) override;
   [[nodiscard]] Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
                                                    const std::string& column,
-                                                   const VersionQuery& query);
+                                                   const VersionQuery& query) override;
   // The contract of CellStore::Erase (cells/cell_store.h): a column whose
   // latest version is a tombstone answers created=false with it; with
   // expected_ref_key K only version K is erased (Conflict naming the latest
   // version otherwise). DELETE .../<column>?expected_ref_key=K.
-  [[nodiscard]] Result<PutResult> Erase(const std::string& datastore, const Uuid& row,
-                                        const std::string& column,
-                                        std::optional<int64_t> expected_ref_key = std::nullopt);
+  [[nodiscard]] Result<PutResult> Erase(
+      const std::string& datastore, const Uuid& row, const std::string& column,
+      std::optional<int64_t> expected_ref_key = std::nullopt) override;
   [[nodiscard]] Result<ShardLogPage> ShardLog(const std::string& datastore, uint32_t shard,
-                                              uint64_t after_added_id, int limit);
+                                              uint64_t after_added_id, int limit) override;
   // NotFound for an index the server does not serve; InvalidArgument for a
   // bad query (unknown field, malformed where, missing shard_value).
   [[nodiscard]] Result<IndexQueryPage> QueryIndex(const std::string& datastore,
@@ -130,6 +131,8 @@ class Client {
                                                   const IndexQueryRequest& query);
   // OK when some endpoint answers GET /readyz with 200 (no retries).
   [[nodiscard]] Status Ready();
+  // CellService's readiness: Ready().
+  [[nodiscard]] Status CheckReady() override { return Ready(); }
 
   ClientStats stats() const;
 

@@ -1,5 +1,5 @@
 // Fuzzes the HTTP request handling path without a socket: routing, auth,
-// validation and the JSON answers of CellApi (workers/http/cell_api.h) over
+// validation and the JSON answers of CellApi (api/cell_api.h) over
 // the in-memory backend. Input, one field per line, the body last:
 //   METHOD\nPATH\nQUERY (k=v&k=v, not decoded)\nAUTHORIZATION\nBODY...
 // Invariants (abort on violation): no exception, never a 500, the status is
@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "workers/http/cell_api.h"
-#include "workers/http/memory_cell_backend.h"
+#include "api/cell_api.h"
+#include "cells/testing/memory_cell_store.h"
 
 namespace {
 
@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             eq == std::string_view::npos ? "" : kv.substr(eq + 1));
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
   }
-  cellar::MemoryCellBackend backend(config);
+  cellar::MemoryCellStore backend(config);
   cellar::CellApiOptions options;
   options.max_request_bytes = 16 * 1024;
   const bool with_auth = !req.authorization.empty();

@@ -1,4 +1,4 @@
-// Fuzzes the bearer-token file loader (workers/http/token_auth.h) and Check():
+// Fuzzes the bearer-token file loader (api/token_auth.h) and Check():
 // any YAML gives a table or InvalidArgument; any Authorization header gives a
 // decision without crashing. The first line of the input is the header.
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "workers/http/token_auth.h"
+#include "api/token_auth.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 64 * 1024) return 0;

@@ -1,4 +1,5 @@
-// Unit tests of base/ without MySQL: Uuid, RFC 3339 time and duration parsing.
+// Unit tests of base/: Status and Result, Uuid, RFC 3339 time and duration
+// parsing, listening sockets.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -11,16 +12,64 @@
 #include <string>
 
 #include "base/listening_sockets.h"
+#include "base/status.h"
 #include "base/time.h"
 #include "base/uuid.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/status_printing.h"
+#include "testing/status_printing.h"
 
 namespace cellar {
 namespace {
 
 using ::testing::HasSubstr;
+
+Result<int> Half(int n) {
+  if (n % 2 != 0) return InvalidArgument(std::to_string(n) + " is odd");
+  return n / 2;
+}
+
+Status Quarter(int n, int* out) {
+  CELLAR_ASSIGN_OR_RETURN(const int half, Half(n));
+  CELLAR_ASSIGN_OR_RETURN(*out, Half(half));
+  return Status::Ok();
+}
+
+TEST(ResultTest, HoldsAValueOrAnError) {
+  Result<int> ok = Half(8);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(4, *ok);
+  EXPECT_TRUE(ok.status().ok());
+  Result<int> bad = Half(3);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(StatusCode::kInvalidArgument, bad.status().code());
+  EXPECT_EQ("InvalidArgument: 3 is odd", bad.status().ToString());
+  int out = 0;
+  EXPECT_TRUE(Quarter(12, &out).ok());
+  EXPECT_EQ(3, out);
+  EXPECT_EQ("InvalidArgument: 3 is odd", Quarter(6, &out).ToString());
+}
+
+// In every build type, not only with assertions: an OK status has no value to
+// hold, so the result is an error, and CELLAR_ASSIGN_OR_RETURN does not pass it
+// on as success.
+TEST(ResultTest, BuiltFromAnOkStatusIsInternal) {
+  Result<int> r = Status::Ok();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(StatusCode::kInternal, r.status().code());
+  auto forward = [&]() -> Status {
+    CELLAR_ASSIGN_OR_RETURN(int v, r);
+    (void)v;
+    return Status::Ok();
+  };
+  EXPECT_EQ(StatusCode::kInternal, forward().code());
+}
+
+TEST(ResultDeathTest, ValueOfAnErrorAbortsWithTheStatus) {
+  Result<std::string> r = NotFound("no cell trips/x/BASE/1");
+  EXPECT_DEATH((void)r.value(), "NotFound: no cell trips/x/BASE/1");
+  EXPECT_DEATH((void)r->size(), "NotFound");
+}
 
 Uuid U(const std::string& text) {
   Result<Uuid> u = Uuid::Parse(text);

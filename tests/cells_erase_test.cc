@@ -15,9 +15,9 @@
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/fault_proxy.h"
-#include "tests/support/status_printing.h"
-#include "tests/support/store_environment.h"
+#include "testing/fault_proxy.h"
+#include "testing/status_printing.h"
+#include "testing/store_environment.h"
 
 namespace cellar {
 namespace {

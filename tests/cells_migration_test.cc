@@ -15,9 +15,9 @@
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/private_mariadb.h"
-#include "tests/support/status_printing.h"
-#include "tests/support/test_cluster.h"
+#include "testing/private_mariadb.h"
+#include "testing/status_printing.h"
+#include "testing/test_cluster.h"
 
 namespace cellar {
 namespace {

@@ -16,9 +16,9 @@
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/status_printing.h"
+#include "testing/store_environment.h"
 #include "tests/cells_store_fixture.h"
-#include "tests/support/status_printing.h"
-#include "tests/support/store_environment.h"
 
 namespace cellar {
 

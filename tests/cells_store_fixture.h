@@ -1,6 +1,6 @@
 // StoreTest: the fixture of the CellStore integration tests (cells_store_test,
 // cells_store_concurrency_test). Each binary defines `store_env`, its shared
-// private MariaDB and store (tests/support/store_environment.h). Tests isolate
+// private MariaDB and store (testing/store_environment.h). Tests isolate
 // themselves with fresh random row keys and, when they read shard logs, by
 // starting at the shard heads taken when the test began.
 #pragma once
@@ -14,7 +14,7 @@
 #include "cells/cell_store.h"
 #include "cells/shard_map.h"
 #include "gtest/gtest.h"
-#include "tests/support/store_environment.h"
+#include "testing/store_environment.h"
 
 namespace cellar {
 

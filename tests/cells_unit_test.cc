@@ -23,7 +23,7 @@
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/status_printing.h"
+#include "testing/status_printing.h"
 
 namespace cellar {
 

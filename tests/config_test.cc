@@ -10,8 +10,8 @@
 #include "config/cluster_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/status_printing.h"
-#include "tests/support/test_cluster.h"
+#include "testing/status_printing.h"
+#include "testing/test_cluster.h"
 
 namespace cellar {
 

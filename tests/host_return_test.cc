@@ -21,8 +21,8 @@
 
 #include "cells/shard_map.h"
 #include "gtest/gtest.h"
+#include "testing/status_printing.h"
 #include "tests/indexes_test_util.h"
-#include "tests/support/status_printing.h"
 
 namespace cellar::idxtest {
 namespace {

@@ -1,17 +1,17 @@
-// The HTTP API without sockets or MySQL: CellApi over MemoryCellBackend,
+// The HTTP API without sockets or MySQL: CellApi over MemoryCellStore,
 // routing, token files, the JSON body guard, and the inputs the fuzzers found
 // (regressions at the end).
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "client/api_wire.h"
+#include "api/api_route.h"
+#include "api/api_wire.h"
+#include "api/cell_api.h"
+#include "api/json_body.h"
+#include "api/token_auth.h"
+#include "cells/testing/memory_cell_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "workers/http/api_route.h"
-#include "workers/http/cell_api.h"
-#include "workers/http/json_body.h"
-#include "workers/http/memory_cell_backend.h"
-#include "workers/http/token_auth.h"
 
 namespace cellar {
 namespace {
@@ -51,7 +51,7 @@ class CellApiTest : public ::testing::Test {
 
   const std::string row_ = "6b82bf47-eed5-4707-991b-3cf64b41a40d";
   ClusterConfig config_;
-  MemoryCellBackend backend_;
+  MemoryCellStore backend_;
   CellApi api_;
 };
 
@@ -105,9 +105,19 @@ TEST_F(CellApiTest, ErrorsMapToTheirStatus) {
   const std::string cell = "/v1/trips/cells/" + row_ + "/BASE";
   EXPECT_EQ(400, Call("PUT", cell + "/1", "[1]").status);
   EXPECT_EQ(400, Call("PUT", cell + "/x", "{}").status);
+  // Bad input keeps its documented HTTP status but carries the store's code
+  // for it, InvalidArgument, so Client answers as CellStore does.
+  for (const ApiResponse& bad :
+       {Call("PUT", "/v1/trips/cells/" + row_ + "/NOPE/1", "{}"),
+        Call("GET", "/v1/nope/cells/" + row_),
+        Call("PUT", cell + "/1", "{\"a\":\"" + std::string(200, 'x') + "\"}")}) {
+    EXPECT_EQ("InvalidArgument", J(bad)["error"]["code"]) << bad.body;
+    EXPECT_EQ(StatusCode::kInvalidArgument, StatusCodeForHttp(bad.status, "InvalidArgument"));
+  }
   EXPECT_EQ(404, Call("PUT", "/v1/trips/cells/" + row_ + "/NOPE/1", "{}").status);
   EXPECT_EQ(404, Call("GET", "/v1/nope/cells/" + row_).status);
   EXPECT_EQ(413, Call("PUT", cell + "/1", "{\"a\":\"" + std::string(200, 'x') + "\"}").status);
+  EXPECT_EQ("NotFound", J(Call("GET", cell + "/9"))["error"]["code"]) << "a missing cell";
   ApiResponse wrong = Call("POST", cell + "/1", "{}");
   EXPECT_EQ(405, wrong.status);
   EXPECT_EQ("Allow", wrong.headers.at(0).first);

@@ -1,5 +1,5 @@
 // Idempotent erase over HTTP (cells/cell_store.h "Erase", DELETE in
-// workers/http/cell_api.h): a cellard process over a private MariaDB, reached
+// api/cell_api.h): a cellard process over a private MariaDB, reached
 // by cellar::Client through a FaultProxy that loses the answer to a DELETE
 // after cellard processed it. The client's retry must not write a second
 // tombstone. Also: expected_ref_key over HTTP, its 400s (nothing written) and
@@ -15,9 +15,9 @@
 #include "client/cellar_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/fault_proxy.h"
+#include "testing/status_printing.h"
 #include "tests/http_test_util.h"
-#include "tests/support/fault_proxy.h"
-#include "tests/support/status_printing.h"
 
 namespace cellar {
 namespace {

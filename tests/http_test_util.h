@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cells/cell_store.h"
-#include "tests/support/private_mariadb.h"
-#include "tests/support/test_cluster.h"
+#include "testing/private_mariadb.h"
+#include "testing/test_cluster.h"
 
 namespace cellar::testing {
 

@@ -20,9 +20,9 @@
 #include "indexes/index_definition.h"
 #include "indexes/index_entry.h"
 #include "indexes/index_query.h"
+#include "testing/status_printing.h"
+#include "testing/test_cluster.h"
 #include "tests/indexes_unit_test_defs.h"
-#include "tests/support/status_printing.h"
-#include "tests/support/test_cluster.h"
 
 namespace cellar {
 namespace {

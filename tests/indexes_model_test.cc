@@ -19,8 +19,8 @@
 #include "base/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/status_printing.h"
 #include "tests/indexes_test_util.h"
-#include "tests/support/status_printing.h"
 
 namespace cellar {
 

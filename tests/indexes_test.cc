@@ -15,8 +15,8 @@
 #include "gtest/gtest.h"
 #include "indexes/index_entry.h"
 #include "indexes/index_writer.h"
+#include "testing/status_printing.h"
 #include "tests/indexes_test_util.h"
-#include "tests/support/status_printing.h"
 
 namespace cellar {
 

@@ -10,7 +10,7 @@
 #include "changelog/consumer_group_lag.h"
 #include "gtest/gtest.h"
 #include "indexes/index_entry.h"
-#include "tests/support/test_cluster.h"
+#include "testing/test_cluster.h"
 
 namespace cellar::idxtest {
 namespace {

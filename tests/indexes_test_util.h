@@ -25,10 +25,10 @@
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"
 #include "indexes/index_worker.h"
+#include "testing/local_broker.h"
+#include "testing/private_mariadb.h"
+#include "testing/wait_for.h"
 #include "tests/index_model.h"
-#include "tests/support/local_broker.h"
-#include "tests/support/private_mariadb.h"
-#include "tests/support/wait_for.h"
 
 namespace cellar::idxtest {
 
@@ -40,7 +40,7 @@ constexpr int kPartitions = 4;
 testing::PrivateMariaDb& Db();
 testing::LocalBroker& Broker();
 
-// Polls a condition until it holds or a deadline passes (tests/support/wait_for.h).
+// Polls a condition until it holds or a deadline passes (testing/wait_for.h).
 using ::cellar::testing::WaitFor;
 
 // One test's cluster: `hosts` MySQL hosts db1..dbN (host databases

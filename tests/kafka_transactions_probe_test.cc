@@ -20,7 +20,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/support/local_broker.h"
+#include "testing/local_broker.h"
 
 namespace cellar::testing {
 namespace {

@@ -9,8 +9,8 @@
 #include "changelog/relay.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/test_cluster.h"
 #include "tests/relay_test_util.h"
-#include "tests/support/test_cluster.h"
 
 namespace cellar::relaytest {
 namespace {

@@ -13,7 +13,7 @@
 #include "cells/shard_map.h"
 #include "changelog/relay.h"
 #include "gtest/gtest.h"
-#include "tests/support/test_cluster.h"
+#include "testing/test_cluster.h"
 
 namespace cellar::relaytest {
 namespace {

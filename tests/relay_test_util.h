@@ -31,9 +31,9 @@
 #include "changelog/change_log_consumer.h"
 #include "changelog/relay_checkpoint.h"
 #include "config/cluster_config.h"
-#include "tests/support/local_broker.h"
-#include "tests/support/private_mariadb.h"
-#include "tests/support/wait_for.h"
+#include "testing/local_broker.h"
+#include "testing/private_mariadb.h"
+#include "testing/wait_for.h"
 
 namespace cellar::relaytest {
 
@@ -46,7 +46,7 @@ constexpr const char* kDatastore = "trips";
 testing::PrivateMariaDb& Db();
 testing::LocalBroker& Broker();
 
-// Polls a condition until it holds or a deadline passes (tests/support/wait_for.h).
+// Polls a condition until it holds or a deadline passes (testing/wait_for.h).
 using ::cellar::testing::WaitFor;
 
 // One test's cluster: host databases <prefix>_db1, <prefix>_db2 on Db(), topics

@@ -18,9 +18,9 @@
 #include "indexes/index_writer.h"
 #include "retention/purge_scheduler.h"
 #include "retention/purger.h"
+#include "testing/status_printing.h"
+#include "testing/test_cluster.h"
 #include "tests/relay_test_util.h"
-#include "tests/support/status_printing.h"
-#include "tests/support/test_cluster.h"
 
 namespace cellar::relaytest {
 namespace {

@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tests/support/local_broker.h"
-#include "tests/support/private_mariadb.h"
-#include "tests/support/test_cluster.h"
+#include "testing/local_broker.h"
+#include "testing/private_mariadb.h"
+#include "testing/test_cluster.h"
 
 namespace cellar::testing {
 namespace {

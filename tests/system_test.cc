@@ -21,7 +21,7 @@
 
 #include "changelog/consumer_group_lag.h"
 #include "client/cellar_client.h"
-#include "tests/support/test_cluster.h"
+#include "testing/test_cluster.h"
 #include "triggers/dead_letter.h"
 
 namespace cellar {

@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/test_cluster.h"
+#include "testing/test_cluster.h"
 #include "triggers/dead_letter.h"
 #include "triggers/trigger_config.h"
 #include "triggers/trigger_worker.h"

@@ -1,5 +1,5 @@
 // Trigger processes killed mid-stream: SIGKILL cellar-billing
-// (workers/cellar_billing_main.cc) and cellar-trigger (YAML webhooks) while
+// (examples/billing/cellar_billing_main.cc) and cellar-trigger (YAML webhooks) while
 // BASE cells are being written, restart them, and check that every event was
 // handled at least once; report the duplicates.
 #include <httplib.h>
@@ -11,7 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/test_cluster.h"
+#include "testing/test_cluster.h"
 #include "tests/trigger_test_util.h"
 #include "triggers/trigger_admin.h"
 

@@ -23,7 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::IsEmpty;
 
-// The cellar-billing handler (workers/cellar_billing_main.cc): STATUS at the
+// The cellar-billing handler (examples/billing/cellar_billing_main.cc): STATUS at the
 // BASE cell's ref_key, so a re-run is an identical put.
 Status Bill(const CellEvent& e, TriggerContext& ctx) {
   const nlohmann::json& trip = e.cell.body;

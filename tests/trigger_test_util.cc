@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tests/support/test_cluster.h"
-#include "tests/support/wait_for.h"
+#include "testing/test_cluster.h"
+#include "testing/wait_for.h"
 
 namespace cellar::trigtest {
 namespace {

@@ -22,9 +22,9 @@
 #include "changelog/cell_event.h"
 #include "changelog/relay.h"
 #include "config/cluster_config.h"
-#include "tests/support/child_process.h"
-#include "tests/support/local_broker.h"
-#include "tests/support/private_mariadb.h"
+#include "testing/child_process.h"
+#include "testing/local_broker.h"
+#include "testing/private_mariadb.h"
 #include "triggers/trigger_worker.h"
 
 namespace cellar::trigtest {
@@ -130,7 +130,7 @@ struct TriggerTotals {
 };
 TriggerTotals Totals(TriggerWorker& w, const std::string& name);
 
-// Child processes (tests/support/child_process.h).
+// Child processes (testing/child_process.h).
 using testing::ChildProcess;
 
 // GET http://127.0.0.1:port/path; empty string when it fails.

@@ -10,10 +10,6 @@
 // cannot start. All messages live in memory and are lost on exit. Unknown
 // topics are auto-created with 4 partitions when a client asks for them.
 #include <fcntl.h>
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -21,12 +17,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/listening_sockets.h"
 #include "base/log.h"
+#include "base/signal_wait.h"
+#include "testing/local_broker.h"
 
 namespace {
 
@@ -99,58 +98,31 @@ int main(int argc, char** argv) {
   // A stale file from an earlier run must not look like this run's address.
   if (!bootstrap_file.empty()) unlink(bootstrap_file.c_str());
 
-  // Block the stop signals before librdkafka starts threads, so they inherit
-  // the mask and sigwait() below is the only receiver. Reset their disposition
-  // first: a shell starts background jobs with SIGINT ignored, and an ignored
-  // signal is discarded instead of reaching sigwait().
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGINT, SIG_DFL);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Before the broker's threads start, so they inherit the blocked mask and
+  // the wait below is the only receiver.
+  cellar::BlockTerminationSignals();
 
-  char errstr[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "client.id", "cellar-broker", errstr, sizeof(errstr));
-  rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof(errstr));  // no "no bootstrap" notice
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-  if (rk == nullptr) {
-    rd_kafka_conf_destroy(conf);
-    cellar::LogError(kComponent, "cannot create librdkafka handle", {{"error", errstr}});
+  std::unique_ptr<cellar::testing::LocalBroker> broker;
+  try {
+    broker = cellar::testing::LocalBroker::Start(brokers);
+  } catch (const std::exception& e) {
+    cellar::LogError(kComponent, "cannot start the mock cluster", {{"error", e.what()}});
     return 1;
   }
-  rd_kafka_mock_cluster_t* cluster = rd_kafka_mock_cluster_new(rk, brokers);
-  if (cluster == nullptr) {
-    cellar::LogError(kComponent, "cannot create mock cluster");
-    rd_kafka_destroy(rk);
-    return 1;
-  }
-  auto shutdown = [&] {
-    rd_kafka_mock_cluster_destroy(cluster);
-    rd_kafka_destroy(rk);
-  };
-
   for (const auto& t : topics) {
-    rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(cluster, t.name.c_str(), t.partitions, 1);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (cellar::Status s = broker->CreateTopic(t.name, t.partitions); !s.ok()) {
       cellar::LogError(kComponent, "cannot create topic",
-                       {{"topic", t.name}, {"error", rd_kafka_err2str(err)}});
-      shutdown();
+                       {{"topic", t.name}, {"error", s.ToString()}});
       return 1;
     }
     cellar::LogInfo(kComponent, "created topic",
                     {{"topic", t.name}, {"partitions", std::to_string(t.partitions)}});
   }
 
-  const std::string bootstrap = rd_kafka_mock_cluster_bootstraps(cluster);
-  // Kafka brokers set TCP_NODELAY; without it every small response waited ~40 ms.
-  cellar::SetNoDelayOnListeningSockets(bootstrap);
+  const std::string bootstrap = broker->bootstrap();
   if (!bootstrap_file.empty() && !WriteFileAtomically(bootstrap_file, bootstrap + "\n")) {
     cellar::LogError(kComponent, "cannot write bootstrap file",
                      {{"path", bootstrap_file}, {"error", std::strerror(errno)}});
-    shutdown();
     return 1;
   }
   std::printf("%s\n", bootstrap.c_str());
@@ -159,11 +131,10 @@ int main(int argc, char** argv) {
                   {{"bootstrap", bootstrap}, {"brokers", std::to_string(brokers)}});
 
   int sig = 0;
-  while (sigwait(&stop_signals, &sig) != 0) {
-  }
+  while (sig == 0) sig = cellar::WaitForTerminationSignal(1000);
   cellar::LogInfo(kComponent, "stopping", {{"signal", strsignal(sig)}});
   if (!bootstrap_file.empty()) unlink(bootstrap_file.c_str());
-  shutdown();
+  broker.reset();
   cellar::LogInfo(kComponent, "stopped");
   return 0;
 }

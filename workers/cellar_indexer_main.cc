@@ -7,9 +7,9 @@
 #include <iostream>
 
 #include "base/log.h"
+#include "base/signal_wait.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_worker.h"
-#include "workers/signal_wait.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();

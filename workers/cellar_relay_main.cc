@@ -7,9 +7,9 @@
 #include <iostream>
 
 #include "base/log.h"
+#include "base/signal_wait.h"
 #include "cells/cell_store.h"
 #include "changelog/relay.h"
-#include "workers/signal_wait.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "base/log.h"
-#include "workers/signal_wait.h"
+#include "base/signal_wait.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();

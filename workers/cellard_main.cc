@@ -1,10 +1,10 @@
-// cellard: a Cellar worker node. Serves the HTTP API (workers/http/cell_api.h)
+// cellard: a Cellar worker node. Serves the HTTP API (api/cell_api.h)
 // over the cluster in --config until SIGTERM/SIGINT, then stops gracefully.
-// Flags: see workers/http/serve_command.h. Also available as `cellar serve`.
+// Flags: see server/serve_command.h. Also available as `cellar serve`.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "workers/http/serve_command.h"
+#include "server/serve_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"cellard: the Cellar HTTP worker node"};

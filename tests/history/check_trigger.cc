@@ -11,7 +11,7 @@ constexpr const char* kCheck = "one trigger effect per source cell";
 
 using Address = std::pair<Uuid, int64_t>;  // (row, ref_key)
 
-// The STATUS body cellar-billing writes for a BASE body (workers/cellar_billing_main.cc).
+// The STATUS body cellar-billing writes for a BASE body (examples/billing/cellar_billing_main.cc).
 nlohmann::json Billed(const nlohmann::json& trip, int64_t ref_key) {
   double total = 0;
   if (trip.contains("fare") && trip["fare"].is_object() && trip["fare"].contains("total") &&

@@ -18,11 +18,11 @@
 #include "cells/cell_store.h"
 #include "config/cluster_config.h"
 #include "indexes/index_definition.h"
+#include "testing/child_process.h"
+#include "testing/local_broker.h"
+#include "testing/private_mariadb.h"
+#include "testing/test_cluster.h"
 #include "tests/http_test_util.h"
-#include "tests/support/child_process.h"
-#include "tests/support/local_broker.h"
-#include "tests/support/private_mariadb.h"
-#include "tests/support/test_cluster.h"
 
 namespace cellar::history {
 

@@ -3,13 +3,13 @@
 
 #include <cstdio>
 
+#include "base/signal_wait.h"
 #include "changelog/cell_event.h"
 #include "changelog/consumer_group_lag.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"
 #include "workers/cli/cli_common.h"
-#include "workers/signal_wait.h"
 
 namespace cellar::cli {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "workers/http/serve_command.h"
+#include "server/serve_command.h"
 
 namespace cellar::cli {
 

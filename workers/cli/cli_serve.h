@@ -1,5 +1,5 @@
 // `cellar serve`: runs the HTTP worker node in the foreground (the same as the
-// cellard binary; flags in workers/http/serve_command.h).
+// cellard binary; flags in server/serve_command.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

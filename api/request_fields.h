@@ -1,0 +1,43 @@
+// Validation of the pieces of an HTTP request (path segments, query
+// parameters, bodies) before anything reaches the store. Each failure is a
+// Status whose code the API maps to its HTTP status (api/api_wire.h):
+// InvalidArgument 400, NotFound 404 (unknown column), ResourceExhausted 413.
+// Messages quote client input shortened to 64 bytes.
+// Threading: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "base/uuid.h"
+#include "config/cluster_config.h"
+
+namespace cellar {
+
+// `text` cut to 64 bytes (with "..." when cut), for quoting in messages.
+std::string Shown(std::string_view text);
+
+// A canonical UUID row key, else InvalidArgument.
+Result<Uuid> ParseRowKey(std::string_view text);
+
+// A decimal integer in [min, max] without sign or spaces ("007" is fine),
+// else InvalidArgument naming `what`.
+Result<int64_t> ParseDecimal(std::string_view what, std::string_view text, int64_t min,
+                             int64_t max);
+
+// ref_key: ParseDecimal in [0, INT64_MAX].
+Result<int64_t> ParseRefKey(std::string_view text);
+
+// OK when `ds` has `column`; NotFound naming both otherwise.
+Status CheckColumn(const DatastoreConfig& ds, std::string_view column);
+
+// A cell body: a JSON object (InvalidArgument otherwise) whose compact JSON is
+// at most limits.max_body_bytes (ResourceExhausted otherwise). `where` names
+// the cell in messages.
+Status CheckCellBody(const nlohmann::json& body, const LimitsConfig& limits,
+                     const std::string& where);
+
+}  // namespace cellar

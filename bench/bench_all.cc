@@ -1,0 +1,618 @@
+// `cellar-bench all`: runs the put, http, relay, trigger and index benchmarks
+// one after the other and writes their headline figures, each next to the
+// baseline measured in the same run, to a markdown file (BENCHMARKS.md).
+//
+// Contract:
+//   - Every benchmark runs as a child process of this very binary
+//     (/proc/self/exe <name> [sizes] [--config X]), in the order above;
+//     --only picks a subset (the order stays), --quick passes smaller sizes
+//     (a smoke run, about a minute per benchmark). Without --config every
+//     child starts its own private MariaDB (and local broker) and removes it
+//     when done; with --config all of them run against that running cluster.
+//   - A child's stdout is forwarded live to ours and captured; its stderr is
+//     ours. Its last non-empty stdout line must be its JSON line (the output
+//     contract of every subcommand, bench_common.h). A child that exits
+//     non-zero, is killed or ends without a JSON line gets a "failed (exit N)"
+//     row (and counts as failed), and the next benchmark runs anyway.
+//   - Children run in their own process group, so a Ctrl-C at the terminal
+//     reaches only this process. On the first SIGINT/SIGTERM it sends SIGTERM
+//     to the running child (which stops gracefully and removes its private
+//     MariaDB), waits for it and runs no further benchmark; --out is then left
+//     as it was. Should this process die, the child gets SIGTERM
+//     (PR_SET_PDEATHSIG).
+//   - Output: --out (markdown: date, cores, load average, command line, one
+//     table of benchmark / figure / value / baseline / ratio / target, the
+//     settings and every child's JSON line), the same table on stdout and, as
+//     the last stdout line, {"bench":"all","out":<path or null>,"failed":[...]}.
+//   - Exit code: 0 every benchmark passed, 1 one failed or --out could not be
+//     written, 130 interrupted.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_all_child.h"
+#include "bench/bench_common.h"
+
+namespace cellar::bench {
+namespace {
+
+// Keys stay in the order the benchmark printed them.
+using Json = nlohmann::ordered_json;
+
+struct AllOptions {
+  std::string config_path;  // empty: each child starts its own private MariaDB
+  std::string out = "BENCHMARKS.md";
+  std::vector<std::string> only;  // empty: every benchmark
+  bool quick = false;
+};
+
+// One benchmark of the run and the sizes it is given.
+struct BenchSpec {
+  std::string name;
+  // A full run (about 10-15 minutes in all on 2 cores): every benchmark's own
+  // defaults are small enough, so no sizes are passed (only put's
+  // --single-row-baseline, which one of its targets is judged against).
+  std::vector<std::string> full_args;
+  // --quick: about 30-60 s each, private MariaDB start-up included.
+  std::vector<std::string> quick_args;
+  // What its baseline is, for the notes under the table.
+  std::string baseline_note;
+};
+
+const std::vector<BenchSpec>& AllBenches() {
+  static const std::vector<BenchSpec> kBenches = {
+      {"put",
+       {"--single-row-baseline"},
+       {"--cells", "10000", "--raw-rounds", "1", "--single-row-baseline"},
+       "baseline = raw multi-row INSERTs (100 rows each) into the host tables on the same server, "
+       "the median of its rounds; targets: group-committed single puts reach half of it and twice "
+       "single-row autocommit INSERTs, put_batch 0.8 of it, p99 <= 20 ms at half the put rate; "
+       "the ceiling is the host-log design in plain SQL (write fence + one 32-row INSERT ... "
+       "RETURNING per transaction)."},
+      {"http",
+       {},
+       {"--cells", "1000", "--gets", "2000"},
+       "baseline = the same puts and gets through the in-process `CellStore`; ratio = HTTP / in "
+       "process."},
+      {"relay",
+       {},
+       {"--cells", "5000", "--seconds", "3"},
+       "events/s baseline = a bare librdkafka producer of the same payloads; latency baseline = "
+       "the Kafka path alone (bare producer to the same consumer settings)."},
+      {"trigger",
+       {},
+       {"--cells", "5000", "--rate", "500", "--seconds", "3"},
+       "events/s baseline = a bare `ChangeLogConsumer`; latency baseline = commit-ack to "
+       "consume of a bare consumer alongside the worker (relay + Kafka)."},
+      {"index",
+       {},
+       {"--seconds", "3", "--apply-cells", "1000", "--entries", "100000", "--drivers", "500",
+        "--queries", "500"},
+       "lag baseline = commit-ack to consume of a bare consumer of the same cells (relay + "
+       "Kafka; the rest is the index worker). query baseline = the same SQL text through a raw "
+       "`MysqlConnection`; the ratio is `IndexReader::Query` latency as a multiple of that "
+       "(1.10x = 1.10x of raw SQL). upserts/s have no baseline."},
+  };
+  return kBenches;
+}
+
+const BenchSpec* FindBench(const std::string& name) {
+  for (const BenchSpec& spec : AllBenches())
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+std::vector<std::string> BenchNames() {
+  std::vector<std::string> names;
+  for (const BenchSpec& spec : AllBenches()) names.push_back(spec.name);
+  return names;
+}
+
+// ---- Small facts about the run ----------------------------------------------
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+// "2026-11-22 05:44" in UTC.
+std::string UtcNowText() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
+// The 1, 5 and 15 minute load averages ("1.23 0.98 0.80"), "n/a" when unreadable.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  if (!(in >> one >> five >> fifteen)) return "n/a";
+  return one + " " + five + " " + fifteen;
+}
+
+Result<std::string> SelfExecutable() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return Internal("readlink /proc/self/exe: " + ErrnoText());
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// `arg` as a shell would need it ('...' around anything unusual).
+std::string ShellQuote(const std::string& arg) {
+  const bool plain = !arg.empty() && arg.find_first_not_of(
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                         "0123456789_./=,:+-@%") == std::string::npos;
+  if (plain) return arg;
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string JoinQuoted(const std::vector<std::string>& args) {
+  std::string line;
+  for (const std::string& a : args) line += (line.empty() ? "" : " ") + ShellQuote(a);
+  return line;
+}
+
+// This process's command line as typed (argv[0] as given).
+std::string OwnCommandLine() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  size_t start = 0;
+  while (start < raw.size()) {
+    const size_t end = raw.find('\0', start);
+    args.push_back(raw.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return args.empty() ? "cellar-bench all" : JoinQuoted(args);
+}
+
+// The last non-empty line of `text` as a JSON object; nullopt when it is not one.
+std::optional<Json> LastLineJson(const std::string& text) {
+  size_t end = text.size();
+  while (end > 0) {
+    const size_t newline = text.rfind('\n', end - 1);
+    const size_t start = newline == std::string::npos ? 0 : newline + 1;
+    const std::string line = text.substr(start, end - start);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) {
+      Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object()) return std::nullopt;
+      return j;
+    }
+    end = start == 0 ? 0 : start - 1;
+  }
+  return std::nullopt;
+}
+
+// ---- One benchmark's outcome ------------------------------------------------
+
+struct BenchRun {
+  std::string name;
+  std::string command;       // as a user would type it
+  std::optional<Json> json;  // the child's JSON line, when it printed one
+  std::string failure;       // empty: passed; else "failed (exit 1)" etc.
+  bool interrupted = false;
+  double seconds = 0;
+};
+
+std::string FailureText(const ChildExit& e, bool has_json) {
+  if (e.sent_sigterm) {
+    return "interrupted (" +
+           (e.signal ? "signal " + std::to_string(e.signal)
+                     : "exit " + std::to_string(e.exit_code)) +
+           ")";
+  }
+  if (e.signal != 0) return "failed (signal " + std::to_string(e.signal) + ")";
+  if (e.exit_code != 0) return "failed (exit " + std::to_string(e.exit_code) + ")";
+  if (!has_json) return "failed (exit 0, no JSON line)";
+  return "";
+}
+
+std::vector<std::string> ChildArgs(const BenchSpec& spec, const AllOptions& o) {
+  std::vector<std::string> args = {spec.name};
+  const auto& sizes = o.quick ? spec.quick_args : spec.full_args;
+  args.insert(args.end(), sizes.begin(), sizes.end());
+  if (!o.config_path.empty()) {
+    args.push_back("--config");
+    args.push_back(o.config_path);
+  }
+  return args;
+}
+
+BenchRun RunBench(const std::string& exe, const BenchSpec& spec, const AllOptions& o) {
+  const std::vector<std::string> args = ChildArgs(spec, o);
+  BenchRun run;
+  run.name = spec.name;
+  run.command = "cellar-bench " + JoinQuoted(args);
+  std::vector<std::string> argv = {exe};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Progress("all: running " + run.command);
+  Stopwatch clock;
+  Result<ChildExit> exit = RunChild(argv);
+  run.seconds = clock.Seconds();
+  if (!exit.ok()) {
+    run.failure = "failed (" + exit.status().ToString() + ")";
+    return run;
+  }
+  run.json = LastLineJson(exit->stdout_text);
+  run.failure = FailureText(*exit, run.json.has_value());
+  run.interrupted = exit->sent_sigterm;
+  Progress("all: " + spec.name + (run.failure.empty() ? " done" : " " + run.failure) + " in " +
+           FormatNumber(run.seconds, 1) + " s");
+  return run;
+}
+
+// ---- Figures ------------------------------------------------------------------
+
+// One row of the report table.
+struct FigureRow {
+  std::string figure;
+  std::string value;
+  std::string baseline;  // empty: none
+  std::string ratio;     // empty: none
+  std::string target;    // empty: none
+};
+
+std::optional<double> Number(const Json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+std::string Shown(std::optional<double> v, int digits) {
+  return v ? FormatNumber(*v, digits) : "n/a";
+}
+
+std::string RatioShown(std::optional<double> ratio) {
+  return ratio ? FormatNumber(*ratio, 2) + "x" : "n/a";
+}
+
+// value / baseline, when both are there and the baseline is not 0.
+std::optional<double> Quotient(std::optional<double> value, std::optional<double> baseline) {
+  if (!value || !baseline || *baseline == 0) return std::nullopt;
+  return *value / *baseline;
+}
+
+// "p99 < 50 ms (met)"; just the target when the figure is missing.
+std::string Verdict(const std::string& target, std::optional<bool> met) {
+  if (!met) return target;
+  return target + (*met ? " (met)" : " (missed)");
+}
+
+std::optional<bool> Below(std::optional<double> v, double limit) {
+  if (!v) return std::nullopt;
+  return *v < limit;
+}
+
+std::optional<bool> AtMost(std::optional<double> v, double limit) {
+  if (!v) return std::nullopt;
+  return *v <= limit;
+}
+
+std::optional<bool> AtLeast(std::optional<double> v, double limit) {
+  if (!v) return std::nullopt;
+  return *v >= limit;
+}
+
+// A throughput figure next to its baseline, with the benchmark's own ratio key.
+FigureRow RateRow(const Json& j, std::string figure, const char* value_key,
+                  const char* baseline_key, const char* ratio_key) {
+  return {std::move(figure), Shown(Number(j, value_key), 0), Shown(Number(j, baseline_key), 0),
+          RatioShown(Number(j, ratio_key)), ""};
+}
+
+// A latency figure next to its baseline; ratio = value / baseline.
+FigureRow LatencyRow(const Json& j, std::string figure, const char* value_key,
+                     const char* baseline_key, std::string target = "") {
+  const auto value = Number(j, value_key);
+  const auto baseline = Number(j, baseline_key);
+  return {std::move(figure), Shown(value, 2), Shown(baseline, 2),
+          RatioShown(Quotient(value, baseline)), std::move(target)};
+}
+
+FigureRow PlainRow(const Json& j, std::string figure, const char* key, int digits,
+                   std::string target = "") {
+  return {std::move(figure), Shown(Number(j, key), digits), "", "", std::move(target)};
+}
+
+std::vector<FigureRow> PutRows(const Json& j) {
+  FigureRow rate = RateRow(j, "cells/s", "cells_per_s", "raw_rows_per_s", "ratio");
+  rate.target = Verdict(">= 0.5", AtLeast(Number(j, "ratio"), 0.5));
+  FigureRow vs_single = RateRow(j, "cells/s vs single-row autocommit INSERTs", "cells_per_s",
+                                "single_row_rows_per_s", "single_row_ratio");
+  vs_single.target = Verdict(">= 2", AtLeast(Number(j, "single_row_ratio"), 2));
+  FigureRow batch = RateRow(j, "put_batch cells/s (10 cells per row)", "batch_cells_per_s",
+                            "raw_rows_per_s", "batch_ratio");
+  batch.target = Verdict(">= 0.8", AtLeast(Number(j, "batch_ratio"), 0.8));
+  // The host-log design in plain SQL: what the group commit sends, without Cellar.
+  FigureRow ceiling = RateRow(j, "design ceiling rows/s (fence + one INSERT ... RETURNING)",
+                              "ceiling_rows_per_s", "raw_rows_per_s", "ceiling_ratio");
+  FigureRow of_ceiling = PlainRow(j, "cells/s / ceiling rows/s", "ratio_to_ceiling", 3);
+  return {rate,
+          vs_single,
+          batch,
+          ceiling,
+          of_ceiling,
+          PlainRow(j, "put latency p50 ms", "p50_ms", 2),
+          PlainRow(j, "put latency p99 ms", "p99_ms", 2),
+          PlainRow(j, "put latency p99 ms at half rate", "half_rate_p99_ms", 2,
+                   Verdict("p99 <= 20 ms", AtMost(Number(j, "half_rate_p99_ms"), 20))),
+          PlainRow(j, "compression ratio (JSON / stored)", "compression_ratio", 2)};
+}
+
+std::vector<FigureRow> HttpRows(const Json& j) {
+  return {RateRow(j, "puts/s", "http_puts_per_s", "store_puts_per_s", "put_ratio"),
+          LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
+          LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms")};
+}
+
+// Latency targets are judged from the commit acknowledged to the writer
+// (ack_*); the created_at rows start at the write transaction's start, so
+// they also count the write's own duration.
+std::vector<FigureRow> RelayRows(const Json& j) {
+  return {
+      RateRow(j, "events/s", "events_per_s", "baseline_events_per_s", "ratio"),
+      LatencyRow(j, "commit-ack to consume p50 ms", "ack_p50_ms", "kafka_path_p50_ms"),
+      LatencyRow(j, "commit-ack to consume p99 ms", "ack_p99_ms", "kafka_path_p99_ms",
+                 Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
+      LatencyRow(j, "txn-start (created_at) to consume p99 ms", "p99_ms", "kafka_path_p99_ms"),
+      {"exactly-once events/s (vs at-least-once)", Shown(Number(j, "exactly_once_events_per_s"), 0),
+       Shown(Number(j, "events_per_s"), 0), RatioShown(Number(j, "exactly_once_ratio")),
+       Verdict(">= 0.7", AtLeast(Number(j, "exactly_once_ratio"), 0.7))},
+      LatencyRow(j, "exactly-once commit-ack to consume p99 ms", "exactly_once_ack_p99_ms",
+                 "kafka_path_p99_ms",
+                 Verdict("p99 < 50 ms", Below(Number(j, "exactly_once_ack_p99_ms"), 50)))};
+}
+
+std::vector<FigureRow> TriggerRows(const Json& j) {
+  return {RateRow(j, "events/s (no-op handler)", "events_per_s", "baseline_events_per_s", "ratio"),
+          LatencyRow(j, "commit-ack to handler p50 ms", "ack_p50_ms", "consume_ack_p50_ms"),
+          LatencyRow(j, "commit-ack to handler p99 ms", "ack_p99_ms", "consume_ack_p99_ms",
+                     Verdict("p99 < 100 ms", Below(Number(j, "ack_p99_ms"), 100))),
+          LatencyRow(j, "txn-start (created_at) to handler p99 ms", "p99_ms", "consume_p99_ms")};
+}
+
+std::vector<FigureRow> IndexRows(const Json& j) {
+  // The JSON's own "ratio" is raw / IndexReader; the table shows IndexReader / raw.
+  return {LatencyRow(j, "commit-ack to visible lag p50 ms", "ack_p50_ms", "consume_ack_p50_ms"),
+          LatencyRow(j, "commit-ack to visible lag p99 ms", "ack_p99_ms", "consume_ack_p99_ms",
+                     Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
+          PlainRow(j, "txn-start (created_at) to visible lag p99 ms", "p99_ms", 2),
+          PlainRow(j, "index upserts/s (IndexWriter::Apply)", "upserts_per_s", 0),
+          LatencyRow(j, "query p50 ms", "query_p50_ms", "baseline_query_p50_ms"),
+          LatencyRow(j, "query p99 ms", "query_p99_ms", "baseline_query_p99_ms")};
+}
+
+std::vector<FigureRow> FigureRows(const BenchRun& run) {
+  if (!run.failure.empty() || !run.json) return {{run.failure, "", "", "", ""}};
+  const Json& j = *run.json;
+  if (run.name == "put") return PutRows(j);
+  if (run.name == "http") return HttpRows(j);
+  if (run.name == "relay") return RelayRows(j);
+  if (run.name == "trigger") return TriggerRows(j);
+  if (run.name == "index") return IndexRows(j);
+  return {};
+}
+
+// "shards 64, rate 500, ..." from the settings keys the benchmark reported.
+std::string SettingsText(const Json& j) {
+  static const char* kKeys[] = {
+      "cells",          "callers",       "clients",         "gets",
+      "rate",           "achieved_rate", "concurrency",     "entries",
+      "shards",         "partitions",    "raw_connections", "max_batch_cells",
+      "writer_threads", "batch_cells",   "poll_min_ms",     "poll_max_ms"};
+  std::string text;
+  for (const char* key : kKeys) {
+    if (!j.contains(key)) continue;
+    text += (text.empty() ? "" : ", ") + std::string(key) + " " + j[key].dump();
+  }
+  return text.empty() ? "n/a" : text;
+}
+
+// ---- The report -----------------------------------------------------------------
+
+struct Report {
+  std::string started_utc, finished_utc;
+  std::string load_at_start, load_at_end;
+  unsigned cores = 0;
+  std::string command_line;
+  std::string cluster;
+  double seconds = 0;
+  std::vector<BenchRun> runs;
+};
+
+std::string MarkdownTable(const std::vector<BenchRun>& runs) {
+  std::string md =
+      "| benchmark | figure | value | baseline (same run) | ratio | target |\n"
+      "| --- | --- | ---: | ---: | ---: | --- |\n";
+  for (const BenchRun& run : runs) {
+    for (const FigureRow& r : FigureRows(run)) {
+      md += "| " + run.name + " | " + r.figure + " | " + r.value + " | " + r.baseline + " | " +
+            r.ratio + " | " + r.target + " |\n";
+    }
+  }
+  return md;
+}
+
+// What "baseline" and "ratio" mean for the benchmarks that ran.
+std::string BaselineNotes(const std::vector<BenchRun>& runs) {
+  std::string md =
+      "Ratio = value / baseline, both measured in the same run on the same servers:\n\n";
+  for (const BenchRun& run : runs)
+    if (const BenchSpec* spec = FindBench(run.name))
+      md += "- **" + run.name + "**: " + spec->baseline_note + "\n";
+  return md;
+}
+
+std::string RenderMarkdown(const Report& r) {
+  std::string md = "# Cellar benchmarks\n\n";
+  md += "Written by `cellar-bench all`; rerun it to refresh this file.\n\n";
+  md += "- date: " + r.started_utc + " UTC (finished " + r.finished_utc + " UTC, " +
+        FormatNumber(r.seconds / 60, 1) + " min)\n";
+  md += "- machine: " + std::to_string(r.cores) + " cores (nproc)\n";
+  md += "- load average (1/5/15 min): " + r.load_at_start + " at start, " + r.load_at_end +
+        " at end\n";
+  md += "- command: `" + r.command_line + "`\n";
+  md += "- cluster: " + r.cluster + "\n\n";
+  md += MarkdownTable(r.runs) + "\n" + BaselineNotes(r.runs) + "\n";
+  md += "## Settings\n\n";
+  for (const BenchRun& run : r.runs) {
+    md += "- **" + run.name + "** (`" + run.command + "`, " + FormatNumber(run.seconds, 0) +
+          " s): " + (run.json ? SettingsText(*run.json) : run.failure) + "\n";
+  }
+  md += "\n## JSON lines\n";
+  for (const BenchRun& run : r.runs) {
+    md += "\n" + run.name + ":\n\n```json\n" + (run.json ? run.json->dump() : "(none)") + "\n```\n";
+  }
+  return md;
+}
+
+// Writes `text` to `path` through a temporary file, so a failed write leaves
+// the old file as it was.
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Unavailable("cannot open " + tmp + ": " + ErrnoText());
+    out << text;
+    out.flush();
+    if (!out) return Unavailable("cannot write " + tmp + ": " + ErrnoText());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string error = ErrnoText();
+    std::remove(tmp.c_str());
+    return Unavailable("cannot rename " + tmp + " to " + path + ": " + error);
+  }
+  return Status::Ok();
+}
+
+// "12,345 (baseline 23,456, 0.53x; target >= 0.5 (met))"
+std::string ConsoleValue(const FigureRow& r) {
+  std::string extra;
+  if (!r.baseline.empty()) extra = "baseline " + r.baseline + ", " + r.ratio;
+  if (!r.target.empty()) extra += (extra.empty() ? "target " : "; target ") + r.target;
+  return r.value + (extra.empty() ? "" : "  (" + extra + ")");
+}
+
+void PrintConsoleTable(const Report& r) {
+  Table t("cellar-bench all");
+  t.Add("cores", std::to_string(r.cores));
+  t.Add("load average at start / end", r.load_at_start + " / " + r.load_at_end);
+  t.Add("cluster", r.cluster);
+  for (const BenchRun& run : r.runs) {
+    t.Section(run.name + " (" + FormatNumber(run.seconds, 0) + " s)");
+    for (const FigureRow& row : FigureRows(run)) {
+      if (row.value.empty())
+        t.Add("result", row.figure);
+      else
+        t.Add(row.figure, ConsoleValue(row));
+    }
+  }
+  t.Print();
+}
+
+// ---- The command ----------------------------------------------------------------
+
+std::vector<const BenchSpec*> SelectedBenches(const AllOptions& o) {
+  std::vector<const BenchSpec*> selected;
+  for (const BenchSpec& spec : AllBenches()) {
+    const bool wanted =
+        o.only.empty() || std::find(o.only.begin(), o.only.end(), spec.name) != o.only.end();
+    if (wanted) selected.push_back(&spec);
+  }
+  return selected;
+}
+
+int RunAll(const AllOptions& o) {
+  Result<std::string> exe = SelfExecutable();
+  if (!exe.ok()) {
+    Progress("all: " + exe.status().ToString());
+    return 1;
+  }
+  Report report;
+  report.started_utc = UtcNowText();
+  report.load_at_start = LoadAverage();
+  report.cores = std::thread::hardware_concurrency();
+  report.command_line = OwnCommandLine();
+  report.cluster = o.config_path.empty()
+                       ? "a private MariaDB (and local broker) started by each benchmark"
+                       : "running cluster of `" + o.config_path + "`";
+  Stopwatch clock;
+  bool interrupted = false;
+  for (const BenchSpec* spec : SelectedBenches(o)) {
+    if (StopRequested()) break;
+    report.runs.push_back(RunBench(*exe, *spec, o));
+    if (report.runs.back().interrupted || StopRequested()) {
+      interrupted = true;
+      break;
+    }
+  }
+  interrupted = interrupted || StopRequested();
+  report.seconds = clock.Seconds();
+  report.finished_utc = UtcNowText();
+  report.load_at_end = LoadAverage();
+
+  Json failed = Json::array();
+  for (const BenchRun& run : report.runs)
+    if (!run.failure.empty()) failed.push_back(run.name);
+  bool written = false;
+  if (interrupted) {
+    Progress("all: interrupted; " + o.out + " left as it was");
+  } else if (Status st = WriteFileAtomically(o.out, RenderMarkdown(report)); !st.ok()) {
+    Progress("all: " + st.ToString());
+  } else {
+    written = true;
+    Progress("all: wrote " + o.out);
+  }
+  PrintConsoleTable(report);
+
+  Json j;
+  j["bench"] = "all";
+  j["out"] = written ? Json(o.out) : Json(nullptr);
+  j["failed"] = failed;
+  j["seconds"] = Round(report.seconds, 1);
+  if (interrupted) j["interrupted"] = true;
+  PrintJsonLine(j);
+  if (interrupted) return 130;
+  return failed.empty() && written ? 0 : 1;
+}
+
+}  // namespace
+
+void AddAllCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<AllOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "all",
+      "runs put, http, relay, trigger and index (each as a child process) and writes their "
+      "figures next to the same run's baselines as a markdown table to --out");
+  cmd->add_option("--config", o->config_path,
+                  "cluster config (YAML) of a running cluster, passed to every benchmark; "
+                  "default: each starts its own private MariaDB (and broker)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out", o->out, "markdown file to write")->capture_default_str();
+  cmd->add_option("--only", o->only, "comma-separated subset to run, e.g. put,relay")
+      ->delimiter(',')
+      ->check(CLI::IsMember(BenchNames()));
+  cmd->add_flag("--quick", o->quick, "much smaller sizes: a smoke run of ~1 minute per benchmark");
+  cmd->callback([o, exit_code] { *exit_code = RunAll(*o); });
+}
+
+}  // namespace cellar::bench

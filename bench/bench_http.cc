@@ -1,0 +1,273 @@
+// `cellar-bench http`: the cost of the HTTP layer. In one run, on one
+// cluster, the same work is done twice:
+//   store: C threads call CellStore::Put / CellStore::Get in process;
+//   http:  C threads call cellar::Client::Put / Get (one client, so C
+//          keep-alive connections from its pool) against an HttpServer
+//          started in this process on a loopback port, whose backend is the
+//          very same CellStore.
+// Puts write N fresh cells (distinct random rows, ~400-byte trip-like bodies)
+// per phase; gets read M random cells written before. Reported: puts/s and
+// put latency p50/p99, gets/s and get latency p50/p99 for both, and the
+// ratios http/store. The server's per-request log lines are off (log level
+// warn) so that stderr stays readable; everything else (routing, JSON,
+// validation, metrics) is on.
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/cell_api.h"
+#include "base/log.h"
+#include "bench/bench_common.h"
+#include "cells/cell_store.h"
+#include "client/cellar_client.h"
+#include "server/http_server.h"
+
+namespace cellar::bench {
+namespace {
+
+struct HttpOptions {
+  ClusterOptions cluster;
+  int cells = 5000;  // puts per phase
+  int gets = 10000;  // gets per phase
+  int clients = 16;
+  int body_bytes = 400;
+  int server_threads = 0;  // 0: clients + 8
+};
+
+struct PhaseResult {
+  double seconds = 0;
+  int64_t ops = 0, errors = 0;
+  std::string first_error;
+  std::vector<double> latencies_ms;
+  bool interrupted = false;
+};
+
+nlohmann::json TripBody(std::mt19937_64& rng, int bytes) {
+  static const char* kCities[] = {"san_francisco", "london", "sao_paulo", "mumbai", "paris"};
+  std::uniform_real_distribution<double> fare(5, 80);
+  nlohmann::json j = {{"city", kCities[rng() % 5]},
+                      {"driver_id", Uuid::Random().ToString()},
+                      {"rider_id", Uuid::Random().ToString()},
+                      {"fare", {{"amount", Round(fare(rng), 2)}, {"currency", "USD"}}},
+                      {"status", "completed"},
+                      {"requested_at", FormatRfc3339(NowMicros())}};
+  const int pad = bytes - static_cast<int>(j.dump().size()) - 12;
+  if (pad > 0) j["route"] = std::string(static_cast<size_t>(pad), 'r');
+  return j;
+}
+
+// Runs `op(i)` for i in [0, n) on `threads` threads, timing each call.
+template <typename Op>
+PhaseResult RunPhase(int n, int threads, Op op) {
+  PhaseResult r;
+  std::atomic<int> next{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> lat(static_cast<size_t>(threads));
+  std::vector<int64_t> errors(static_cast<size_t>(threads), 0);
+  std::vector<std::string> first(static_cast<size_t>(threads));
+  Stopwatch total;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i; (i = next.fetch_add(1)) < n && !stop.load();) {
+        if (StopRequested()) stop = true;
+        Stopwatch sw;
+        Status s = op(i);
+        lat[t].push_back(sw.Millis());
+        if (!s.ok() && errors[t]++ == 0) first[t] = s.ToString();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  r.seconds = total.Seconds();
+  r.interrupted = stop.load();
+  for (int t = 0; t < threads; ++t) {
+    r.latencies_ms.insert(r.latencies_ms.end(), lat[t].begin(), lat[t].end());
+    r.errors += errors[t];
+    if (r.first_error.empty()) r.first_error = first[t];
+  }
+  r.ops = static_cast<int64_t>(r.latencies_ms.size());
+  return r;
+}
+
+struct Figures {
+  double per_s = 0, p50 = 0, p99 = 0;
+};
+
+Figures Summarize(PhaseResult& r) {
+  Figures f;
+  f.per_s = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0;
+  f.p50 = Percentile(r.latencies_ms, 50);
+  f.p99 = Percentile(r.latencies_ms, 99);
+  return f;
+}
+
+int RunHttp(const HttpOptions& o) {
+  SetLogLevel(LogLevel::kWarn);
+  auto opened = OpenBenchCluster(o.cluster);
+  if (!opened.ok()) {
+    Progress(opened.status().ToString());
+    return 2;
+  }
+  BenchCluster cluster = std::move(opened).value();
+  const ClusterConfig& cfg = cluster.config;
+  const std::string datastore = cfg.datastores[0].name;
+  const std::string column = cfg.datastores[0].columns[0].name;
+  auto store = CellStore::Open(cfg);
+  if (Status s = store->Init(); !s.ok()) {
+    Progress("init: " + s.ToString());
+    return 1;
+  }
+  CellApi api(cfg, store.get(), nullptr);
+  HttpServerOptions so;
+  so.host = "127.0.0.1";
+  so.port = 0;
+  so.threads = o.server_threads > 0 ? o.server_threads : o.clients + 8;
+  auto server = HttpServer::Start(&api, so);
+  if (!server.ok()) {
+    Progress("server: " + server.status().ToString());
+    return 1;
+  }
+  ClientOptions co;
+  co.endpoints = {"http://127.0.0.1:" + std::to_string((*server)->port())};
+  co.max_idle_connections_per_endpoint = o.clients;
+  auto client = Client::Create(co);
+  if (!client.ok()) {
+    Progress("client: " + client.status().ToString());
+    return 1;
+  }
+
+  std::mt19937_64 rng(42);
+  auto make_cells = [&](int n) {
+    std::vector<CellWrite> v(static_cast<size_t>(n));
+    for (auto& c : v) c = CellWrite{Uuid::Random(), column, 0, TripBody(rng, o.body_bytes)};
+    return v;
+  };
+  const std::vector<CellWrite> store_cells = make_cells(o.cells), http_cells = make_cells(o.cells);
+  uint64_t body_bytes = 0;
+  for (const auto& c : store_cells) body_bytes += c.body.dump().size();
+
+  Progress("warming up");
+  RunPhase(std::min(200, o.cells), o.clients, [&](int) {
+    return (*client)->Put(datastore, {Uuid::Random(), column, 0, {{"warm", 1}}}).status();
+  });
+  Progress("store puts: " + std::to_string(o.cells) + " cells, " + std::to_string(o.clients) +
+           " threads");
+  PhaseResult sp = RunPhase(o.cells, o.clients, [&](int i) {
+    return store->Put(datastore, store_cells[static_cast<size_t>(i)]).status();
+  });
+  Progress("http puts");
+  PhaseResult hp = RunPhase(o.cells, o.clients, [&](int i) {
+    return (*client)->Put(datastore, http_cells[static_cast<size_t>(i)]).status();
+  });
+  auto pick = [&](int i) -> const CellWrite& {
+    const size_t k = static_cast<size_t>(i) * 7919u % static_cast<size_t>(o.cells);
+    return i % 2 ? store_cells[k] : http_cells[k];
+  };
+  Progress("store gets: " + std::to_string(o.gets));
+  PhaseResult sg = RunPhase(o.gets, o.clients, [&](int i) {
+    const CellWrite& c = pick(i);
+    return store->Get(datastore, c.row_key, c.column, c.ref_key).status();
+  });
+  Progress("http gets");
+  PhaseResult hg = RunPhase(o.gets, o.clients, [&](int i) {
+    const CellWrite& c = pick(i);
+    return (*client)->Get(datastore, c.row_key, c.column, c.ref_key).status();
+  });
+  const ClientStats stats = (*client)->stats();
+  (*server)->Stop();
+  store->Close();
+  if (sp.interrupted || hp.interrupted || sg.interrupted || hg.interrupted) {
+    Progress("interrupted");
+    return 130;
+  }
+  const Figures fsp = Summarize(sp), fhp = Summarize(hp), fsg = Summarize(sg), fhg = Summarize(hg);
+  const int64_t errors = sp.errors + hp.errors + sg.errors + hg.errors;
+
+  Table t("cellar-bench http");
+  t.Section("settings");
+  DescribeCluster(cluster, t);
+  t.Add("datastore / column", datastore + " / " + column);
+  t.Add("clients (C)", std::to_string(o.clients) + " threads, keep-alive connections");
+  t.Add("server", "in-process HttpServer on 127.0.0.1, " + std::to_string(so.threads) +
+                      " threads, request log off");
+  t.Add("puts per phase (N)", std::to_string(o.cells));
+  t.Add("gets per phase (M)", std::to_string(o.gets));
+  t.Add("body JSON bytes (mean)",
+        FormatNumber(static_cast<double>(body_bytes) / std::max(1, o.cells), 1));
+  auto phase = [&](const std::string& name, const Figures& f, const PhaseResult& r,
+                   const char* what) {
+    t.Section(name);
+    t.Add(std::string(what) + "/s", FormatNumber(f.per_s, 0));
+    t.Add("latency p50 ms", FormatNumber(f.p50, 2));
+    t.Add("latency p99 ms", FormatNumber(f.p99, 2));
+    t.Add("errors", std::to_string(r.errors) +
+                        (r.errors ? " (first: " + r.first_error + ")" : std::string()));
+  };
+  phase("put: in-process CellStore::Put", fsp, sp, "puts");
+  phase("put: HTTP (cellar::Client -> cellard API)", fhp, hp, "puts");
+  phase("get: in-process CellStore::Get", fsg, sg, "gets");
+  phase("get: HTTP", fhg, hg, "gets");
+  t.Section("result");
+  t.Add("puts/s http / store", FormatNumber(fhp.per_s / std::max(fsp.per_s, 1e-9), 3));
+  t.Add("get p50 http - store ms", FormatNumber(fhg.p50 - fsg.p50, 3));
+  t.Add("get p50 http / store", FormatNumber(fhg.p50 / std::max(fsg.p50, 1e-9), 2));
+  t.Add("client requests / retries",
+        std::to_string(stats.requests) + " / " + std::to_string(stats.retries));
+  t.Print();
+
+  nlohmann::ordered_json j;
+  j["bench"] = "http";
+  j["clients"] = o.clients;
+  j["cells"] = o.cells;
+  j["gets"] = o.gets;
+  j["store_puts_per_s"] = Round(fsp.per_s, 1);
+  j["http_puts_per_s"] = Round(fhp.per_s, 1);
+  j["put_ratio"] = Round(fhp.per_s / std::max(fsp.per_s, 1e-9), 3);
+  j["store_put_p50_ms"] = Round(fsp.p50, 3);
+  j["store_put_p99_ms"] = Round(fsp.p99, 3);
+  j["http_put_p50_ms"] = Round(fhp.p50, 3);
+  j["http_put_p99_ms"] = Round(fhp.p99, 3);
+  j["store_gets_per_s"] = Round(fsg.per_s, 1);
+  j["http_gets_per_s"] = Round(fhg.per_s, 1);
+  j["store_get_p50_ms"] = Round(fsg.p50, 3);
+  j["store_get_p99_ms"] = Round(fsg.p99, 3);
+  j["http_get_p50_ms"] = Round(fhg.p50, 3);
+  j["http_get_p99_ms"] = Round(fhg.p99, 3);
+  j["shards"] = cfg.shards;
+  j["errors"] = errors;
+  PrintJsonLine(j);
+  return errors ? 1 : 0;
+}
+
+}  // namespace
+
+void AddHttpCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<HttpOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "http",
+      "puts/s and get latency with C keep-alive HTTP clients against an in-process worker "
+      "node, next to the same work through the in-process store API");
+  AddClusterOptions(cmd, &o->cluster);
+  cmd->add_option("--cells", o->cells, "puts N per phase")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--gets", o->gets, "gets M per phase")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--clients", o->clients, "concurrent client threads C")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a body")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--server-threads", o->server_threads, "HTTP worker threads (0: C + 8)")
+      ->check(CLI::Range(0, 4096));
+  cmd->callback([o, exit_code] { *exit_code = RunHttp(*o); });
+}
+
+}  // namespace cellar::bench

@@ -1,0 +1,88 @@
+#include "bench/bench_load.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "base/time.h"
+#include "base/uuid.h"
+#include "changelog/cell_event.h"
+
+namespace cellar::bench {
+
+Result<std::unique_ptr<testing::LocalBroker>> AttachKafka(BenchCluster& cluster, int partitions) {
+  ClusterConfig& cfg = cluster.config;
+  if (!cluster.db) {
+    if (cfg.kafka.brokers.empty())
+      return InvalidArgument(cluster.description + ": kafka.brokers is not set");
+    return std::unique_ptr<testing::LocalBroker>();
+  }
+  std::unique_ptr<testing::LocalBroker> broker;
+  try {
+    broker = testing::LocalBroker::Start();
+  } catch (const std::exception& e) {
+    return Unavailable(std::string("could not start a local broker: ") + e.what());
+  }
+  cfg.kafka.brokers = broker->bootstrap();
+  cfg.kafka.topic_prefix = "bench";
+  cfg.kafka.partitions = partitions;
+  for (const auto& ds : cfg.datastores)
+    CELLAR_RETURN_IF_ERROR(broker->CreateTopic(ChangeLogTopic(cfg.kafka, ds.name), partitions));
+  return broker;
+}
+
+PacedResult RunPaced(int threads, int64_t total, double rate,
+                     const std::function<void(int64_t)>& op) {
+  using Clock = std::chrono::steady_clock;
+  std::atomic<int64_t> next{0};
+  std::atomic<uint64_t> late{0};
+  const auto start = Clock::now() + std::chrono::milliseconds(5);
+  const auto period = std::chrono::duration<double>(1.0 / rate);
+  {
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        while (!StopRequested()) {
+          const int64_t k = next.fetch_add(1);
+          if (k >= total) break;
+          const auto slot = start + std::chrono::duration_cast<Clock::duration>(period * k);
+          std::this_thread::sleep_until(slot);
+          if (Clock::now() - slot > std::chrono::milliseconds(10)) late.fetch_add(1);
+          op(k);
+        }
+      });
+  }
+  return {std::chrono::duration<double>(Clock::now() - start).count(), late.load()};
+}
+
+namespace {
+
+constexpr const char* kCities[] = {"san_francisco", "new_york", "london",    "sao_paulo",
+                                   "mumbai",        "paris",    "amsterdam", "mexico_city"};
+
+}  // namespace
+
+nlohmann::json MakeBody(std::mt19937_64& rng, int target_bytes, const std::string& run,
+                        const char* phase) {
+  nlohmann::json body = {
+      {"bench_run", run},
+      {"bench_phase", phase},
+      {"rider_uuid", Uuid::Random().ToString()},
+      {"driver_uuid", Uuid::Random().ToString()},
+      {"city", kCities[rng() % std::size(kCities)]},
+      {"status", "completed"},
+      {"requested_at", FormatRfc3339(NowMicros() - static_cast<int64_t>(rng() % 86400) * 1000000)},
+      {"duration_s", 300 + static_cast<int64_t>(rng() % 3000)},
+      {"fare", {{"currency", "USD"}, {"total", Round(5 + (rng() % 10000) / 100.0, 2)}}},
+  };
+  const int pad = target_bytes - static_cast<int>(body.dump().size()) - 11;  // ,"route":""
+  if (pad > 0) {
+    std::string route(static_cast<size_t>(pad), '?');
+    for (char& c : route) c = static_cast<char>('?' + rng() % 64);
+    body["route"] = route;
+  }
+  return body;
+}
+
+}  // namespace cellar::bench

@@ -1,0 +1,41 @@
+// `cellar-bench`: benchmark programs (not timed tests). Each subcommand starts
+// its own private MariaDB unless --config names a running cluster, prints a
+// readable table of figures and ends with one line of JSON (bench_common.h).
+//
+// Exit codes: 0 done, 1 the benchmark failed (an operation returned an error),
+// 2 bad usage or config, 130 interrupted.
+#include <CLI/CLI.hpp>
+
+#include "bench/bench_common.h"
+
+namespace cellar::bench {
+// Registered like AddPutCommand (bench_common.h); defined in bench_<name>.cc.
+void AddRelayCommand(CLI::App& app, int* exit_code);
+void AddTriggerCommand(CLI::App& app, int* exit_code);
+void AddIndexCommand(CLI::App& app, int* exit_code);
+// Registers `all`: runs the others as child processes, writes BENCHMARKS.md (bench_all.cc).
+void AddAllCommand(CLI::App& app, int* exit_code);
+}  // namespace cellar::bench
+
+int main(int argc, char** argv) {
+  // First, before any thread exists: every thread inherits the blocked mask.
+  cellar::bench::InstallStopSignals();
+  CLI::App app{"cellar-bench: Cellar benchmarks"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  cellar::bench::AddPutCommand(app, &exit_code);
+  cellar::bench::AddHttpCommand(app, &exit_code);
+  cellar::bench::AddRelayCommand(app, &exit_code);
+  cellar::bench::AddTriggerCommand(app, &exit_code);
+  cellar::bench::AddIndexCommand(app, &exit_code);
+  cellar::bench::AddAllCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return exit_code;
+}

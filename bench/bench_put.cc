@@ -1,0 +1,471 @@
+// `cellar-bench put`: group-committed puts against raw SQL on the same server.
+//
+// Storage is the host log (cells/cell_store.h): one cells table per
+// (host, datastore) holding every shard of the host, and a write fence row per
+// writer connection (cells/internal/write_fence.h). Every phase writes rows of
+// random shards into those tables, with the same columns and EncodeBody bytes.
+//
+// Phase A (baseline): N rows written with prepared 100-row INSERT statements
+// (autocommit, one statement per transaction) straight into the host cells
+// tables (`shard` column set), through cellar::MysqlConnection.
+// --raw-connections connections per MySQL host run in parallel (default 4, the
+// default number of group-commit writer threads per host, so both phases keep
+// the same number of transactions in flight on the server). Bodies are
+// encoded before the clock starts. The phase runs --raw-rounds times (fresh
+// rows each time) and the median round's rate is the baseline: the rate of a
+// sub-second phase on a shared machine is noisy.
+//
+// Phase A' (only with --single-row-baseline): N single-row autocommit INSERTs
+// from C connections per host, i.e. what the callers would get with no group
+// commit at all.
+//
+// Phase C (the design's ceiling, plain SQL, no Cellar code): W connections per
+// host (W = writer threads per host), each registered in write_fence
+// (committed), each transaction = SELECT ... FROM write_fence WHERE conn_id =
+// CONNECTION_ID() FOR UPDATE, ONE prepared --ceiling-rows-per-tx-row
+// INSERT ... RETURNING into the host cells table, COMMIT, with autocommit off
+// as Cellar's writers run. That is exactly what the group commit sends when it
+// finds that many cells waiting, so cells/s against it is what Cellar's own
+// overhead (queueing, validation, encoding, waking callers) costs. Same rounds
+// and median as phase A.
+//
+// Phase B (the store): C caller threads each call CellStore::Put for one cell
+// at a time (distinct random rows, trip-like bodies). The clock covers the
+// whole Put: validation, encoding, queueing and the group-committed
+// transaction. Per-put latency gives p50/p99/max. Each PutResult's
+// (host, created_at) identifies the transaction that committed it (every cell
+// of one transaction gets the same created_at), which yields the transaction
+// sizes the group committer achieved.
+//
+// Phase D (put_batch): the same C callers each call CellStore::PutBatch with
+// one row of --batch-cells-per-row cells (one column, ref_keys 0..k-1).
+//
+// Phase E (latency at half the maximum rate): C callers put --half-rate-cells
+// cells paced at half phase B's cells/s; a put's latency runs from when it was
+// due, so falling behind counts.
+//
+// Targets (issue 13, same run): single puts >= 0.5 x raw and >= 2 x the
+// single-row baseline; put_batch >= 0.8 x raw; p99 <= 20 ms at half rate.
+//
+// For each phase the table also shows where the time goes: client and server
+// CPU per row (server CPU only for the private MariaDB), SQL statements per
+// row, statement prepares and InnoDB fsyncs (GLOBAL_STATUS deltas; with
+// --config they include whatever else the servers did meanwhile).
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.h"
+#include "bench/bench_put_phases.h"
+#include "bench/bench_put_raw.h"
+#include "bench/bench_put_store.h"
+#include "cells/cell_store.h"
+
+namespace cellar::bench {
+namespace {
+
+struct PutOptions {
+  ClusterOptions cluster;
+  int cells = 20000;
+  int callers = 32;
+  int body_bytes = 400;
+  int raw_connections = 4;  // per MySQL host
+  int raw_rows_per_insert = 100;
+  int raw_rounds = 3;  // the median round is the baseline (the machine may be shared)
+  bool single_row_baseline = false;
+  int ceiling_rows_per_tx = 32;  // cells per transaction of the plain-SQL ceiling
+  int batch_cells_per_row = 10;
+  int half_rate_cells = 0;  // 0: N / 2
+};
+
+// The issue's targets.
+constexpr double kTargetRatio = 0.5;
+constexpr double kTargetSingleRowRatio = 2.0;
+constexpr double kTargetBatchRatio = 0.8;
+constexpr double kTargetHalfRateP99Ms = 20.0;
+
+std::string JoinRates(const std::vector<double>& rates) {
+  std::string out;
+  for (double r : rates) {
+    if (!out.empty()) out += ", ";
+    out += FormatNumber(r, 0);
+  }
+  return out;
+}
+
+// ---- Store phases -------------------------------------------------------------
+
+// A store phase with what it used and its latency percentiles.
+struct StorePhase {
+  StorePhaseResult r;
+  UsageDelta usage;
+  double cells_per_s = 0;
+  double p50 = 0, p99 = 0, max_ms = 0;
+  bool ran = false;
+};
+
+template <typename Run>
+StorePhase TimeStorePhase(const BenchCluster& cluster, Run run) {
+  StorePhase p;
+  Usage before = TakeUsage(cluster);
+  p.r = run();
+  Usage after = TakeUsage(cluster);
+  p.ran = true;
+  p.usage.Add(before, after);
+  p.cells_per_s = p.r.seconds > 0 ? p.r.rows / p.r.seconds : 0;
+  std::vector<double>& lat = p.r.latencies_ms;  // sorted by Percentile
+  p.p50 = Percentile(lat, 50);
+  p.p99 = Percentile(lat, 99);
+  p.max_ms = lat.empty() ? 0 : lat.back();
+  return p;
+}
+
+double CellsPerTransaction(const StorePhaseResult& r) {
+  return r.transactions ? static_cast<double>(r.rows) / r.transactions : 0;
+}
+
+void AddStorePhaseRows(Table& t, const StorePhase& p, const std::string& call) {
+  const StorePhaseResult& r = p.r;
+  t.Add("cells written", std::to_string(r.rows));
+  t.Add("errors",
+        std::to_string(r.errors) + (r.errors ? " (first: " + r.first_error + ")" : std::string()));
+  t.Add("seconds", FormatNumber(r.seconds, 3));
+  t.Add("cells/s", FormatNumber(p.cells_per_s, 0));
+  t.Add(call + " latency p50 ms", FormatNumber(p.p50, 2));
+  t.Add(call + " latency p99 ms", FormatNumber(p.p99, 2));
+  t.Add(call + " latency max ms", FormatNumber(p.max_ms, 2));
+  t.Add("transactions (one INSERT each)",
+        std::to_string(r.transactions) + " (" +
+            FormatNumber(r.seconds > 0 ? r.transactions / r.seconds : 0, 0) + "/s, " +
+            FormatNumber(CellsPerTransaction(r), 2) + " cells each)");
+  t.Add("cells per transaction (as seen by a cell)", FormatNumber(r.cell_weighted_transaction, 2));
+  t.Add("largest transaction", std::to_string(r.max_transaction) + " cells");
+  t.Add("single-cell transactions",
+        FormatNumber(r.transactions ? 100.0 * r.single_cell_transactions / r.transactions : 0, 1) +
+            " %");
+  if (r.rows > 0) AddUsageRows(t, p.usage, static_cast<double>(r.rows), r.seconds);
+}
+
+// ---- The run --------------------------------------------------------------------
+
+struct PutRun {
+  RawRounds raw, ceiling;
+  std::optional<PhaseResult> single;  // with --single-row-baseline
+  StorePhase put, batch, half;
+  double half_rate = 0;                                   // cells/s phase E was paced at
+  uint64_t cells = 0, json_bytes = 0, encoded_bytes = 0;  // of phase B's cells
+};
+
+double SingleRowRate(const PutRun& run) {
+  return run.single && run.single->seconds > 0 ? run.single->rows / run.single->seconds : 0;
+}
+
+// "0.612 (target >= 0.5: met)".
+std::string Judged(double value, int digits, const std::string& target, bool met) {
+  return FormatNumber(value, digits) + " (target " + target + ": " + (met ? "met" : "missed") + ")";
+}
+
+void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& run) {
+  const ClusterConfig& cfg = cluster.config;
+  const double raw = run.raw.median_rows_per_s;
+  const double ceiling = run.ceiling.median_rows_per_s;
+  Table t("cellar-bench put");
+  t.Section("settings");
+  DescribeCluster(cluster, t);
+  t.Add("datastore / column", cfg.datastores[0].name + " / " + cfg.datastores[0].columns[0].name);
+  t.Add("cells (N)", std::to_string(o.cells));
+  t.Add("callers (C)", std::to_string(o.callers));
+  t.Add("body JSON bytes (mean)", FormatNumber(static_cast<double>(run.json_bytes) / run.cells, 1));
+  t.Add("body stored bytes (mean)",
+        FormatNumber(static_cast<double>(run.encoded_bytes) / run.cells, 1));
+
+  t.Section("phase A: raw multi-row INSERT into the host table (baseline)");
+  t.Add("rows per INSERT", std::to_string(o.raw_rows_per_insert) +
+                               " of random shards of the host (prepared, autocommit)");
+  t.Add("connections", std::to_string(o.raw_connections) +
+                           " per host (= default writer threads per host: same number of "
+                           "transactions in flight)");
+  t.Add("rounds of N rows",
+        std::to_string(run.raw.rates.size()) + " (rows/s: " + JoinRates(run.raw.rates) + ")");
+  t.Add("rows written", std::to_string(run.raw.total.rows));
+  t.Add("seconds", FormatNumber(run.raw.total.seconds, 3));
+  t.Add("raw rows/s (median round)", FormatNumber(raw, 0));
+  AddUsageRows(t, run.raw.usage, static_cast<double>(run.raw.total.rows), run.raw.total.seconds);
+  if (run.single) {
+    t.Section("phase A': raw single-row autocommit INSERT (no group commit)");
+    t.Add("connections", std::to_string(o.callers) + " per host (= callers)");
+    t.Add("rows written", std::to_string(run.single->rows));
+    t.Add("seconds", FormatNumber(run.single->seconds, 3));
+    t.Add("single-row rows/s", FormatNumber(SingleRowRate(run), 0));
+  }
+  t.Section("phase C: the design's ceiling in plain SQL (write fence + one INSERT ... RETURNING)");
+  t.Add("transactions", "fence SELECT ... FOR UPDATE, one " +
+                            std::to_string(o.ceiling_rows_per_tx) +
+                            "-row INSERT ... RETURNING of random shards, COMMIT; " +
+                            std::to_string(cfg.group_commit.writer_threads_per_host) +
+                            " registered connection(s) per host (= writer threads)");
+  t.Add("rounds of N rows", std::to_string(run.ceiling.rates.size()) +
+                                " (rows/s: " + JoinRates(run.ceiling.rates) + ")");
+  t.Add("ceiling rows/s (median round)", FormatNumber(ceiling, 0));
+  AddUsageRows(t, run.ceiling.usage, static_cast<double>(run.ceiling.total.rows),
+               run.ceiling.total.seconds);
+
+  t.Section("phase B: CellStore::Put, group commit, " + std::to_string(o.callers) + " callers");
+  AddStorePhaseRows(t, run.put, "put");
+  t.Section("phase D: CellStore::PutBatch, one row of " + std::to_string(o.batch_cells_per_row) +
+            " cells per call, " + std::to_string(o.callers) + " callers");
+  AddStorePhaseRows(t, run.batch, "put_batch");
+  if (run.half.ran) {
+    t.Section("phase E: CellStore::Put paced at half of phase B's cells/s");
+    t.Add("paced at",
+          FormatNumber(run.half_rate, 0) + " cells/s (latency from when a put was due)");
+    AddStorePhaseRows(t, run.half, "put");
+  }
+
+  const double ratio = run.put.cells_per_s / raw;
+  const double batch_ratio = run.batch.cells_per_s / raw;
+  t.Section("targets (same run)");
+  t.Add("single puts / raw rows/s",
+        Judged(ratio, 3, ">= " + FormatNumber(kTargetRatio, 1), ratio >= kTargetRatio));
+  if (run.single) {
+    const double single_ratio = run.put.cells_per_s / SingleRowRate(run);
+    t.Add("single puts / single-row rows/s",
+          Judged(single_ratio, 2, ">= " + FormatNumber(kTargetSingleRowRatio, 1),
+                 single_ratio >= kTargetSingleRowRatio));
+  } else {
+    t.Add("single puts / single-row rows/s", "not measured (--single-row-baseline)");
+  }
+  t.Add("put_batch cells/s / raw rows/s",
+        Judged(batch_ratio, 3, ">= " + FormatNumber(kTargetBatchRatio, 1),
+               batch_ratio >= kTargetBatchRatio));
+  if (run.half.ran)
+    t.Add("put p99 ms at half rate",
+          Judged(run.half.p99, 2, "<= " + FormatNumber(kTargetHalfRateP99Ms, 0),
+                 run.half.p99 <= kTargetHalfRateP99Ms));
+  t.Section("result");
+  t.Add("ratio (cells/s / raw rows/s)", FormatNumber(ratio, 3));
+  t.Add("ceiling / raw rows/s", FormatNumber(ceiling / raw, 3) + " (the design's own best, at " +
+                                    std::to_string(o.ceiling_rows_per_tx) +
+                                    " cells per transaction)");
+  t.Add("cells/s / ceiling rows/s", FormatNumber(run.put.cells_per_s / ceiling, 3) +
+                                        " (1 - this = Cellar's own overhead; phase B had " +
+                                        FormatNumber(CellsPerTransaction(run.put.r), 2) +
+                                        " cells per transaction)");
+  t.Add("compression ratio (JSON / stored)",
+        FormatNumber(static_cast<double>(run.json_bytes) / run.encoded_bytes, 2));
+  t.Print();
+}
+
+void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& run) {
+  const ClusterConfig& cfg = cluster.config;
+  const double raw = run.raw.median_rows_per_s;
+  const double ceiling = run.ceiling.median_rows_per_s;
+  const StorePhaseResult& put = run.put.r;
+  const double ratio = run.put.cells_per_s / raw;
+  const double batch_ratio = run.batch.cells_per_s / raw;
+  bool met = ratio >= kTargetRatio && batch_ratio >= kTargetBatchRatio;
+  if (run.single) met = met && run.put.cells_per_s >= kTargetSingleRowRatio * SingleRowRate(run);
+  if (run.half.ran) met = met && run.half.p99 <= kTargetHalfRateP99Ms;
+
+  nlohmann::ordered_json j;
+  j["bench"] = "put";
+  j["cells"] = o.cells;
+  j["callers"] = o.callers;
+  j["cells_per_s"] = Round(run.put.cells_per_s, 1);
+  j["raw_rows_per_s"] = Round(raw, 1);
+  j["ratio"] = Round(ratio, 3);
+  j["p50_ms"] = Round(run.put.p50, 3);
+  j["p99_ms"] = Round(run.put.p99, 3);
+  j["compression_ratio"] =
+      Round(static_cast<double>(run.json_bytes) / static_cast<double>(run.encoded_bytes), 3);
+  j["max_ms"] = Round(run.put.max_ms, 3);
+  j["shards"] = cfg.shards;
+  j["raw_connections"] = o.raw_connections;
+  j["max_batch_cells"] = cfg.group_commit.max_batch_cells;
+  j["writer_threads"] = cfg.group_commit.writer_threads_per_host;
+  // Cells per INSERT statement: one INSERT per transaction in the host layout.
+  j["mean_batch_cells"] = Round(CellsPerTransaction(put), 2);
+  j["ceiling_rows_per_s"] = Round(ceiling, 1);
+  j["ceiling_ratio"] = Round(ceiling / raw, 3);
+  j["ratio_to_ceiling"] = Round(run.put.cells_per_s / ceiling, 3);
+  j["transactions"] = put.transactions;
+  j["cells_per_transaction"] = Round(CellsPerTransaction(put), 2);
+  if (run.single) {
+    j["single_row_rows_per_s"] = Round(SingleRowRate(run), 1);
+    j["single_row_ratio"] = Round(run.put.cells_per_s / SingleRowRate(run), 3);
+  }
+  j["ceiling_rows_per_transaction"] = o.ceiling_rows_per_tx;
+  j["batch_cells_per_row"] = o.batch_cells_per_row;
+  j["batch_cells_per_s"] = Round(run.batch.cells_per_s, 1);
+  j["batch_ratio"] = Round(batch_ratio, 3);
+  j["batch_p99_ms"] = Round(run.batch.p99, 3);
+  if (run.half.ran) {
+    j["half_rate_cells_per_s"] = Round(run.half.cells_per_s, 1);
+    j["half_rate_p50_ms"] = Round(run.half.p50, 3);
+    j["half_rate_p99_ms"] = Round(run.half.p99, 3);
+  }
+  j["targets_met"] = met;
+  j["errors"] = put.errors + run.batch.r.errors + run.half.r.errors;
+  PrintJsonLine(j);
+}
+
+// Phases A, C and A' (raw SQL). 0, or the exit code of a failed phase.
+int RunRawPhases(const BenchCluster& cluster, const PutOptions& o, std::mt19937_64& rng,
+                 PutRun& run) {
+  const ClusterConfig& cfg = cluster.config;
+  const std::string datastore = cfg.datastores[0].name;
+  const std::string column = cfg.datastores[0].columns[0].name;
+  run.raw = RunRawRounds(cluster, "phase A", o.raw_rounds,
+                         {.connections_per_host = o.raw_connections}, [&] {
+                           return PlanRawStatements(cfg, datastore, column, o.cells,
+                                                    o.raw_rows_per_insert, o.body_bytes, rng);
+                         });
+  if (run.raw.exit_code != 0) return run.raw.exit_code;
+
+  run.ceiling = RunRawRounds(
+      cluster, "phase C", o.raw_rounds,
+      {.connections_per_host = cfg.group_commit.writer_threads_per_host, .register_writers = true},
+      [&] {
+        return PlanFencedTransactions(cfg, datastore, column, o.cells, o.ceiling_rows_per_tx,
+                                      o.body_bytes, rng);
+      });
+  if (run.ceiling.exit_code != 0) return run.ceiling.exit_code;
+
+  if (!o.single_row_baseline) return 0;
+  RawWork statements = PlanRawStatements(cfg, datastore, column, o.cells, 1, o.body_bytes, rng);
+  Progress("phase A': " + std::to_string(o.cells) + " single-row autocommit INSERTs over " +
+           std::to_string(o.callers) + " connection(s) per host");
+  run.single = RunRawPhase(cfg, statements, {.connections_per_host = o.callers});
+  if (run.single->interrupted) {
+    Progress("interrupted");
+    return 130;
+  }
+  if (run.single->errors > 0) {
+    Progress("phase A' failed (" + std::to_string(run.single->errors) +
+             " errors), first: " + run.single->first_error);
+    return 1;
+  }
+  return 0;
+}
+
+// Phases B, D and E (the store). 0, or 130 when interrupted.
+int RunStorePhases(const BenchCluster& cluster, const PutOptions& o, CellStore& store,
+                   std::mt19937_64& rng, PutRun& run) {
+  const ClusterConfig& cfg = cluster.config;
+  const std::string datastore = cfg.datastores[0].name;
+  const std::string column = cfg.datastores[0].columns[0].name;
+  const int half_cells = o.half_rate_cells > 0 ? o.half_rate_cells : std::max(1, o.cells / 2);
+  Progress("generating trip cells for phases B, D and E");
+  std::vector<CellWrite> cells =
+      MakeTripCells(o.cells, 1, column, o.body_bytes, rng, &run.json_bytes, &run.encoded_bytes);
+  run.cells = cells.size();
+  uint64_t unused_json = 0, unused_encoded = 0;
+  std::vector<CellWrite> batch_cells = MakeTripCells(
+      o.cells, o.batch_cells_per_row, column, o.body_bytes, rng, &unused_json, &unused_encoded);
+  std::vector<CellWrite> half_cells_v =
+      MakeTripCells(half_cells, 1, column, o.body_bytes, rng, &unused_json, &unused_encoded);
+  if (StopRequested()) return 130;
+
+  Progress("phase B: " + std::to_string(o.callers) + " callers doing single puts");
+  run.put =
+      TimeStorePhase(cluster, [&] { return RunPutPhase(store, datastore, cells, o.callers); });
+  if (run.put.r.interrupted) return 130;
+
+  Progress("phase D: " + std::to_string(o.callers) + " callers doing put_batch of " +
+           std::to_string(o.batch_cells_per_row) + " cells per row");
+  run.batch = TimeStorePhase(cluster, [&] {
+    return RunPutBatchPhase(store, datastore, batch_cells, o.batch_cells_per_row, o.callers);
+  });
+  if (run.batch.r.interrupted) return 130;
+
+  run.half_rate = run.put.cells_per_s / 2;
+  if (run.half_rate <= 0) return 0;
+  Progress("phase E: " + std::to_string(half_cells) + " single puts paced at " +
+           FormatNumber(run.half_rate, 0) + " cells/s");
+  run.half = TimeStorePhase(cluster, [&] {
+    return RunPutPhase(store, datastore, half_cells_v, o.callers, run.half_rate);
+  });
+  return run.half.r.interrupted ? 130 : 0;
+}
+
+int RunPut(const PutOptions& o) {
+  auto cluster_or = OpenBenchCluster(o.cluster);
+  if (!cluster_or.ok()) {
+    Progress(cluster_or.status().ToString());
+    return 2;
+  }
+  BenchCluster cluster = std::move(cluster_or).value();
+  const ClusterConfig& cfg = cluster.config;
+
+  std::unique_ptr<CellStore> store = CellStore::Open(cfg);
+  Progress("creating host databases and tables (" + std::to_string(cfg.mysql.hosts.size()) +
+           " host(s), " + std::to_string(cfg.shards) + " shards)");
+  if (Status s = store->Init(); !s.ok()) {
+    Progress("init failed: " + s.ToString());
+    return 1;
+  }
+  if (StopRequested()) return 130;
+
+  std::mt19937_64 rng(std::random_device{}());
+  PutRun run;
+  if (int rc = RunRawPhases(cluster, o, rng, run); rc != 0) return rc;
+  if (int rc = RunStorePhases(cluster, o, *store, rng, run); rc != 0) {
+    Progress("interrupted");
+    return rc;
+  }
+  store->Close();
+
+  PrintTable(cluster, o, run);
+  PrintJson(cluster, o, run);
+  return run.put.r.errors + run.batch.r.errors + run.half.r.errors ? 1 : 0;
+}
+
+}  // namespace
+
+void AddPutCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<PutOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "put",
+      "group-committed puts and put_batch from C callers vs raw 100-row INSERTs and the "
+      "design's plain-SQL ceiling on the same server (writes into the first datastore's first "
+      "column)");
+  AddClusterOptions(cmd, &o->cluster);
+  cmd->add_option("--cells", o->cells, "cells N written by each phase")
+      ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  cmd->add_option("--callers", o->callers, "concurrent caller threads C doing puts")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--body-bytes", o->body_bytes,
+                  "approximate JSON size of a trip body (padded with a route string)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--raw-connections", o->raw_connections,
+                  "parallel connections per host for the raw INSERT baseline")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--raw-rounds", o->raw_rounds,
+                  "rounds of N rows of phases A and C; the median round's rate counts")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_flag("--single-row-baseline", o->single_row_baseline,
+                "also time N single-row autocommit INSERTs from C connections (no group commit)");
+  cmd->add_option("--ceiling-rows-per-tx", o->ceiling_rows_per_tx,
+                  "cells per transaction of the plain-SQL ceiling (phase C)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  cmd->add_option("--batch-cells-per-row", o->batch_cells_per_row,
+                  "cells of one row per put_batch call (phase D)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--half-rate-cells", o->half_rate_cells,
+                  "puts of the half-rate latency phase E (0: N / 2)")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
+  cmd->callback([o, exit_code] { *exit_code = RunPut(*o); });
+}
+
+}  // namespace cellar::bench

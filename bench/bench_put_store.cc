@@ -1,0 +1,158 @@
+#include "bench/bench_put_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "base/uuid.h"
+#include "bench/bench_common.h"
+#include "cells/body_codec.h"
+
+namespace cellar::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Where a committed cell went: its transaction is (host, created_at).
+struct Committed {
+  size_t host = 0;
+  MicrosSinceEpoch created_at = -1;  // -1: failed or not attempted
+};
+
+// Fills the transaction figures of `result` from the committed cells.
+void CountTransactions(const std::vector<Committed>& committed, StorePhaseResult& result) {
+  std::map<std::pair<size_t, MicrosSinceEpoch>, uint64_t> sizes;
+  for (const auto& c : committed)
+    if (c.created_at >= 0) ++sizes[{c.host, c.created_at}];
+  uint64_t cells = 0;
+  double weighted = 0;
+  for (const auto& [key, n] : sizes) {
+    ++result.transactions;
+    cells += n;
+    result.max_transaction = std::max(result.max_transaction, n);
+    if (n == 1) ++result.single_cell_transactions;
+    weighted += static_cast<double>(n) * static_cast<double>(n);
+  }
+  if (cells > 0) result.cell_weighted_transaction = weighted / static_cast<double>(cells);
+}
+
+// Runs `callers` threads calling call(i, latencies) for i = 0, 1, ... < `calls`
+// and times the whole phase.
+template <typename Call>
+void RunCallers(int callers, size_t calls, StorePhaseResult& result, Call call) {
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(callers));
+  std::atomic<size_t> next{0};
+  std::latch start(callers + 1);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < callers; ++c) {
+    threads.emplace_back([&, c] {
+      auto& mine = latencies[static_cast<size_t>(c)];
+      mine.reserve(calls / static_cast<size_t>(callers) + 1);
+      start.arrive_and_wait();
+      while (!StopRequested()) {
+        const size_t i = next.fetch_add(1);
+        if (i >= calls) break;
+        call(i, mine);
+      }
+    });
+  }
+  start.arrive_and_wait();
+  Stopwatch clock;
+  for (auto& t : threads) t.join();
+  result.seconds = clock.Seconds();
+  result.interrupted = StopRequested();
+  for (auto& l : latencies)
+    result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
+}
+
+}  // namespace
+
+std::vector<CellWrite> MakeTripCells(int cells, int cells_per_row, const std::string& column,
+                                     int body_bytes, std::mt19937_64& rng, uint64_t* json_bytes,
+                                     uint64_t* encoded_bytes) {
+  std::vector<CellWrite> out(static_cast<size_t>(std::max(0, cells)));
+  Uuid row;
+  for (size_t i = 0; i < out.size() && !StopRequested(); ++i) {
+    const auto in_row = static_cast<int64_t>(i % static_cast<size_t>(cells_per_row));
+    if (in_row == 0) row = Uuid::Random();
+    CellWrite& c = out[i];
+    c.row_key = row;
+    c.column = column;
+    c.ref_key = in_row;
+    c.body = MakeTripBody(rng, body_bytes);
+    *json_bytes += c.body.dump().size();
+    *encoded_bytes += EncodeBody(c.body).size();
+  }
+  return out;
+}
+
+StorePhaseResult RunPutPhase(CellStore& store, const std::string& datastore,
+                             const std::vector<CellWrite>& cells, int callers, double rate_per_s) {
+  StorePhaseResult result;
+  const ClusterConfig& cfg = store.config();
+  std::mutex mu;
+  std::vector<Committed> committed(cells.size());
+  const Clock::time_point due_start = Clock::now() + std::chrono::milliseconds(50);
+  RunCallers(callers, cells.size(), result, [&](size_t i, std::vector<double>& latencies) {
+    Clock::time_point begin = Clock::now();
+    if (rate_per_s > 0) {
+      const auto due = due_start + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(i / rate_per_s));
+      std::this_thread::sleep_until(due);
+      begin = due;
+    }
+    auto r = store.Put(datastore, cells[i]);
+    latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
+    if (!r.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (result.errors++ == 0) result.first_error = r.status().ToString();
+      return;
+    }
+    committed[i] = {cfg.HostIndexForShard(r->shard), r->created_at};
+  });
+  for (const auto& c : committed)
+    if (c.created_at >= 0) ++result.rows;
+  CountTransactions(committed, result);
+  return result;
+}
+
+StorePhaseResult RunPutBatchPhase(CellStore& store, const std::string& datastore,
+                                  const std::vector<CellWrite>& cells, int cells_per_row,
+                                  int callers) {
+  StorePhaseResult result;
+  const ClusterConfig& cfg = store.config();
+  std::mutex mu;
+  std::vector<Committed> committed(cells.size());
+  const size_t per_row = static_cast<size_t>(std::max(1, cells_per_row));
+  // The requests, built before the clock starts.
+  std::vector<std::vector<CellWrite>> batches;
+  for (size_t first = 0; first < cells.size(); first += per_row)
+    batches.emplace_back(
+        cells.begin() + static_cast<std::ptrdiff_t>(first),
+        cells.begin() + static_cast<std::ptrdiff_t>(std::min(cells.size(), first + per_row)));
+  RunCallers(callers, batches.size(), result, [&](size_t row, std::vector<double>& latencies) {
+    const size_t first = row * per_row;
+    Stopwatch clock;
+    std::vector<Result<PutResult>> r = store.PutBatch(datastore, batches[row]);
+    latencies.push_back(clock.Millis());
+    for (size_t k = 0; k < r.size(); ++k) {
+      if (!r[k].ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (result.errors++ == 0) result.first_error = r[k].status().ToString();
+        continue;
+      }
+      committed[first + k] = {cfg.HostIndexForShard(r[k]->shard), r[k]->created_at};
+    }
+  });
+  for (const auto& c : committed)
+    if (c.created_at >= 0) ++result.rows;
+  CountTransactions(committed, result);
+  return result;
+}
+
+}  // namespace cellar::bench

@@ -1,0 +1,55 @@
+// The CellStore phases of `cellar-bench put`: single puts from C callers
+// (flat out, or paced at a fixed total rate) and put_batch rows.
+//
+// The clock covers each whole call: validation, encoding, queueing and the
+// group-committed transaction. Every cell of one group-commit transaction gets
+// the same created_at (the transaction's start), so the committed PutResults
+// give the transactions and their sizes: one transaction = one
+// (host, created_at).
+//
+// Threading: each phase runs its own caller threads and returns after joining
+// them; StopRequested() ends a phase early (result.interrupted).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_put_raw.h"
+#include "cells/cell.h"
+#include "cells/cell_store.h"
+
+namespace cellar::bench {
+
+struct StorePhaseResult : PhaseResult {
+  std::vector<double> latencies_ms;  // one per call (a Put, or a PutBatch of one row)
+  uint64_t transactions = 0;         // distinct (host, created_at) of committed cells
+  uint64_t max_transaction = 0;      // most cells in one transaction
+  uint64_t single_cell_transactions = 0;
+  double cell_weighted_transaction = 0;  // the transaction size the average cell shared
+};
+
+// Trip cells in rows of `cells_per_row` cells: cells [k * cells_per_row,
+// (k + 1) * cells_per_row) share one random row key and `column`, with
+// ref_keys 0.. cells_per_row - 1. Adds the bodies' JSON and stored sizes to
+// *json_bytes and *encoded_bytes.
+std::vector<CellWrite> MakeTripCells(int cells, int cells_per_row, const std::string& column,
+                                     int body_bytes, std::mt19937_64& rng, uint64_t* json_bytes,
+                                     uint64_t* encoded_bytes);
+
+// `callers` threads each Put one cell at a time until `cells` are done.
+// rate_per_s > 0 paces them together: cell i is due at start + i / rate and
+// its latency runs from when it was due (so a backlog counts, no coordinated
+// omission); 0 = as fast as they go.
+StorePhaseResult RunPutPhase(CellStore& store, const std::string& datastore,
+                             const std::vector<CellWrite>& cells, int callers,
+                             double rate_per_s = 0);
+
+// `callers` threads each PutBatch one row (`cells_per_row` consecutive cells
+// of `cells`, see MakeTripCells) at a time. rows = cells written.
+StorePhaseResult RunPutBatchPhase(CellStore& store, const std::string& datastore,
+                                  const std::vector<CellWrite>& cells, int cells_per_row,
+                                  int callers);
+
+}  // namespace cellar::bench

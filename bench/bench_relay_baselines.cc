@@ -1,0 +1,276 @@
+#include "bench/bench_relay_baselines.h"
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "base/log.h"
+#include "base/time.h"
+#include "base/uuid.h"
+#include "bench/bench_common.h"
+#include "bench/bench_load.h"
+#include "cells/cell_store.h"
+#include "cells/mysql_client.h"
+#include "changelog/cell_event.h"
+#include "changelog/change_log_consumer.h"
+#include "changelog/kafka_conf.h"
+#include "changelog/relay.h"
+#include "changelog/relay_checkpoint.h"
+#include "testing/local_broker.h"
+
+namespace cellar::bench::relay_parts {
+
+// The partitions of a baseline topic. With --config the broker may not offer
+// CreateTopics (the local broker auto-creates topics with its own default
+// partition count): then the baseline spreads its records over the partitions
+// the topic has, and says so.
+Result<int> BaselinePartitions(RdKafka::Handle* handle, const std::string& topic, int want) {
+  Status s = EnsureTopic(handle, topic, want, 5000);
+  if (s.ok()) return want;
+  if (s.code() != StatusCode::kFailedPrecondition) return s;
+  CELLAR_ASSIGN_OR_RETURN(int have, TopicPartitions(handle, topic, 5000));
+  if (have <= 0) return s;
+  Progress("baseline topic " + topic + " has " + std::to_string(have) +
+           " partitions (auto-created by the broker), not " + std::to_string(want) +
+           ": the baseline uses those");
+  return have;
+}
+
+// ---- Baseline: a bare producer ------------------------------------------------
+
+namespace {
+
+class CountingReports : public RdKafka::DeliveryReportCb {
+ public:
+  std::atomic<uint64_t> ok{0}, failed{0};
+  void dr_cb(RdKafka::Message& m) override {
+    (m.err() == RdKafka::ERR_NO_ERROR ? ok : failed).fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace
+
+BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroker* broker,
+                                   const std::string& topic, const std::vector<Payload>& payloads) {
+  BaselineResult out;
+  if (broker) {
+    if (Status s = broker->CreateTopic(topic, cfg.kafka.partitions); !s.ok()) {
+      out.error = s.ToString();
+      return out;
+    }
+  }
+  CountingReports reports;
+  // The relay's producer settings (changelog/relay.cc).
+  auto conf = MakeKafkaConf(cfg.kafka, {{"enable.idempotence", "true"},
+                                        {"acks", "all"},
+                                        {"linger.ms", "1"},
+                                        {"message.timeout.ms", "30000"},
+                                        {"queue.buffering.max.messages", "1000000"},
+                                        {"allow.auto.create.topics", "false"},
+                                        {"client.id", "cellar-bench-baseline"}});
+  if (!conf.ok()) {
+    out.error = conf.status().ToString();
+    return out;
+  }
+  std::string err;
+  (*conf)->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&reports), err);
+  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf->get(), err));
+  if (!p) {
+    out.error = "Kafka producer: " + err;
+    return out;
+  }
+  int parts = cfg.kafka.partitions;
+  if (!broker) {
+    auto have = BaselinePartitions(p.get(), topic, cfg.kafka.partitions);
+    if (!have.ok()) {
+      out.error = have.status().ToString();
+      return out;
+    }
+    parts = *have;
+  }
+  // Warm-up: connection, metadata and producer id before the clock starts.
+  for (int32_t part = 0; part < parts; ++part)
+    p->produce(topic, part, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>("warm-up"), 7,
+               nullptr, 0, 0, nullptr);
+  p->flush(10000);
+  const uint64_t warm = reports.ok.load();
+  Stopwatch clock;
+  size_t i = 0;
+  while (i < payloads.size() && !StopRequested()) {
+    const Payload& m = payloads[i];
+    RdKafka::ErrorCode e = p->produce(topic, m.partition % parts, RdKafka::Producer::RK_MSG_COPY,
+                                      const_cast<char*>(m.value.data()), m.value.size(),
+                                      m.key.data(), m.key.size(), m.timestamp_ms, nullptr);
+    if (e == RdKafka::ERR__QUEUE_FULL) {
+      p->poll(1);
+      continue;
+    }
+    if (e != RdKafka::ERR_NO_ERROR) {
+      out.error = "produce: " + RdKafka::err2str(e);
+      break;
+    }
+    if (++i % 1000 == 0) p->poll(0);
+  }
+  while (!StopRequested() && p->outq_len() > 0) p->flush(100);
+  out.seconds = clock.Seconds();
+  out.acknowledged = reports.ok.load() - warm;
+  out.failed = reports.failed.load();
+  return out;
+}
+
+// Calls `done` every `step_ms` until it is true (true), the timeout passed or
+// a stop was requested (false).
+bool WaitUntil(const std::function<bool()>& done, double timeout_s, int step_ms) {
+  Stopwatch clock;
+  while (!done()) {
+    if (StopRequested() || clock.Seconds() > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+  }
+  return true;
+}
+
+// ---- Where the latency goes ---------------------------------------------------
+
+RelayProbes ProbeRelayWork(CellStore& store, ScratchCheckpoints& scratch,
+                           const std::string& datastore, int rounds) {
+  RelayProbes out;
+  const ClusterConfig& cfg = store.config();
+  const MysqlHostConfig& host = cfg.mysql.hosts.front();
+  auto lease = store.PoolForHost(0).Acquire();
+  if (!lease.ok()) {
+    out.error = lease.status().ToString();
+    return out;
+  }
+  MysqlConnection& conn = **lease;
+  // The host's streams: one log per datastore.
+  std::string heads;
+  for (const auto& ds : cfg.datastores) {
+    if (!heads.empty()) heads += " UNION ALL ";
+    heads += "SELECT " + std::to_string(out.heads_streams++) + ", IFNULL(MAX(added_id), 0) FROM " +
+             QualifiedTable(cfg.HostDatabase(host), "cells_" + ds.name);
+  }
+  std::vector<double> heads_ms, log_ms, save_ms;
+  for (int i = 0; i < rounds; ++i) {
+    Stopwatch clock;
+    if (auto r = conn.Query(heads); !r.ok()) {
+      out.error = r.status().ToString();
+      return out;
+    }
+    heads_ms.push_back(clock.Millis());
+    auto head = store.HostHead(datastore, 0);
+    if (!head.ok()) {
+      out.error = head.status().ToString();
+      return out;
+    }
+    clock.Restart();
+    auto page = store.HostLog(datastore, 0, *head > 0 ? *head - 1 : 0, cfg.relay.batch_cells);
+    if (!page.ok()) {
+      out.error = page.status().ToString();
+      return out;
+    }
+    log_ms.push_back(clock.Millis());
+    const double save = scratch.TimeSave();
+    if (save >= 0) save_ms.push_back(save);
+  }
+  out.heads_p50_ms = Percentile(heads_ms, 50);
+  out.shard_log_p50_ms = Percentile(log_ms, 50);
+  out.save_p50_ms = Percentile(save_ms, 50);
+  return out;
+}
+
+// Mean number of distinct shards written per `window_ms` window: the streams
+// a relay round finds dirty, and the checkpoints it saves every 100 ms.
+double DirtyShardsPerWindow(const std::vector<PutResult>& puts, int64_t window_ms) {
+  std::map<int64_t, std::set<uint32_t>> windows;
+  for (const auto& p : puts)
+    if (p.created_at > 0) windows[p.created_at / (window_ms * 1000)].insert(p.shard);
+  if (windows.size() <= 2) return 0;
+  // Leave out the first and last (partial) windows.
+  double sum = 0;
+  size_t n = 0;
+  for (auto it = std::next(windows.begin()); it != std::prev(windows.end()); ++it, ++n)
+    sum += static_cast<double>(it->second.size());
+  return n ? sum / static_cast<double>(n) : 0;
+}
+
+// The Kafka path alone: one record at a time at `rate`/s for `seconds`, from a
+// producer with the relay's settings to an ungrouped ChangeLogConsumer (same
+// consumer settings as phase B) on `topic`; produce-to-consume latency in ms.
+Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::LocalBroker* broker,
+                                           const std::string& topic, double rate, double seconds,
+                                           const std::string& payload) {
+  if (broker) CELLAR_RETURN_IF_ERROR(broker->CreateTopic(topic, cfg.kafka.partitions));
+  CELLAR_ASSIGN_OR_RETURN(auto conf,
+                          MakeKafkaConf(cfg.kafka, {{"enable.idempotence", "true"},
+                                                    {"acks", "all"},
+                                                    {"linger.ms", "1"},
+                                                    {"message.timeout.ms", "30000"},
+                                                    {"client.id", "cellar-bench-probe"}}));
+  std::string err;
+  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
+  if (!p) return InvalidArgument("Kafka producer: " + err);
+  int parts = cfg.kafka.partitions;
+  if (!broker) {
+    CELLAR_ASSIGN_OR_RETURN(parts, BaselinePartitions(p.get(), topic, parts));
+  }
+  ConsumerOptions copts;
+  copts.from_beginning = true;
+  copts.client_id = "cellar-bench-probe";
+  copts.extra_topics = {topic};
+  CELLAR_ASSIGN_OR_RETURN(auto consumer, ChangeLogConsumer::Create(cfg, {}, copts));
+  std::mutex mu;
+  std::vector<double> ms;
+  std::atomic<uint64_t> received{0};
+  std::jthread reader([&](std::stop_token st) {
+    while (!st.stop_requested() && !StopRequested()) {
+      auto r = consumer->PollRecord(100);
+      if (!r.ok() || !r->has_value()) continue;
+      const MicrosSinceEpoch now = NowMicros();
+      const MicrosSinceEpoch sent = std::atoll((*r)->key.c_str());
+      if (sent <= 0) continue;  // the warm-up record
+      std::lock_guard<std::mutex> lock(mu);
+      ms.push_back(static_cast<double>(now - sent) / 1e3);
+      received++;
+    }
+  });
+  // Warm-up: connections and metadata.
+  p->produce(topic, 0, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>("warm-up"), 7, nullptr, 0,
+             0, nullptr);
+  p->flush(5000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t total = static_cast<int64_t>(rate * seconds);
+  const auto start = Stopwatch::Clock::now();
+  for (int64_t k = 0; k < total && !StopRequested(); ++k) {
+    std::this_thread::sleep_until(
+        start + std::chrono::duration_cast<Stopwatch::Clock::duration>(
+                    std::chrono::duration<double>(static_cast<double>(k) / rate)));
+    const std::string key = std::to_string(NowMicros());
+    p->produce(topic, static_cast<int32_t>(k % parts), RdKafka::Producer::RK_MSG_COPY,
+               const_cast<char*>(payload.data()), payload.size(), key.data(), key.size(), 0,
+               nullptr);
+    p->poll(0);
+  }
+  p->flush(10000);
+  WaitUntil([&] { return received.load() >= static_cast<uint64_t>(total); }, 10);
+  reader.request_stop();
+  reader.join();
+  consumer->Close();
+  std::lock_guard<std::mutex> lock(mu);
+  return ms;
+}
+
+}  // namespace cellar::bench::relay_parts

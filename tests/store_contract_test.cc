@@ -1,0 +1,276 @@
+// The store contract (cells/cell_service.h), one typed suite run against its
+// three implementations: the MySQL store (CellStore over a private MariaDB),
+// the HTTP client (Client talking to a cellard process over the same
+// servers) and the in-memory model (MemoryCellStore). The same input must give
+// the same Status code from each; the suite says which implementation
+// answered otherwise.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cells/body_codec.h"
+#include "cells/cell_store.h"
+#include "cells/testing/memory_cell_store.h"
+#include "client/cellar_client.h"
+#include "gtest/gtest.h"
+#include "testing/private_mariadb.h"
+#include "testing/status_printing.h"
+#include "testing/test_cluster.h"
+#include "tests/http_test_util.h"
+
+namespace cellar {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr uint32_t kShards = 8;
+
+// One MariaDB, a CellStore, a cellard and a Client over it, the in-memory
+// model: started on first use (on the main thread), stopped at exit.
+struct Implementations {
+  std::unique_ptr<testing::PrivateMariaDb> db;
+  ClusterConfig config;
+  std::unique_ptr<CellStore> store;
+  std::unique_ptr<testing::CellardProcess> cellard;
+  std::unique_ptr<Client> client;
+  std::unique_ptr<MemoryCellStore> memory;
+  std::string error;  // why something did not start
+
+  static Implementations& Get() {
+    static Implementations* all = Start();
+    return *all;
+  }
+
+ private:
+  static Implementations* Start() {
+    auto* all = new Implementations;
+    try {
+      all->db = testing::PrivateMariaDb::Start("contract");
+    } catch (const std::exception& e) {
+      all->error = std::string("MariaDB: ") + e.what();
+      return all;
+    }
+    const std::string yaml = testing::MakeClusterYaml({all->db.get()}, kShards);
+    all->config = testing::MakeClusterConfig({all->db.get()}, kShards);
+    all->store = CellStore::Open(all->config);
+    if (Status s = all->store->Init(); !s.ok()) {
+      all->error = "init: " + s.ToString();
+      return all;
+    }
+    all->cellard = testing::CellardProcess::Start(testing::WriteTempFile(yaml, ".yaml"));
+    if (all->cellard == nullptr) {
+      all->error = "cellard did not start";
+      return all;
+    }
+    ClientOptions o;
+    o.endpoints = {all->cellard->url()};
+    auto c = Client::Create(o);
+    if (!c.ok()) {
+      all->error = "client: " + c.status().ToString();
+      return all;
+    }
+    all->client = std::move(c).value();
+    all->memory = std::make_unique<MemoryCellStore>(all->config);
+    return all;
+  }
+};
+
+struct MysqlStore {
+  static constexpr const char* kName = "CellStore";
+  static CellService* Get() { return Implementations::Get().store.get(); }
+};
+struct HttpClient {
+  static constexpr const char* kName = "Client";
+  static CellService* Get() { return Implementations::Get().client.get(); }
+};
+struct MemoryModel {
+  static constexpr const char* kName = "MemoryCellStore";
+  static CellService* Get() { return Implementations::Get().memory.get(); }
+};
+
+template <typename Impl>
+class StoreContractTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ("", Implementations::Get().error);
+    cells_ = Impl::Get();
+    ASSERT_NE(nullptr, cells_);
+    row_ = Uuid::Random();
+  }
+
+  // A body `depth` levels deep ({"a":{"a":...{}}}: depth 1 is {}).
+  static json Nested(int depth) {
+    json body = json::object();
+    for (int i = 1; i < depth; ++i) body = json{{"a", body}};
+    return body;
+  }
+
+  // Expects that nothing was written to (row_, column).
+  void ExpectNothingAt(const std::string& column) {
+    auto v = cells_->Versions("trips", row_, column, VersionQuery{});
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_TRUE(v->empty()) << Impl::kName << " wrote " << v->size() << " versions";
+  }
+
+  CellService* cells_ = nullptr;
+  Uuid row_;
+};
+
+using Implementations3 = ::testing::Types<MysqlStore, HttpClient, MemoryModel>;
+class ImplName {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
+};
+TYPED_TEST_SUITE(StoreContractTest, Implementations3, ImplName);
+
+TYPED_TEST(StoreContractTest, UnknownDatastoreIsInvalidArgument) {
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Put("nope", {this->row_, "BASE", 1, {{"a", 1}}}).status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Get("nope", this->row_, "BASE", 1).status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Latest("nope", this->row_, "BASE").status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument, this->cells_->Row("nope", this->row_).status().code());
+}
+
+TYPED_TEST(StoreContractTest, UnknownColumnIsInvalidArgument) {
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Put("trips", {this->row_, "NOPE", 1, {{"a", 1}}}).status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Get("trips", this->row_, "NOPE", 1).status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Latest("trips", this->row_, "NOPE").status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Versions("trips", this->row_, "NOPE", VersionQuery{}).status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Erase("trips", this->row_, "NOPE").status().code());
+}
+
+TYPED_TEST(StoreContractTest, BadWritesAreInvalidArgumentAndWriteNothing) {
+  const int64_t max = Implementations::Get().config.limits.max_body_bytes;
+  struct Case {
+    const char* what;
+    CellWrite cell;
+  };
+  const std::vector<Case> cases = {
+      {"negative ref_key", {this->row_, "BASE", -1, {{"a", 1}}}},
+      {"non-object body", {this->row_, "BASE", 1, json::array({1, 2})}},
+      {"null body", {this->row_, "BASE", 1, nullptr}},
+      {"oversized body", {this->row_, "BASE", 1, {{"a", std::string(max + 1, 'x')}}}},
+      {"too deep body", {this->row_, "BASE", 1, this->Nested(kMaxBodyDepth + 1)}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(StatusCode::kInvalidArgument, this->cells_->Put("trips", c.cell).status().code())
+        << c.what;
+    auto batch = this->cells_->PutBatch("trips", {c.cell});
+    ASSERT_EQ(1u, batch.size());
+    EXPECT_EQ(StatusCode::kInvalidArgument, batch[0].status().code()) << c.what << " in a batch";
+  }
+  this->ExpectNothingAt("BASE");
+  // The deepest body allowed is stored and read back.
+  const json deepest = this->Nested(kMaxBodyDepth);
+  ASSERT_TRUE(this->cells_->Put("trips", {this->row_, "BASE", 1, deepest}).ok());
+  auto back = this->cells_->Get("trips", this->row_, "BASE", 1);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(deepest, back->body);
+}
+
+TYPED_TEST(StoreContractTest, IdenticalRetryIsSuccessADifferentBodyIsConflict) {
+  auto first = this->cells_->Put("trips", {this->row_, "BASE", 3, {{"a", 1}}});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->created);
+  auto retry = this->cells_->Put("trips", {this->row_, "BASE", 3, {{"a", 1}}});
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_FALSE(retry->created);
+  EXPECT_EQ(first->added_id, retry->added_id);
+  EXPECT_EQ(StatusCode::kConflict,
+            this->cells_->Put("trips", {this->row_, "BASE", 3, {{"a", 2}}}).status().code());
+  auto stored = this->cells_->Get("trips", this->row_, "BASE", 3);
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ((json{{"a", 1}}), stored->body);
+}
+
+TYPED_TEST(StoreContractTest, ABatchCommitsPerRow) {
+  const Uuid other = Uuid::Random();
+  ASSERT_TRUE(this->cells_->Put("trips", {this->row_, "BASE", 1, {{"a", 1}}}).ok());
+  // Row 1: a new cell and a conflicting one (neither is written); row 2: fine.
+  auto results = this->cells_->PutBatch("trips", {{this->row_, "STATUS", 1, {{"s", 1}}},
+                                                  {this->row_, "BASE", 1, {{"a", 2}}},
+                                                  {other, "BASE", 1, {{"b", 1}}}});
+  ASSERT_EQ(3u, results.size());
+  EXPECT_EQ(StatusCode::kAborted, results[0].status().code()) << results[0].status().ToString();
+  EXPECT_EQ(StatusCode::kConflict, results[1].status().code()) << results[1].status().ToString();
+  ASSERT_TRUE(results[2].ok()) << results[2].status().ToString();
+  EXPECT_TRUE(results[2]->created);
+  this->ExpectNothingAt("STATUS");
+  EXPECT_TRUE(this->cells_->Latest("trips", other, "BASE").ok());
+}
+
+TYPED_TEST(StoreContractTest, VersionsAreNewestFirstWithinBounds) {
+  for (int64_t ref : {1, 2, 5, 9})
+    ASSERT_TRUE(this->cells_->Put("trips", {this->row_, "BASE", ref, {{"v", ref}}}).ok());
+  VersionQuery q;
+  q.min_ref = 2;
+  q.max_ref = 8;
+  auto v = this->cells_->Versions("trips", this->row_, "BASE", q);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  std::vector<int64_t> refs;
+  for (const Cell& c : *v) refs.push_back(c.ref_key);
+  EXPECT_EQ((std::vector<int64_t>{5, 2}), refs);
+  q = VersionQuery{};
+  q.limit = 2;
+  v = this->cells_->Versions("trips", this->row_, "BASE", q);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(2u, v->size());
+  EXPECT_EQ(9, (*v)[0].ref_key);
+  for (int bad : {0, -1, 10001}) {
+    q.limit = bad;
+    EXPECT_EQ(StatusCode::kInvalidArgument,
+              this->cells_->Versions("trips", this->row_, "BASE", q).status().code())
+        << "limit " << bad;
+  }
+  EXPECT_EQ(StatusCode::kNotFound,
+            this->cells_->Get("trips", this->row_, "BASE", 3).status().code());
+}
+
+TYPED_TEST(StoreContractTest, EraseWritesOneTombstoneThatHidesTheColumn) {
+  EXPECT_EQ(StatusCode::kNotFound,
+            this->cells_->Latest("trips", this->row_, "BASE").status().code());
+  ASSERT_TRUE(this->cells_->Put("trips", {this->row_, "BASE", 4, {{"a", 1}}}).ok());
+  EXPECT_EQ(StatusCode::kConflict,
+            this->cells_->Erase("trips", this->row_, "BASE", 3).status().code());
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            this->cells_->Erase("trips", this->row_, "BASE", -2).status().code());
+  auto erased = this->cells_->Erase("trips", this->row_, "BASE", 4);
+  ASSERT_TRUE(erased.ok()) << erased.status().ToString();
+  EXPECT_TRUE(erased->created);
+  EXPECT_EQ(5, erased->ref_key);
+  auto again = this->cells_->Erase("trips", this->row_, "BASE");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(5, again->ref_key);
+  EXPECT_EQ(StatusCode::kNotFound,
+            this->cells_->Latest("trips", this->row_, "BASE").status().code());
+  auto row = this->cells_->Row("trips", this->row_);
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  EXPECT_TRUE(row->empty());
+  auto v = this->cells_->Versions("trips", this->row_, "BASE", VersionQuery{});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(2u, v->size());
+  EXPECT_TRUE((*v)[0].tombstone);
+  EXPECT_EQ(StatusCode::kConflict,
+            this->cells_->Put("trips", {this->row_, "BASE", 5, {{"a", 1}}}).status().code())
+      << "a put over the tombstone's address";
+}
+
+TYPED_TEST(StoreContractTest, ReadyWhenEveryHostAnswers) {
+  EXPECT_TRUE(this->cells_->CheckReady().ok());
+}
+
+}  // namespace
+}  // namespace cellar
