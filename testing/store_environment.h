@@ -1,5 +1,5 @@
-// StoreEnvironment: private MariaDB servers and a CellStore over them, started
-// once for every test of a binary (a ::testing::Environment).
+// StoreEnvironment: a ClusterEnvironment without a broker plus a CellStore
+// over its servers, started once for every test of a binary.
 //
 // Usage, at namespace scope in the test file:
 //   StoreEnvironment* const env = static_cast<StoreEnvironment*>(
@@ -10,33 +10,29 @@
 // Header-only: include it only from tests that link cellar_cells.
 #pragma once
 
-#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cells/cell_store.h"
 #include "gtest/gtest.h"
-#include "testing/private_mariadb.h"
+#include "testing/cluster_environment.h"
 #include "testing/test_cluster.h"
 
 namespace cellar::testing {
 
-class StoreEnvironment : public ::testing::Environment {
+class StoreEnvironment : public ClusterEnvironment {
  public:
   // One server per label; the shards are split over them in order
   // (MakeClusterConfig).
   StoreEnvironment(std::vector<std::string> labels, uint32_t shards)
-      : labels_(std::move(labels)), shards_(shards) {}
+      : ClusterEnvironment({.servers = std::move(labels), .broker = false}), shards_(shards) {}
 
   void SetUp() override {
-    try {
-      for (const std::string& label : labels_) dbs.push_back(PrivateMariaDb::Start(label));
-    } catch (const std::exception& e) {
-      FAIL() << "cannot start MariaDB: " << e.what();
-    }
+    ClusterEnvironment::SetUp();
+    if (!ready()) return;
     std::vector<const PrivateMariaDb*> servers;
-    for (const auto& db : dbs) servers.push_back(db.get());
+    for (const auto& db : ClusterEnvironment::dbs()) servers.push_back(db.get());
     config = MakeClusterConfig(servers, shards_);
     store = CellStore::Open(config);
     Status s = store->Init();
@@ -45,15 +41,15 @@ class StoreEnvironment : public ::testing::Environment {
 
   void TearDown() override {
     store.reset();  // before the servers it talks to
-    while (!dbs.empty()) dbs.pop_back();
+    ClusterEnvironment::TearDown();
   }
 
-  std::vector<std::unique_ptr<PrivateMariaDb>> dbs;
   ClusterConfig config;
   std::unique_ptr<CellStore> store;
+  // The servers, in the order of the labels.
+  const std::vector<std::unique_ptr<PrivateMariaDb>>& dbs = ClusterEnvironment::dbs();
 
  private:
-  std::vector<std::string> labels_;
   uint32_t shards_;
 };
 

@@ -73,6 +73,21 @@ std::string MakeClusterYaml(const std::vector<const PrivateMariaDb*>& dbs, uint3
   return y;
 }
 
+std::string MakeKafkaClusterYaml(const std::vector<const PrivateMariaDb*>& dbs, uint32_t shards,
+                                 const std::string& brokers, const std::string& prefix,
+                                 int partitions) {
+  if (brokers.empty() || partitions < 1) {
+    std::fprintf(stderr, "MakeKafkaClusterYaml: brokers and partitions are required\n");
+    std::abort();
+  }
+  std::string yaml = MakeClusterYaml(dbs, shards, brokers, prefix);
+  // MakeClusterYaml writes "kafka:\n  brokers: ...\n": the settings go below it.
+  const auto line_end = yaml.find('\n', yaml.find("brokers:", yaml.find("kafka:\n")));
+  yaml.insert(line_end + 1,
+              "  topic_prefix: " + prefix + "\n  partitions: " + std::to_string(partitions) + "\n");
+  return yaml;
+}
+
 ClusterConfig MakeClusterConfig(const std::vector<const PrivateMariaDb*>& dbs, uint32_t shards,
                                 const std::string& brokers, const std::string& database_prefix) {
   const std::string yaml = MakeClusterYaml(dbs, shards, brokers, database_prefix);

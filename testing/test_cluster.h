@@ -25,6 +25,13 @@ std::string MakeClusterYaml(const std::vector<const PrivateMariaDb*>& dbs, uint3
                             const std::string& brokers = "",
                             const std::string& database_prefix = "cellar");
 
+// MakeClusterYaml with a Kafka section for `brokers` whose topics are
+// <prefix>.<datastore>.cells with `partitions` partitions each; `prefix` is
+// also the database prefix. REQUIRES: !brokers.empty(), partitions >= 1.
+std::string MakeKafkaClusterYaml(const std::vector<const PrivateMariaDb*>& dbs, uint32_t shards,
+                                 const std::string& brokers, const std::string& prefix,
+                                 int partitions);
+
 // MakeClusterYaml parsed with ParseClusterConfig (source "<test>").
 // Aborts with the parse errors if the result is invalid.
 ClusterConfig MakeClusterConfig(const std::vector<const PrivateMariaDb*>& dbs, uint32_t shards,

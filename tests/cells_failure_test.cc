@@ -26,6 +26,7 @@
 #include "testing/status_printing.h"
 #include "testing/store_environment.h"
 #include "testing/test_cluster.h"
+#include "testing/wait_for.h"
 
 namespace cellar {
 
@@ -50,15 +51,7 @@ Uuid RowOnShard(uint32_t shard) {
   }
 }
 
-template <typename F>
-bool WaitFor(F cond, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!cond()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
+using ::cellar::testing::WaitFor;
 
 class FailureTest : public ::testing::Test {
  protected:

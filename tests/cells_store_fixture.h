@@ -15,6 +15,7 @@
 #include "cells/shard_map.h"
 #include "gtest/gtest.h"
 #include "testing/store_environment.h"
+#include "testing/wait_for.h"
 
 namespace cellar {
 
@@ -105,15 +106,6 @@ inline std::vector<int64_t> Refs(const std::vector<Cell>& cells) {
   return refs;
 }
 
-// Polls `cond` every 20 ms until it holds or `timeout` passes.
-template <typename F>
-bool WaitFor(F cond, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
+using ::cellar::testing::WaitFor;
 
 }  // namespace cellar

@@ -10,37 +10,20 @@
 #include "changelog/consumer_group_lag.h"
 #include "gtest/gtest.h"
 #include "indexes/index_entry.h"
+#include "testing/cluster_environment.h"
 #include "testing/test_cluster.h"
 
 namespace cellar::idxtest {
 namespace {
 
-std::unique_ptr<testing::PrivateMariaDb> g_db;
-std::unique_ptr<testing::LocalBroker> g_broker;
-
-// Started on the main thread before the first test (PrivateMariaDb's
-// PDEATHSIG is bound to the starting thread), stopped after the last.
-class IndexEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_db = testing::PrivateMariaDb::Start("idxtest");
-    // Nothing here simulates a crash: trade durability for speed.
-    g_db->Execute("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
-    g_broker = testing::LocalBroker::Start();
-  }
-  void TearDown() override {
-    g_broker.reset();
-    g_db.reset();
-  }
-};
-
-[[maybe_unused]] ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new IndexEnvironment);
+// The binary's MariaDB and broker (testing/cluster_environment.h).
+testing::ClusterEnvironment* const g_env = testing::ClusterEnvironment::Register(
+    {.servers = {"idxtest"}, .broker = true, .relaxed_durability = true});
 
 }  // namespace
 
-testing::PrivateMariaDb& Db() { return *g_db; }
-testing::LocalBroker& Broker() { return *g_broker; }
+testing::PrivateMariaDb& Db() { return g_env->db(); }
+testing::LocalBroker& Broker() { return g_env->broker(); }
 
 Cluster::~Cluster() {
   StopWorker();
@@ -93,11 +76,8 @@ std::unique_ptr<Cluster> MakeCluster(const std::string& prefix,
   static std::map<std::string, int> runs;  // --gtest_repeat: fresh databases and topics
   const int run = ++runs[prefix];
   c->prefix = run == 1 ? prefix : prefix + "_r" + std::to_string(run);
-  std::string yaml = testing::MakeClusterYaml(dbs, kShards, Broker().bootstrap(), c->prefix);
-  const auto kafka = yaml.find("kafka:\n");
-  const auto line_end = yaml.find('\n', yaml.find("brokers:", kafka));
-  yaml.insert(line_end + 1, "  topic_prefix: " + c->prefix +
-                                "\n  partitions: " + std::to_string(kPartitions) + "\n");
+  std::string yaml =
+      testing::MakeKafkaClusterYaml(dbs, kShards, Broker().bootstrap(), c->prefix, kPartitions);
   yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 10\n";
   auto cfg = ParseClusterConfig(yaml, "<indexes_test>");
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString() << "\n" << yaml;

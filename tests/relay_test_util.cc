@@ -13,46 +13,26 @@
 #include "cells/shard_map.h"
 #include "changelog/relay.h"
 #include "gtest/gtest.h"
+#include "testing/child_process.h"
+#include "testing/cluster_environment.h"
 #include "testing/test_cluster.h"
 
 namespace cellar::relaytest {
 namespace {
 
-std::unique_ptr<testing::PrivateMariaDb> g_db;
-std::unique_ptr<testing::LocalBroker> g_broker;
-
-// Started on the main thread before the first test (PrivateMariaDb's
-// PDEATHSIG is bound to the starting thread), stopped after the last.
-class RelayEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_db = testing::PrivateMariaDb::Start("relaytest");
-    g_broker = testing::LocalBroker::Start();
-  }
-  void TearDown() override {
-    g_broker.reset();
-    g_db.reset();
-  }
-};
-
-[[maybe_unused]] ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new RelayEnvironment);
+// The binary's MariaDB and broker (testing/cluster_environment.h).
+testing::ClusterEnvironment* const g_env =
+    testing::ClusterEnvironment::Register({.servers = {"relaytest"}, .broker = true});
 
 }  // namespace
 
-testing::PrivateMariaDb& Db() { return *g_db; }
-testing::LocalBroker& Broker() { return *g_broker; }
+testing::PrivateMariaDb& Db() { return g_env->db(); }
+testing::LocalBroker& Broker() { return g_env->broker(); }
 
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
   // kHosts host entries on the one server: MakeClusterYaml names them db1, db2, ...
   std::vector<const testing::PrivateMariaDb*> hosts(kHosts, &Db());
-  std::string yaml = testing::MakeClusterYaml(hosts, kShards, bootstrap, prefix);
-  // MakeClusterYaml writes "kafka:\n  brokers: ...\n"; add our topic prefix and partitions.
-  const std::string::size_type kafka = yaml.find("kafka:\n");
-  EXPECT_NE(kafka, std::string::npos) << yaml;
-  const std::string::size_type line_end = yaml.find('\n', yaml.find("brokers:", kafka));
-  yaml.insert(line_end + 1, "  topic_prefix: " + prefix +
-                                "\n  partitions: " + std::to_string(kPartitions) + "\n");
+  std::string yaml = testing::MakeKafkaClusterYaml(hosts, kShards, bootstrap, prefix, kPartitions);
   // Quick ownership rounds so that takeovers and rebalances happen within a test.
   yaml += "relay:\n  lock_retry_ms: 200\n";
   return yaml;
@@ -306,63 +286,20 @@ std::string Writers::first_error() const {
 
 RelayProcess::RelayProcess(const std::string& config_path, const std::string& id,
                            const std::string& log_path)
-    : log_path_(log_path) {
-  // Everything the child needs is prepared before fork(): after it, the child
-  // only makes system calls (this process has many threads).
-  const std::string bin = CELLAR_RELAY_BIN;
-  std::vector<std::string> args = {bin, "--config", config_path, "--id", id};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The parent's environment, with info-level logging (OwnedFromLog reads it).
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::string_view(*e).substr(0, 17) != "CELLAR_LOG_LEVEL=") env_strings.emplace_back(*e);
-  env_strings.emplace_back("CELLAR_LOG_LEVEL=info");
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  EXPECT_GE(fd, 0) << "cannot open " << log_path;
-  if (fd < 0) return;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
-    if (::getppid() != parent) ::_exit(126);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::close_range(3, ~0u, 0);  // no inherited MySQL or Kafka sockets of the test
-    ::execve(bin.c_str(), argv.data(), envp.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  EXPECT_GT(pid, 0) << "fork failed";
-  pid_ = pid;
+    : log_path_(log_path),
+      child_(std::make_unique<testing::ChildProcess>(
+          std::vector<std::string>{CELLAR_RELAY_BIN, "--config", config_path, "--id", id},
+          log_path)) {
+  EXPECT_TRUE(child_->running()) << "cannot start " << CELLAR_RELAY_BIN;
 }
 
-RelayProcess::~RelayProcess() { Kill(); }
+RelayProcess::~RelayProcess() = default;  // the child is SIGKILLed if it still runs
 
-void RelayProcess::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
-
+pid_t RelayProcess::pid() const { return child_->pid(); }
+bool RelayProcess::running() const { return child_->running(); }
+void RelayProcess::Kill() { child_->Kill(); }
 int RelayProcess::Terminate(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) return -1;
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  const bool exited = WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout,
-                              std::chrono::milliseconds(20));
-  if (!exited) {
-    Kill();
-    return -1;
-  }
-  pid_ = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return child_->Terminate(timeout);
 }
 
 std::string RelayProcess::Log() const {

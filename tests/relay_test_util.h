@@ -31,6 +31,7 @@
 #include "changelog/change_log_consumer.h"
 #include "changelog/relay_checkpoint.h"
 #include "config/cluster_config.h"
+#include "testing/child_process.h"
 #include "testing/local_broker.h"
 #include "testing/private_mariadb.h"
 #include "testing/wait_for.h"
@@ -149,8 +150,9 @@ class Writers {
   std::vector<std::thread> threads_;
 };
 
-// A cellar-relay child process (stderr and stdout to `log_path`). The
-// destructor SIGKILLs and reaps it if it still runs.
+// A cellar-relay child process (testing::ChildProcess; stderr and stdout to
+// `log_path`, CELLAR_LOG_LEVEL=info). The destructor SIGKILLs and reaps it if
+// it still runs.
 class RelayProcess {
  public:
   RelayProcess(const std::string& config_path, const std::string& id, const std::string& log_path);
@@ -158,8 +160,8 @@ class RelayProcess {
   RelayProcess(const RelayProcess&) = delete;
   RelayProcess& operator=(const RelayProcess&) = delete;
 
-  pid_t pid() const { return pid_; }
-  bool running() const { return pid_ > 0; }
+  pid_t pid() const;
+  bool running() const;
   void Kill();  // SIGKILL + waitpid
   // SIGTERM, waits up to `timeout` for exit (then SIGKILL). Returns the exit
   // code, or -1 when it had to be killed or died from a signal.
@@ -171,8 +173,8 @@ class RelayProcess {
   std::set<std::string> OwnedFromLog(const ClusterConfig& config) const;
 
  private:
-  pid_t pid_ = -1;
   std::string log_path_;
+  std::unique_ptr<testing::ChildProcess> child_;
 };
 
 // A relay stream's name as RelayStats::owned_streams spells it: "<host name>/<datastore>".

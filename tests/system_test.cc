@@ -22,6 +22,7 @@
 #include "changelog/consumer_group_lag.h"
 #include "client/cellar_client.h"
 #include "testing/test_cluster.h"
+#include "testing/wait_for.h"
 #include "triggers/dead_letter.h"
 
 namespace cellar {
@@ -29,15 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-template <typename Fn>
-bool WaitFor(Fn&& done, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(100ms);  // polling interval, not a wait for a condition
-  }
-  return done();
-}
+using ::cellar::testing::WaitFor;
 
 std::map<std::string, std::string> ReadEnvFile(const std::string& path) {
   std::map<std::string, std::string> out;

@@ -16,50 +16,25 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "testing/cluster_environment.h"
 #include "testing/test_cluster.h"
 #include "testing/wait_for.h"
 
 namespace cellar::trigtest {
 namespace {
 
-std::unique_ptr<testing::PrivateMariaDb> g_db;
-std::unique_ptr<testing::LocalBroker> g_broker;
-
-// Started on the main thread before the first test (PrivateMariaDb's
-// PDEATHSIG is bound to the starting thread), stopped after the last.
-class TriggerEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_db = testing::PrivateMariaDb::Start("trigtest");
-    g_broker = testing::LocalBroker::Start();
-  }
-  void TearDown() override {
-    g_broker.reset();
-    g_db.reset();
-  }
-};
-
-[[maybe_unused]] ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new TriggerEnvironment);
+// The binary's MariaDB and broker (testing/cluster_environment.h).
+testing::ClusterEnvironment* const g_env =
+    testing::ClusterEnvironment::Register({.servers = {"trigtest"}, .broker = true});
 
 }  // namespace
 
-testing::PrivateMariaDb& Db() { return *g_db; }
-testing::LocalBroker& Broker() { return *g_broker; }
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-             std::chrono::milliseconds step) {
-  return testing::WaitFor(done, timeout, step);
-}
+testing::PrivateMariaDb& Db() { return g_env->db(); }
+testing::LocalBroker& Broker() { return g_env->broker(); }
 
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
-  std::string yaml = testing::MakeClusterYaml({&Db()}, kShards, bootstrap, prefix);
-  // MakeClusterYaml writes "kafka:\n  brokers: ...\n"; add our topic prefix and partitions.
-  const std::string::size_type kafka = yaml.find("kafka:\n");
-  EXPECT_NE(kafka, std::string::npos) << yaml;
-  const std::string::size_type line_end = yaml.find('\n', yaml.find("brokers:", kafka));
-  yaml.insert(line_end + 1, "  topic_prefix: " + prefix +
-                                "\n  partitions: " + std::to_string(kPartitions) + "\n");
+  std::string yaml =
+      testing::MakeKafkaClusterYaml({&Db()}, kShards, bootstrap, prefix, kPartitions);
   yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 20\n";
   return yaml;
 }

@@ -25,6 +25,7 @@
 #include "testing/child_process.h"
 #include "testing/local_broker.h"
 #include "testing/private_mariadb.h"
+#include "testing/wait_for.h"
 #include "triggers/trigger_worker.h"
 
 namespace cellar::trigtest {
@@ -38,8 +39,7 @@ testing::PrivateMariaDb& Db();
 testing::LocalBroker& Broker();
 
 // Polls `done` every `step` until it is true or `timeout` passed. Returns its last value.
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-             std::chrono::milliseconds step = std::chrono::milliseconds(20));
+using ::cellar::testing::WaitFor;
 
 // One test's cluster: host databases <prefix>_<host>, topics <prefix>.<ds>.cells
 // (kPartitions each) on the broker, consumer groups <prefix>.trigger.<name>.

@@ -17,6 +17,7 @@
 #include "changelog/partition_offsets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/wait_for.h"
 #include "triggers/trigger_config.h"
 
 namespace cellar {
@@ -26,14 +27,7 @@ using namespace std::chrono_literals;
 using Op = FieldCondition::Op;
 using nlohmann::json;
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
+using ::cellar::testing::WaitFor;
 
 bool Match(Op op, const std::string& field, const json& value, const json& body) {
   return MatchesFilter({FieldCondition{field, op, value}}, body);
