@@ -7,6 +7,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -17,6 +18,9 @@ namespace cellar {
 namespace {
 
 constexpr int kPollTimeoutMs = 20;
+// A pool full for longer than this pauses the assignment and polling goes on
+// (rebalances are served, the member stays in the group).
+constexpr int kPauseFetchAfterFullMs = 1000;
 
 bool IsTransient(StatusCode c) {
   return c == StatusCode::kUnavailable || c == StatusCode::kAborted ||
@@ -167,12 +171,14 @@ struct KeyedConsumer::Impl {
 
   // --- polling ----------------------------------------------------------------
 
-  // Pauses the assignment while the pool is full or after Pause(); resumes it
-  // once half of max_pending is left.
-  void ApplyFetchPause() {
-    const size_t pending = pool.pending();
+  // Pauses the assignment after Pause() or while the pool has been full for
+  // kPauseFetchAfterFullMs; resumes it once half of max_pending is left.
+  // Shorter back-pressure only stops polling (PollLoop): a resumed partition
+  // is fetched again only after a delay (about 1 s with librdkafka 2.0), which
+  // short bursts must not pay; a long one must keep serving the group.
+  void UpdateFetchPause(size_t pending, bool full_for_long) {
     const size_t max = static_cast<size_t>(std::max(1, o.max_pending));
-    const bool want = paused || pending >= max || (fetch_paused && pending > max / 2);
+    const bool want = paused || full_for_long || (fetch_paused && pending > max / 2);
     if (want == fetch_paused) return;
     auto assigned = consumer->Assignment();
     Status s = !assigned.ok() ? assigned.status()
@@ -184,6 +190,14 @@ struct KeyedConsumer::Impl {
       return;
     }
     fetch_paused = want;
+    if (o.metrics)
+      o.metrics
+          ->GetGauge("cellar_consumer_fetch_paused",
+                     "1 while the consumer does not fetch (back-pressure or paused)",
+                     {{"group", o.group_id}})
+          .Set(want ? 1 : 0);
+    Log(LogLevel::kDebug, o.log_component, want ? "fetching paused" : "fetching resumed",
+        {{"group", o.group_id}, {"pending", std::to_string(pending)}});
   }
 
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) {
@@ -222,20 +236,32 @@ struct KeyedConsumer::Impl {
   }
 
   void PollLoop() {
-    auto last_commit = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    const size_t max = static_cast<size_t>(std::max(1, o.max_pending));
+    auto last_commit = Clock::now();
+    std::optional<Clock::time_point> full_since;
     while (!stop_polling) {
-      ApplyFetchPause();
-      auto rec = consumer->PollRecord(kPollTimeoutMs);
-      if (!rec.ok()) {
-        LogWarn(o.log_component, "consume failed",
-                {{"group", o.group_id}, {"error", rec.status().ToString()}});
-      } else if (rec->has_value()) {
-        Dispatch(std::move(**rec));
+      const auto now = Clock::now();
+      const size_t pending = pool.pending();
+      const bool full = pending >= max;
+      if (!full) full_since.reset();
+      if (full && !full_since) full_since = now;
+      UpdateFetchPause(
+          pending, full && now - *full_since >= std::chrono::milliseconds(kPauseFetchAfterFullMs));
+      if (full && !fetch_paused) {
+        pool.WaitIdle(5);  // back-pressure: no polling, so nothing more is fetched
+      } else {
+        auto rec = consumer->PollRecord(kPollTimeoutMs);
+        if (!rec.ok()) {
+          LogWarn(o.log_component, "consume failed",
+                  {{"group", o.group_id}, {"error", rec.status().ToString()}});
+        } else if (rec->has_value()) {
+          Dispatch(std::move(**rec));
+        }
       }
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_commit >= std::chrono::milliseconds(o.commit_interval_ms)) {
+      if (Clock::now() - last_commit >= std::chrono::milliseconds(o.commit_interval_ms)) {
         CommitDone();
-        last_commit = now;
+        last_commit = Clock::now();
       }
     }
     Drain();
@@ -260,7 +286,9 @@ struct KeyedConsumer::Impl {
 
   // --- events -------------------------------------------------------------------
 
-  Disposition Guarded(const KeyedEvent& e, const std::function<Disposition()>& fn) {
+  // fn() for a callback of the owner; a throw is logged and abandons the event.
+  template <typename Fn>
+  auto Guarded(const KeyedEvent& e, Fn&& fn) -> decltype(fn()) {
     try {
       return fn();
     } catch (const std::exception& ex) {
@@ -290,20 +318,24 @@ struct KeyedConsumer::Impl {
       }
       const Status& s = full.status();
       const std::string address = c.Address(e.event.datastore);
-      if (s.code() == StatusCode::kNotFound) {
-        Count("not_found");
-        LogWarn(o.log_component, "omitted body no longer stored (purged or expired); passed by",
-                {{"group", o.group_id}, {"cell", address}});
-        *d = Disposition::kDone;
-        return false;
+      if (IsTransient(s.code())) {
+        Count("retry");
+      } else {
+        const bool not_found = s.code() == StatusCode::kNotFound;
+        Count(not_found ? "not_found" : "error");
+        std::optional<Disposition> decided;
+        if (cb.unreadable) {
+          decided = Guarded(e, [&] { return cb.unreadable(e, s); });
+        } else if (not_found) {
+          LogWarn(o.log_component, "omitted body no longer stored (expired or purged); passed by",
+                  {{"group", o.group_id}, {"cell", address}});
+          decided = Disposition::kDone;
+        }
+        if (decided) {
+          *d = *decided;
+          return false;
+        }
       }
-      const bool transient = IsTransient(s.code());
-      if (!transient && cb.unreadable) {
-        Count("error");
-        *d = Guarded(e, [&] { return cb.unreadable(e, s); });
-        return false;
-      }
-      Count(transient ? "retry" : "error");
       if (attempt % 20 == 0)  // the first failure, then about every 40 s
         LogWarn(o.log_component, "cannot read an omitted body; the event waits",
                 {{"group", o.group_id},

@@ -5,8 +5,10 @@
 //  - subscription to the change logs of `datastores` plus `extra_topics` in
 //    group `group_id`; partitions come and go with the group's rebalances;
 //  - one polling thread, with back-pressure: while `max_pending` events are
-//    queued or running, the assigned partitions are paused (the thread keeps
-//    polling, so the member stays in the group) until half of them finished;
+//    queued or running it stops polling, so nothing more is fetched; when that
+//    lasts over a second it pauses the assigned partitions instead and polls
+//    on (rebalances are served, the member stays in the group) until half of
+//    them finished;
 //  - a keyed pool of `concurrency` threads (keyed_executor.h): events of one
 //    row key run one at a time in log order, different rows concurrently;
 //  - bodies left out of the log (CellEvent::body_omitted): read from the
@@ -37,12 +39,15 @@
 //     waits (50 ms doubling to 2 s) and the read is tried again, until it
 //     succeeds or the consumer stops or pauses (then it is abandoned). The
 //     handler never sees the event without its body.
-//   NotFound: the cell was purged or expired since it was published: the event
-//     is finished without a handler call (logged).
-//   any other error: `unreadable(event, error)` decides (the event still has
-//     body_omitted set and a null body) when set; otherwise as a transient one.
+//   NotFound (the cell is no longer stored: its column's TTL passed or a
+//   purge deleted it) and any other error: `unreadable(event, error)` decides
+//   (the event still has body_omitted set and a null body): it finishes or
+//   abandons the event, or returns nullopt to have the read waited for and
+//   tried again like a transient one. Without `unreadable`, NotFound passes
+//   the event by (logged) and other errors are tried again.
 // Metrics (when `metrics` is set): cellar_consumer_body_rereads_total{group,
-// outcome=ok|retry|not_found|error}, one per read attempt.
+// outcome=ok|retry|not_found|error}, one per read attempt;
+// cellar_consumer_fetch_paused{group}, 1 while the assignment is paused.
 //
 // Threading: Start, Stop, Pause, Submit, Progress and the accessors may be
 // called from any thread; Start and Stop by one thread at a time. Callbacks
@@ -104,9 +109,9 @@ struct KeyedConsumerCallbacks {
   std::function<Result<std::optional<CellEvent>>(const ConsumedRecord&)> decode;
   // Pool thread, one row at a time. Required.
   std::function<Disposition(KeyedEvent&)> handle;
-  // Pool thread: an omitted body could not be read for a non-transient reason
-  // other than NotFound. Null: retried like a transient error.
-  std::function<Disposition(KeyedEvent&, const Status&)> unreadable;
+  // Pool thread: an omitted body could not be read and the error is not
+  // transient (see "Omitted bodies"). nullopt: wait and read it again.
+  std::function<std::optional<Disposition>(KeyedEvent&, const Status&)> unreadable;
   // Polling thread, after each commit round, with Progress(). May be null.
   std::function<void(const std::vector<PartitionProgress>&)> on_progress;
 };

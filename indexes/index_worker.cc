@@ -163,6 +163,20 @@ struct IndexWorker::Impl {
     return true;
   }
 
+  // The body left out of the log cannot be read, and not for a transient
+  // reason. NotFound in a column with a TTL: the version expired (and may be
+  // purged), and an expired version has no entry whatever its body, so it is
+  // applied without one (IndexWriter gives it none). Anything else: the event
+  // waits and the read is tried again (the consumer logs it), as failed
+  // applies are: nothing is skipped.
+  std::optional<Disposition> Unreadable(KeyedEvent& e, const Status& error) {
+    const DatastoreConfig* ds = store->config().FindDatastore(e.event.datastore);
+    const ColumnConfig* col = ds ? ds->FindColumn(e.event.cell.column) : nullptr;
+    if (error.code() != StatusCode::kNotFound || !col || col->ttl_ms <= 0) return std::nullopt;
+    return ApplyEverywhere(e.event.datastore, e.event.cell) ? Disposition::kDone
+                                                            : Disposition::kAbandoned;
+  }
+
   // Events of columns no index covers are passed by without a pool task.
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) const {
     CELLAR_ASSIGN_OR_RETURN(CellEvent e, DecodeCellEvent(rec.value));
@@ -207,6 +221,7 @@ Status IndexWorker::Start() {
     return m.ApplyEverywhere(e.event.datastore, e.event.cell) ? Disposition::kDone
                                                               : Disposition::kAbandoned;
   };
+  cb.unreadable = [&m](KeyedEvent& e, const Status& error) { return m.Unreadable(e, error); };
   m.consumer = std::make_unique<KeyedConsumer>(m.store, std::move(o), std::move(cb));
   CELLAR_RETURN_IF_ERROR(m.consumer->Start());
   if (!m.options.metrics_address.empty()) {

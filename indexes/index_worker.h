@@ -14,7 +14,8 @@
 // applied everywhere; Unavailable shards are retried with backoff, so nothing
 // is skipped. A body left out of the change log (over
 // kafka.max_event_body_bytes) is read from the store first; while that read
-// fails transiently the event waits, it is never applied without its body.
+// fails the event waits: it is never applied without its body, except a
+// version of a TTL column that is no longer stored (expired, it has no entry).
 // Exports cellar_index_lag_seconds (the cell's created_at to its entry
 // written, observed once per event that changed the index: an entry upserted
 // or removed; replayed, stale and unindexed events are not lag),

@@ -49,6 +49,20 @@ std::set<std::pair<Uuid, int64_t>> HitsOf(IndexReader& reader, const Uuid& drive
   return out;
 }
 
+// Entries of `row` in version `version` of index `table`, over all hosts.
+int EntryCountOf(const Cluster& c, const std::string& table, int version, const Uuid& row) {
+  int n = 0;
+  for (const auto& host : c.config.mysql.hosts) {
+    std::string out;
+    EXPECT_TRUE(Db().Execute("SELECT COUNT(*) FROM " + c.config.HostDatabase(host) + "." +
+                                 EntryTableName(table, version) + " WHERE row_key = UNHEX('" +
+                                 RowHex(row) + "')",
+                             &out));
+    n += std::atoi(out.c_str());
+  }
+  return n;
+}
+
 // Re-reads of omitted bodies that failed and will be tried again.
 uint64_t RereadRetries(Cluster& c) {
   return c.worker->metrics()
@@ -151,6 +165,48 @@ TEST(IndexesLargeBodyTest, RereadFailingWhileTheStoreIsDownWaitsAndTheEntryEndsR
   EXPECT_EQ(WaitForConverge(*c->store, reader, def, ByDriverOf(driver_b)), "");
   EXPECT_EQ(CheckProblems(*c->store, def), "");
   EXPECT_TRUE(WaitFor([&] { return c->WorkerLag() == 0; }, seconds(30)));
+}
+
+// A version of a TTL column whose omitted body is no longer stored when the
+// worker reads it (EPHEMERAL has a 2 s TTL) has no entry whatever its body:
+// the worker applies it as expired instead of waiting for a body that will
+// never come back.
+TEST(IndexesLargeBodyTest, OmittedBodyOfAnExpiredVersionIsAppliedAsExpired) {
+  auto c = MakeCluster("idx_big_gone");
+  ASSERT_TRUE(c);
+  const IndexDefinition def = ParseDef(
+      "table: ephemeral_by_driver\ndatastore: trips\ncolumn_defs:\n"
+      "  - column_key: EPHEMERAL\n    fields:\n"
+      "      - { field: driver_partner_uuid, type: UUID }\n",
+      c->config);
+  ApplyIndex(*c->store, def);
+  const Uuid row = Uuid::Random();
+  Trip t{Uuid::Random(), Uuid::Random(), *ParseRfc3339("2026-03-03T10:00:00Z"), 9,
+         "open",         Uuid::Random()};
+  c->StartRelay();
+  auto put = c->store->Put(
+      "trips", {row, "EPHEMERAL", 1,
+                BigTripBody(t, static_cast<size_t>(c->config.kafka.max_event_body_bytes) + 1)});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  ASSERT_TRUE(WaitFor([&] { return c->RelayCaughtUp(); }, seconds(30)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c->store->Get("trips", row, "EPHEMERAL", 1).status().code() == StatusCode::kNotFound;
+      },
+      seconds(30), std::chrono::milliseconds(100)))
+      << "the cell never expired";
+
+  c->StartWorker({def});
+  auto removed = [&] {
+    return c->worker->metrics()
+        .GetCounter("cellar_index_applied_total", "",
+                    {{"index", def.table}, {"outcome", "removed"}})
+        .value();
+  };
+  EXPECT_TRUE(WaitFor([&] { return removed() == 1; }, seconds(30)))
+      << "the expired version was not applied";
+  EXPECT_TRUE(WaitFor([&] { return c->WorkerLag() == 0; }, seconds(30)));
+  EXPECT_EQ(EntryCountOf(*c, def.table, 1, row), 0);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ target_compile_definitions(system_test PRIVATE CELLAR_SOURCE_DIR="${PROJECT_SOUR
 add_dependencies(system_test cellar cellard cellar-relay cellar-indexer cellar-billing cellar-trigger cellar-webhook-sink cellar-broker)
 set_tests_properties(system_test PROPERTIES TIMEOUT 900)
 cellar_test(trigger_test trigger_test.cc trigger_dlq_test.cc trigger_group_test.cc
-            trigger_large_body_test.cc trigger_test_util.cc)
+            trigger_large_body_test.cc keyed_consumer_test.cc trigger_test_util.cc)
 target_link_libraries(trigger_test PRIVATE cellar_triggers PkgConfig::HTTPLIB)
 cellar_test(triggers_unit_test triggers_unit_test.cc trigger_config_unit_test.cc)
 target_link_libraries(triggers_unit_test PRIVATE cellar_triggers)

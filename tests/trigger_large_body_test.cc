@@ -167,5 +167,43 @@ TEST(TriggerLargeBodyTest, RereadFailingWhileTheStoreIsDownWaitsInsteadOfANullBo
   w.Stop();
 }
 
+// A cell whose omitted body is no longer stored when the trigger reads it
+// (EPHEMERAL has a 2 s TTL): nothing to handle, the event is passed by (not
+// retried forever, not handed over without its body).
+TEST(TriggerLargeBodyTest, OmittedBodyOfAnExpiredCellIsPassedBy) {
+  auto c = MakeCluster("tg_big_gone", Broker());
+  ASSERT_TRUE(c);
+  const nlohmann::json body =
+      BigBody("completed", 5, static_cast<size_t>(c->config.kafka.max_event_body_bytes) + 1);
+  const Uuid row = Uuid::Random();
+  {
+    auto relay = StartRelay(c->store.get(), "big-gone-relay");
+    ASSERT_TRUE(relay);
+    ASSERT_TRUE(PutCell(*c->store, row, "EPHEMERAL", 1, body));
+    ASSERT_TRUE(WaitFor([&] { return RelayCaughtUp(*c->store); }, 30s));
+    relay->Stop();
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c->store->Get("trips", row, "EPHEMERAL", 1).status().code() == StatusCode::kNotFound;
+      },
+      30s, 100ms))
+      << "the cell never expired";
+
+  std::atomic<int> calls{0};
+  TriggerWorker w(c->config, Opts("big_gone"));
+  w.on("trips", "EPHEMERAL", "big_gone", [&](const CellEvent&, TriggerContext&) {
+    ++calls;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return TriggerCaughtUp(c->config, "big_gone"); }, 30s));
+  EXPECT_GE(MetricValue(w.metrics().Render(), "cellar_consumer_body_rereads_total",
+                        {{"outcome", "not_found"}}),
+            1);
+  EXPECT_EQ(calls.load(), 0);
+  EXPECT_EQ(Totals(w, "big_gone").set_aside, 0u);
+}
+
 }  // namespace
 }  // namespace cellar::trigtest

@@ -47,7 +47,7 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
   KeyedConsumerCallbacks cb;
   cb.decode = [this](const ConsumedRecord& rec) { return Decode(rec); };
   cb.handle = [this](KeyedEvent& e) { return Handle(e); };
-  cb.unreadable = [this](KeyedEvent& e, const Status& s) { return SetAsideUnreadable(e, s); };
+  cb.unreadable = [this](KeyedEvent& e, const Status& s) { return Unreadable(e, s); };
   cb.on_progress = [this](const std::vector<PartitionProgress>& p) { UpdateLag(p); };
   consumer_ = std::make_unique<KeyedConsumer>(store_, std::move(o), std::move(cb));
 }
@@ -113,7 +113,12 @@ Disposition TriggerRunner::Handle(KeyedEvent& e) {
   return Process(w) ? Disposition::kDone : Disposition::kAbandoned;
 }
 
-Disposition TriggerRunner::SetAsideUnreadable(KeyedEvent& e, const Status& error) {
+std::optional<Disposition> TriggerRunner::Unreadable(KeyedEvent& e, const Status& error) {
+  if (error.code() == StatusCode::kNotFound) {  // expired or purged since: nothing to handle
+    LogInfo("trigger", "the event's cell is no longer stored; passed by",
+            {{"trigger", spec_.name}, {"cell", e.event.cell.Address(e.event.datastore)}});
+    return Disposition::kDone;
+  }
   Work w = WorkOf(e);
   const Status why(error.code(),
                    "the body left out of the change log cannot be read: " + error.message());

@@ -54,7 +54,7 @@ class TriggerRunner {
 
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) const;
   Disposition Handle(KeyedEvent& e);
-  Disposition SetAsideUnreadable(KeyedEvent& e, const Status& error);
+  std::optional<Disposition> Unreadable(KeyedEvent& e, const Status& error);
   void UpdateLag(const std::vector<PartitionProgress>& progress);
   Work WorkOf(KeyedEvent& e) const;
   // True when the event is finished (handled, filtered out or set aside);
