@@ -8,6 +8,7 @@
 #include <string>
 
 #include "changelog/cell_event.h"
+#include "changelog/consumer_groups.h"
 #include "gtest/gtest.h"
 #include "tests/indexes_test_util.h"
 #include "tests/support/status_printing.h"
@@ -67,7 +68,7 @@ int EntryCountOf(const Cluster& c, const std::string& table, int version, const 
 uint64_t RereadRetries(Cluster& c) {
   return c.worker->metrics()
       .GetCounter("cellar_consumer_body_rereads_total", "",
-                  {{"group", c.config.kafka.topic_prefix + ".indexer"}, {"outcome", "retry"}})
+                  {{"group", IndexerGroup(c.config.kafka)}, {"outcome", "retry"}})
       .value();
 }
 
