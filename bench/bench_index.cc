@@ -34,7 +34,7 @@
 //     load). Kept for comparison with earlier runs (JSON p50_ms / p99_ms;
 //     p99_ok still refers to it).
 // The worker's own commit-to-entry-written histogram (cellar_index_lag_seconds,
-// all writes; measured from created_at) is shown too; it answers quantiles as
+// phase A's writes; measured from created_at) is shown too; it answers quantiles as
 // bucket upper bounds. A bare ungrouped ChangeLogConsumer reads the same cells
 // meanwhile and measures both figures at arrival: the relay + Kafka part of
 // the lag.

@@ -23,12 +23,30 @@
 #include "changelog/cell_event.h"
 #include "changelog/change_log_consumer.h"
 #include "changelog/consumer_group_lag.h"
+#include "changelog/consumer_groups.h"
 #include "changelog/relay.h"
 #include "indexes/index_query.h"
 #include "indexes/index_worker.h"
 
 namespace cellar::bench::index_phases {
 namespace {
+
+// Quantile q of what `h` observed since `before` (its CumulativeCounts() then),
+// answered as Histogram::Quantile does (the upper bound of the bucket holding
+// it), in ms; 0 when it observed nothing since. The worker's histogram counts
+// from its start, and against a used cluster that includes the catch-up on
+// earlier runs' cells (their lag is their age): phase A reads its own window.
+double QuantileSinceMs(const Histogram& h, const std::vector<uint64_t>& before, double q) {
+  double sum = 0;
+  const std::vector<uint64_t> now = h.CumulativeCounts(&sum);
+  const uint64_t total = now.back() - before.back();
+  if (total == 0) return 0;
+  const std::vector<double>& bounds = h.bounds();
+  for (size_t i = 0; i < now.size(); ++i)
+    if (static_cast<double>(now[i] - before[i]) >= q * static_cast<double>(total))
+      return (i < bounds.size() ? bounds[i] : bounds.back()) * 1000;
+  return bounds.back() * 1000;
+}
 
 // ---- A bare consumer next to the worker ------------------------------------------
 
@@ -151,7 +169,7 @@ int RunLagPhase(const IndexBenchRun& b, IndexReader& reader, LagFigures* out) {
     // beginning: let it work through earlier events before phase A measures.
     const std::string topic = ChangeLogTopic(cfg.kafka, datastore);
     while (!StopRequested() && clock.Seconds() < o.timeout_s) {
-      auto lag = ReadGroupLag(cfg, cfg.kafka.topic_prefix + ".indexer", {topic});
+      auto lag = ReadGroupLag(cfg, IndexerGroup(cfg.kafka), {topic});
       if (lag.ok() && lag->total == 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -184,6 +202,9 @@ int RunLagPhase(const IndexBenchRun& b, IndexReader& reader, LagFigures* out) {
   std::optional<Tap> tap;
   tap.emplace(std::move(tap_consumer).value(), NowMicros());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the tap connects and catches up
+  Histogram& worker_lag = worker.metrics().GetHistogram("cellar_index_lag_seconds", "");
+  double worker_lag_sum = 0;
+  const std::vector<uint64_t> worker_lag_before = worker_lag.CumulativeCounts(&worker_lag_sum);
   const double cpu_before = ProcessCpuSeconds();
   const std::optional<double> server_cpu_before = ServerCpuSeconds(b.cluster);
   {
@@ -255,8 +276,8 @@ int RunLagPhase(const IndexBenchRun& b, IndexReader& reader, LagFigures* out) {
   if (StopRequested()) return 130;
   // Let the worker finish the tail before reading its histogram.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  out->worker_p50 = worker.LagQuantileMs(0.5);
-  out->worker_p99 = worker.LagQuantileMs(0.99);
+  out->worker_p50 = QuantileSinceMs(worker_lag, worker_lag_before, 0.5);
+  out->worker_p99 = QuantileSinceMs(worker_lag, worker_lag_before, 0.99);
   std::vector<double> tap_ms = tap->Millis();
   AckLatency::Figures tap_ack = tap->acks().Join();
   tap.reset();

@@ -103,6 +103,7 @@ struct LagFigures {
   uint64_t tap_arrived_before_ack = 0;
   double client_cpu = 0;
   std::optional<double> server_cpu_before, server_cpu_after;
+  // cellar_index_lag_seconds over phase A's writes only (bucket upper bounds, ms).
   double worker_p50 = 0, worker_p99 = 0;
 };
 

@@ -76,7 +76,7 @@ int PrintIndexReport(const IndexBenchRun& b, bool private_broker, const LagFigur
                        0) +
               " % of " + FormatNumber(cores, 0) + " cores");
   }
-  t.Add("worker histogram p50 / p99 (all writes)",
+  t.Add("worker histogram p50 / p99 (phase A writes)",
         "<= " + FormatNumber(lag.worker_p50, 1) + " / <= " + FormatNumber(lag.worker_p99, 1) +
             " ms (bucket upper bounds, txn-start (created_at) to entry written)");
   t.Section("phase B: index-entry upserts (IndexWriter::Apply)");

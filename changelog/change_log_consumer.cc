@@ -1,8 +1,83 @@
 #include "changelog/change_log_consumer.h"
 
+#include <librdkafka/rdkafkacpp.h>
+
+#include <exception>
+
+#include "base/log.h"
 #include "changelog/kafka_conf.h"
 
 namespace cellar {
+namespace {
+
+std::vector<TopicPartitionId> Ids(const std::vector<RdKafka::TopicPartition*>& parts) {
+  std::vector<TopicPartitionId> out;
+  out.reserve(parts.size());
+  for (const auto* p : parts) out.push_back(TopicPartitionId{p->topic(), p->partition()});
+  return out;
+}
+
+// Owned TopicPartition handles for librdkafka calls.
+class PartitionList {
+ public:
+  explicit PartitionList(const std::vector<TopicPartitionId>& ids) {
+    for (const auto& id : ids)
+      parts_.push_back(RdKafka::TopicPartition::create(id.topic, id.partition));
+  }
+  ~PartitionList() { RdKafka::TopicPartition::destroy(parts_); }
+  PartitionList(const PartitionList&) = delete;
+  PartitionList& operator=(const PartitionList&) = delete;
+  std::vector<RdKafka::TopicPartition*>& get() { return parts_; }
+
+ private:
+  std::vector<RdKafka::TopicPartition*> parts_;
+};
+
+}  // namespace
+
+struct ChangeLogConsumer::Impl : public RdKafka::RebalanceCb {
+  std::function<void(RebalanceKind, const std::vector<TopicPartitionId>&)> on_rebalance;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+  bool closed = false;
+
+  void Notify(RebalanceKind kind, const std::vector<TopicPartitionId>& ids) {
+    if (!on_rebalance) return;
+    try {
+      on_rebalance(kind, ids);
+    } catch (const std::exception& e) {
+      LogError("changelog", "rebalance callback threw", {{"error", e.what()}});
+    } catch (...) {
+      LogError("changelog", "rebalance callback threw a non-standard exception");
+    }
+  }
+
+  // librdkafka calls this on the polling thread. Assignment first, then the
+  // owner hears of it; the owner hears of a revocation while the partitions
+  // are still ours, so it can commit finished work.
+  void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
+                    std::vector<RdKafka::TopicPartition*>& partitions) override {
+    const bool cooperative = c->rebalance_protocol() == "COOPERATIVE";
+    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      if (cooperative) {
+        std::unique_ptr<RdKafka::Error> e(c->incremental_assign(partitions));
+        if (e) LogWarn("changelog", "incremental assign failed", {{"error", e->str()}});
+      } else if (RdKafka::ErrorCode e = c->assign(partitions); e != RdKafka::ERR_NO_ERROR) {
+        LogWarn("changelog", "assign failed", {{"error", RdKafka::err2str(e)}});
+      }
+      Notify(RebalanceKind::kAssigned, Ids(partitions));
+      return;
+    }
+    Notify(RebalanceKind::kRevoked, Ids(partitions));
+    if (cooperative) {
+      std::unique_ptr<RdKafka::Error> e(c->incremental_unassign(partitions));
+      if (e) LogWarn("changelog", "incremental unassign failed", {{"error", e->str()}});
+    } else if (RdKafka::ErrorCode e = c->unassign(); e != RdKafka::ERR_NO_ERROR) {
+      LogWarn("changelog", "unassign failed", {{"error", RdKafka::err2str(e)}});
+    }
+  }
+};
+
+ChangeLogConsumer::ChangeLogConsumer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
     const ClusterConfig& config, const std::vector<std::string>& datastores,
@@ -26,15 +101,17 @@ Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
                      {"heartbeat.interval.ms", std::to_string(options.session_timeout_ms / 3)},
                      {"topic.metadata.refresh.interval.ms", "5000"},
                      {"fetch.wait.max.ms", "10"}}));
+  auto impl = std::make_unique<Impl>();
+  impl->on_rebalance = options.on_rebalance;
   std::string err;
-  if (options.rebalance_cb &&
-      conf->set("rebalance_cb", options.rebalance_cb, err) != RdKafka::Conf::CONF_OK)
+  if (grouped && conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl.get()), err) !=
+                     RdKafka::Conf::CONF_OK)
     return InvalidArgument("Kafka rebalance_cb: " + err);
-  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!c) return InvalidArgument("Kafka consumer: " + err);
+  impl->consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!impl->consumer) return InvalidArgument("Kafka consumer: " + err);
   RdKafka::ErrorCode e;
   if (grouped) {
-    e = c->subscribe(topics);
+    e = impl->consumer->subscribe(topics);
   } else {
     std::vector<RdKafka::TopicPartition*> parts;
     for (const auto& t : topics)
@@ -43,23 +120,23 @@ Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
                                                         options.from_beginning
                                                             ? RdKafka::Topic::OFFSET_BEGINNING
                                                             : RdKafka::Topic::OFFSET_END));
-    e = c->assign(parts);
+    e = impl->consumer->assign(parts);
     RdKafka::TopicPartition::destroy(parts);
   }
   if (e != RdKafka::ERR_NO_ERROR) return Unavailable("Kafka subscribe: " + RdKafka::err2str(e));
-  return std::unique_ptr<ChangeLogConsumer>(new ChangeLogConsumer(std::move(c)));
+  return std::unique_ptr<ChangeLogConsumer>(new ChangeLogConsumer(std::move(impl)));
 }
 
 ChangeLogConsumer::~ChangeLogConsumer() { Close(); }
 
 void ChangeLogConsumer::Close() {
-  if (closed_ || !consumer_) return;
-  closed_ = true;
-  consumer_->close();
+  if (impl_->closed || !impl_->consumer) return;
+  impl_->closed = true;
+  impl_->consumer->close();
 }
 
 Result<std::optional<ConsumedRecord>> ChangeLogConsumer::PollRecord(int timeout_ms) {
-  std::unique_ptr<RdKafka::Message> m(consumer_->consume(timeout_ms));
+  std::unique_ptr<RdKafka::Message> m(impl_->consumer->consume(timeout_ms));
   switch (m->err()) {
     case RdKafka::ERR__TIMED_OUT:
     case RdKafka::ERR__PARTITION_EOF:
@@ -101,10 +178,45 @@ Result<std::optional<ConsumedEvent>> ChangeLogConsumer::Poll(int timeout_ms) {
 Status ChangeLogConsumer::Commit(const std::string& topic, int32_t partition, int64_t offset) {
   std::vector<RdKafka::TopicPartition*> parts{
       RdKafka::TopicPartition::create(topic, partition, offset + 1)};
-  RdKafka::ErrorCode e = consumer_->commitSync(parts);
+  RdKafka::ErrorCode e = impl_->consumer->commitSync(parts);
   RdKafka::TopicPartition::destroy(parts);
   if (e != RdKafka::ERR_NO_ERROR) return Unavailable("Kafka commit: " + RdKafka::err2str(e));
   return Status::Ok();
+}
+
+Status ChangeLogConsumer::Pause(const std::vector<TopicPartitionId>& partitions) {
+  if (partitions.empty()) return Status::Ok();
+  PartitionList parts(partitions);
+  RdKafka::ErrorCode e = impl_->consumer->pause(parts.get());
+  if (e != RdKafka::ERR_NO_ERROR) return Unavailable("Kafka pause: " + RdKafka::err2str(e));
+  return Status::Ok();
+}
+
+Status ChangeLogConsumer::Resume(const std::vector<TopicPartitionId>& partitions) {
+  if (partitions.empty()) return Status::Ok();
+  PartitionList parts(partitions);
+  RdKafka::ErrorCode e = impl_->consumer->resume(parts.get());
+  if (e != RdKafka::ERR_NO_ERROR) return Unavailable("Kafka resume: " + RdKafka::err2str(e));
+  return Status::Ok();
+}
+
+Result<std::vector<TopicPartitionId>> ChangeLogConsumer::Assignment() {
+  std::vector<RdKafka::TopicPartition*> parts;
+  RdKafka::ErrorCode e = impl_->consumer->assignment(parts);
+  std::vector<TopicPartitionId> out = Ids(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  if (e != RdKafka::ERR_NO_ERROR) return Unavailable("Kafka assignment: " + RdKafka::err2str(e));
+  return out;
+}
+
+Result<int64_t> ChangeLogConsumer::KnownEnd(const TopicPartitionId& partition) {
+  int64_t low = 0, high = 0;
+  RdKafka::ErrorCode e =
+      impl_->consumer->get_watermark_offsets(partition.topic, partition.partition, &low, &high);
+  if (e != RdKafka::ERR_NO_ERROR || high < 0)
+    return NotFound("no end known yet for " + partition.topic + "/" +
+                    std::to_string(partition.partition));
+  return high;
 }
 
 }  // namespace cellar

@@ -1,5 +1,6 @@
 // ChangeLogConsumer: reads CellEvents from the change-log topics with
-// librdkafka's KafkaConsumer.
+// librdkafka's KafkaConsumer. No librdkafka type appears in this header: the
+// modules above changelog/ reach Kafka only through it and its siblings.
 //
 // Two modes:
 //  - group_id set: joins that consumer group (partitions shared with other
@@ -8,11 +9,13 @@
 //  - group_id empty: reads every partition of the topics directly (no group),
 //    from the beginning or the end; nothing is committed. For `cellar log
 //    tail` and tests.
-// Threading: one thread at a time.
+// Threading: one thread at a time (on_rebalance runs on that thread, inside
+// Poll()/PollRecord()/Close()).
 #pragma once
 
-#include <librdkafka/rdkafkacpp.h>
-
+#include <compare>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +27,15 @@
 
 namespace cellar {
 
+// One partition of one topic.
+struct TopicPartitionId {
+  std::string topic;
+  int32_t partition = 0;
+  auto operator<=>(const TopicPartitionId&) const = default;
+};
+
+enum class RebalanceKind { kAssigned, kRevoked };
+
 struct ConsumerOptions {
   std::string group_id;           // empty: read all partitions without a group
   bool from_beginning = true;     // where to start without a committed offset
@@ -32,9 +44,13 @@ struct ConsumerOptions {
   // Further topics to read besides the datastores' change logs (e.g. a trigger's
   // retry topic). Their records are returned by PollRecord() only.
   std::vector<std::string> extra_topics;
-  // Called on partition assignment/revocation (grouped mode). Not owned; must
-  // outlive the consumer. When set it must (un)assign, as librdkafka requires.
-  RdKafka::RebalanceCb* rebalance_cb = nullptr;
+  // Grouped mode: called when the group assigns partitions to this member
+  // (after they are assigned, so Pause() applies to them) or revokes them
+  // (before they are released, so Commit() can still record finished work).
+  // The consumer does the (un)assignment itself. May call Commit(), Pause(),
+  // Resume(), Assignment() and KnownEnd(). An exception it throws is caught
+  // and logged.
+  std::function<void(RebalanceKind, const std::vector<TopicPartitionId>&)> on_rebalance;
 };
 
 // One record as read from Kafka, undecoded.
@@ -62,7 +78,7 @@ class ChangeLogConsumer {
   static Result<std::unique_ptr<ChangeLogConsumer>> Create(
       const ClusterConfig& config, const std::vector<std::string>& datastores,
       const ConsumerOptions& options);
-  ~ChangeLogConsumer();
+  ~ChangeLogConsumer();  // Close()
 
   // The next event, or nullopt if none arrived within timeout_ms. A record that
   // is not a valid event is InvalidArgument naming its topic/partition/offset
@@ -72,18 +88,31 @@ class ChangeLogConsumer {
   // The next record of any subscribed topic, undecoded; nullopt on timeout.
   Result<std::optional<ConsumedRecord>> PollRecord(int timeout_ms);
 
-  // Commits "everything up to and including `offset`" for one partition (synchronous).
+  // Commits "everything up to and including `offset`" for one partition
+  // (synchronous). Unavailable when Kafka refuses or does not answer.
   Status Commit(const std::string& topic, int32_t partition, int64_t offset);
+
+  // Stops fetching from these (assigned) partitions, or starts again. Records
+  // already returned are unaffected; after Resume() the partition goes on
+  // after the last record Poll returned. Unavailable on a Kafka error.
+  Status Pause(const std::vector<TopicPartitionId>& partitions);
+  Status Resume(const std::vector<TopicPartitionId>& partitions);
+
+  // The partitions this member reads now. Unavailable on a Kafka error.
+  Result<std::vector<TopicPartitionId>> Assignment();
+
+  // The partition's end (offset of its next record) as the broker last
+  // reported it with fetched records: no request is sent. NotFound before the
+  // first fetch response of that partition.
+  Result<int64_t> KnownEnd(const TopicPartitionId& partition);
 
   // Leaves the group (if any) and closes. Idempotent.
   void Close();
 
-  RdKafka::KafkaConsumer* raw() { return consumer_.get(); }
-
  private:
-  explicit ChangeLogConsumer(std::unique_ptr<RdKafka::KafkaConsumer> c) : consumer_(std::move(c)) {}
-  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
-  bool closed_ = false;
+  struct Impl;
+  explicit ChangeLogConsumer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace cellar

@@ -7,35 +7,17 @@
 namespace cellar {
 namespace {
 
-Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeConsumer(const ClusterConfig& config,
-                                                             const std::string& group) {
-  CELLAR_ASSIGN_OR_RETURN(auto conf,
-                          MakeKafkaConf(config.kafka, {{"group.id", group},
-                                                       {"enable.auto.commit", "false"},
-                                                       {"allow.auto.create.topics", "false"}}));
-  std::string err;
-  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!c) return InvalidArgument("Kafka consumer: " + err);
-  return c;
-}
-
+// Partitions of `topic`; 0 when it does not exist or Kafka does not say.
 int Partitions(RdKafka::KafkaConsumer* c, const std::string& topic) {
-  std::string err;
-  std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(c, topic, nullptr, err));
-  RdKafka::Metadata* md = nullptr;
-  if (!t || c->metadata(false, t.get(), &md, 5000) != RdKafka::ERR_NO_ERROR) return 0;
-  std::unique_ptr<RdKafka::Metadata> owned(md);
-  for (const auto* tm : *md->topics())
-    if (tm->topic() == topic && tm->err() == RdKafka::ERR_NO_ERROR)
-      return static_cast<int>(tm->partitions()->size());
-  return 0;
+  auto n = TopicPartitions(c, topic, 5000);
+  return n.ok() ? *n : 0;
 }
 
 }  // namespace
 
 Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& group,
                               const std::vector<std::string>& topics) {
-  CELLAR_ASSIGN_OR_RETURN(auto c, MakeConsumer(config, group));
+  CELLAR_ASSIGN_OR_RETURN(auto c, MakeAdminConsumer(config.kafka, group));
   std::vector<RdKafka::TopicPartition*> parts;
   for (const auto& topic : topics)
     for (int p = 0, n = Partitions(c.get(), topic); p < n; ++p)
@@ -66,7 +48,7 @@ Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& gr
 }
 
 Result<int64_t> TopicRecordCount(const ClusterConfig& config, const std::string& topic) {
-  CELLAR_ASSIGN_OR_RETURN(auto c, MakeConsumer(config, "cellar-topic-count"));
+  CELLAR_ASSIGN_OR_RETURN(auto c, MakeAdminConsumer(config.kafka, "cellar-topic-count"));
   int64_t total = 0;
   for (int p = 0, n = Partitions(c.get(), topic); p < n; ++p) {
     int64_t low = 0, high = 0;

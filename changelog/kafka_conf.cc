@@ -21,6 +21,19 @@ Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
   return conf;
 }
 
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAdminConsumer(
+    const KafkaConfig& kafka, const std::string& group,
+    const std::map<std::string, std::string>& settings) {
+  std::map<std::string, std::string> all = {
+      {"group.id", group}, {"enable.auto.commit", "false"}, {"allow.auto.create.topics", "false"}};
+  for (const auto& [k, v] : settings) all[k] = v;
+  CELLAR_ASSIGN_OR_RETURN(auto conf, MakeKafkaConf(kafka, all));
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c) return InvalidArgument("Kafka consumer: " + err);
+  return c;
+}
+
 Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms) {
   std::string topic_err;
   std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(handle, topic, nullptr, topic_err));

@@ -18,6 +18,15 @@ namespace cellar {
 Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
     const KafkaConfig& kafka, const std::map<std::string, std::string>& settings);
 
+// A KafkaConsumer in `group` for queries and short reads (committed offsets,
+// watermarks, metadata, a topic read once): auto commit off, no topic
+// auto-creation, plus `settings`. It has not subscribed to anything. The
+// caller close()s it. InvalidArgument as MakeKafkaConf, or when librdkafka
+// refuses the configuration.
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAdminConsumer(
+    const KafkaConfig& kafka, const std::string& group,
+    const std::map<std::string, std::string>& settings = {});
+
 // Creates `topic` with `partitions` partitions if it does not exist (Kafka's
 // CreateTopics; "already exists" is success). FailedPrecondition when it
 // exists with fewer partitions than asked. Unavailable when the broker does not

@@ -2,50 +2,79 @@
 
 #include <httplib.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "base/log.h"
-#include "changelog/change_log_consumer.h"
-#include "changelog/keyed_executor.h"
-#include "changelog/partition_offsets.h"
+#include "changelog/consumer_groups.h"
+#include "changelog/keyed_consumer.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_writer.h"
 
 namespace cellar {
+namespace {
+
+// How long Stop() lets queued events finish (retries going on) before it
+// abandons the rest to the next worker.
+constexpr int kStopDrainMs = 30000;
+
+const char* OutcomeName(IndexApply outcome) {
+  switch (outcome) {
+    case IndexApply::kUpserted:
+      return "upserted";
+    case IndexApply::kRemoved:
+      return "removed";
+    case IndexApply::kStale:
+      return "stale";
+    case IndexApply::kSkipped:
+      return "skipped";
+    case IndexApply::kNotIndexed:
+      break;
+  }
+  return "not_indexed";
+}
+
+// The outcome changed what the index holds for the row (an entry written or
+// removed, or the pointer moved to a version without an entry).
+bool ChangedTheIndex(IndexApply outcome) {
+  return outcome == IndexApply::kUpserted || outcome == IndexApply::kRemoved ||
+         outcome == IndexApply::kSkipped;
+}
+
+}  // namespace
 
 struct IndexWorker::Impl {
+  using Versions = std::vector<std::pair<int, IndexDefinition>>;
+
   CellStore* store;
   std::vector<IndexDefinition> defs;
   IndexWorkerOptions options;
   MetricsRegistry metrics;
   IndexCatalog catalog;
   IndexWriter writer;
-  std::unique_ptr<ChangeLogConsumer> consumer;
-  std::unique_ptr<KeyedExecutor> executor;
-  std::thread poll_thread;
-  std::atomic<bool> stopping{false};
+  std::unique_ptr<KeyedConsumer> consumer;
   std::unique_ptr<httplib::Server> http;
   std::thread http_thread;
   Histogram* lag = nullptr;
 
-  std::mutex offsets_mu;
-  std::map<std::pair<std::string, int32_t>, PartitionOffsets> offsets;
-  std::map<std::pair<std::string, int32_t>, int64_t> committed;
-
   std::mutex versions_mu;
   // index -> writable versions, each with the definition it was created from
   // (a changed definition's new version has other columns than the old one).
-  std::map<std::string, std::vector<std::pair<int, IndexDefinition>>> versions;
+  std::map<std::string, Versions> versions;
+  std::set<std::string> versions_known;  // indexes whose catalog was read at least once
   std::map<std::pair<std::string, int>, IndexDefinition> version_defs;  // never change
   std::chrono::steady_clock::time_point versions_at{};
 
   Impl(CellStore* s, std::vector<IndexDefinition> d, IndexWorkerOptions o)
       : store(s), defs(std::move(d)), options(std::move(o)), catalog(s), writer(s, &metrics) {
-    lag = &metrics.GetHistogram("cellar_index_lag_seconds", "Cell commit to index entry written");
+    lag = &metrics.GetHistogram("cellar_index_lag_seconds",
+                                "Cell created_at to index entry written, for events that "
+                                "changed the index");
   }
 
   // Re-reads the writable versions of `d`; false (keeping the previous answer)
@@ -53,7 +82,7 @@ struct IndexWorker::Impl {
   bool RefreshVersions(const IndexDefinition& d) {
     auto v = catalog.Writable(d.table);
     if (!v.ok()) return false;
-    std::vector<std::pair<int, IndexDefinition>> out;
+    Versions out;
     for (const auto& x : *v) {
       auto cached = version_defs.find({d.table, x.version});
       if (cached == version_defs.end()) {
@@ -70,10 +99,13 @@ struct IndexWorker::Impl {
       out.emplace_back(x.version, cached->second);
     }
     versions[d.table] = std::move(out);
+    versions_known.insert(d.table);
     return true;
   }
 
-  std::vector<std::pair<int, IndexDefinition>> WritableVersions(const IndexDefinition& d) {
+  // The writable versions of `d`, or nullopt while its catalog was never read
+  // (the host is down since the worker started: the event must wait).
+  std::optional<Versions> WritableVersions(const IndexDefinition& d) {
     std::lock_guard<std::mutex> lock(versions_mu);
     auto now = std::chrono::steady_clock::now();
     if (now - versions_at > std::chrono::milliseconds(kWritableVersionsCacheMs)) {
@@ -84,95 +116,74 @@ struct IndexWorker::Impl {
       // empty datastore is ready at once and must not miss these events.
       RefreshVersions(d);
     }
+    if (!versions_known.count(d.table)) return std::nullopt;
     return versions[d.table];
+  }
+
+  // Waits before attempt+1 of something that failed; false when stopping.
+  bool Backoff(int attempt) {
+    return consumer->WaitUnlessStopping(std::min(2000, 50 << std::min(attempt, 5)));
   }
 
   // Applies `cell` to every writable version of every matching index, retrying
   // transient failures until done or stopping. False when abandoned.
   bool ApplyEverywhere(const std::string& datastore, const Cell& cell) {
+    bool changed = false;
     for (const auto& d : defs) {
       if (d.datastore != datastore || !d.FindColumnDef(cell.column)) continue;
-      for (const auto& [version, vdef] : WritableVersions(d)) {
+      std::optional<Versions> writable;
+      for (int attempt = 0; !(writable = WritableVersions(d)); ++attempt) {
+        LogWarn("index", "cannot read the index catalog; the event waits",
+                {{"index", d.table}, {"cell", cell.Address(datastore)}});
+        if (!Backoff(attempt)) return false;
+      }
+      for (const auto& [version, vdef] : *writable) {
         if (!vdef.FindColumnDef(cell.column)) continue;
         for (int attempt = 0;; ++attempt) {
           auto r = writer.Apply(vdef, version, cell);
           if (r.ok()) {
             metrics
                 .GetCounter("cellar_index_applied_total", "Cell versions applied to an index",
-                            {{"index", d.table},
-                             {"outcome", r->outcome == IndexApply::kUpserted  ? "upserted"
-                                         : r->outcome == IndexApply::kRemoved ? "removed"
-                                         : r->outcome == IndexApply::kStale   ? "stale"
-                                         : r->outcome == IndexApply::kSkipped ? "skipped"
-                                                                              : "not_indexed"}})
+                            {{"index", d.table}, {"outcome", OutcomeName(r->outcome)}})
                 .Increment();
+            changed |= ChangedTheIndex(r->outcome);
             break;
           }
-          if (stopping) return false;
           LogWarn("index", "apply failed; retrying",
                   {{"index", d.table},
                    {"cell", cell.Address(datastore)},
                    {"error", r.status().ToString()}});
-          std::this_thread::sleep_for(
-              std::chrono::milliseconds(std::min(2000, 50 << std::min(attempt, 5))));  // backoff
+          if (!Backoff(attempt)) return false;
         }
       }
     }
-    lag->Observe(std::max<double>(0, (NowMicros() - cell.created_at) / 1e6));
+    // Only events that changed the index count: a replayed, stale or
+    // unindexed event's age is no lag of the index.
+    if (changed) lag->Observe(std::max<double>(0, (NowMicros() - cell.created_at) / 1e6));
     return true;
   }
 
-  void MarkDone(const std::pair<std::string, int32_t>& tp, int64_t offset) {
-    std::lock_guard<std::mutex> lock(offsets_mu);
-    offsets[tp].Done(offset);
+  // The body left out of the log cannot be read, and not for a transient
+  // reason. NotFound in a column with a TTL: the version expired (and may be
+  // purged), and an expired version has no entry whatever its body, so it is
+  // applied without one (IndexWriter gives it none). Anything else: the event
+  // waits and the read is tried again (the consumer logs it), as failed
+  // applies are: nothing is skipped.
+  std::optional<Disposition> Unreadable(KeyedEvent& e, const Status& error) {
+    const DatastoreConfig* ds = store->config().FindDatastore(e.event.datastore);
+    const ColumnConfig* col = ds ? ds->FindColumn(e.event.cell.column) : nullptr;
+    if (error.code() != StatusCode::kNotFound || !col || col->ttl_ms <= 0) return std::nullopt;
+    return ApplyEverywhere(e.event.datastore, e.event.cell) ? Disposition::kDone
+                                                            : Disposition::kAbandoned;
   }
 
-  void Commit() {
-    std::vector<std::pair<std::pair<std::string, int32_t>, int64_t>> todo;
-    {
-      std::lock_guard<std::mutex> lock(offsets_mu);
-      for (auto& [tp, off] : offsets)
-        if (off.committable() >= 0 && off.committable() + 1 > committed[tp])
-          todo.emplace_back(tp, off.committable());
-    }
-    for (const auto& [tp, c] : todo)
-      if (consumer->Commit(tp.first, tp.second, c).ok()) {
-        std::lock_guard<std::mutex> lock(offsets_mu);
-        committed[tp] = c + 1;
-      }
-  }
-
-  void PollLoop() {
-    auto last_commit = std::chrono::steady_clock::now();
-    while (!stopping) {
-      if (executor->pending() >= static_cast<size_t>(options.max_pending)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // backpressure
-      } else {
-        auto ev = consumer->Poll(20);
-        if (!ev.ok()) {
-          LogWarn("index", "consume failed", {{"error", ev.status().ToString()}});
-        } else if (ev->has_value()) {
-          auto e = std::make_shared<ConsumedEvent>(std::move(**ev));
-          std::pair<std::string, int32_t> tp{e->topic, e->partition};
-          {
-            std::lock_guard<std::mutex> lock(offsets_mu);
-            offsets[tp].Track(e->offset);
-          }
-          executor->Submit(e->event.cell.row_key.ToString(), [this, e, tp] {
-            Cell cell = e->event.cell;
-            if (e->event.body_omitted) {  // too large for the log: read it
-              auto full = store->Get(e->event.datastore, cell.row_key, cell.column, cell.ref_key);
-              if (full.ok()) cell.body = full->body;
-            }
-            if (ApplyEverywhere(e->event.datastore, cell)) MarkDone(tp, e->offset);
-          });
-        }
-      }
-      if (std::chrono::steady_clock::now() - last_commit > std::chrono::milliseconds(200)) {
-        Commit();
-        last_commit = std::chrono::steady_clock::now();
-      }
-    }
+  // Events of columns no index covers are passed by without a pool task.
+  Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) const {
+    CELLAR_ASSIGN_OR_RETURN(CellEvent e, DecodeCellEvent(rec.value));
+    for (const auto& d : defs)
+      if (d.datastore == e.datastore && d.FindColumnDef(e.cell.column))
+        return std::optional<CellEvent>(std::move(e));
+    return std::optional<CellEvent>();
   }
 };
 
@@ -190,21 +201,29 @@ Status IndexWorker::Start() {
   Impl& m = *impl_;
   if (m.defs.empty()) return InvalidArgument("the index worker has no index definitions");
   // Index tables live in the host databases: refuse a cluster still in the
-  // per-shard layout (a host that is down is the poll loop's to retry).
+  // per-shard layout (a host that is down is the consumer's to wait for).
   if (Status layout = m.store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
     return layout;
-  std::vector<std::string> datastores;
+  KeyedConsumerOptions o;
   for (const auto& d : m.defs)
-    if (std::find(datastores.begin(), datastores.end(), d.datastore) == datastores.end())
-      datastores.push_back(d.datastore);
-  ConsumerOptions opts;
-  opts.group_id = m.store->config().kafka.topic_prefix + ".indexer";
-  opts.from_beginning = m.options.from_beginning;
-  opts.client_id = "cellar-indexer";
-  CELLAR_ASSIGN_OR_RETURN(m.consumer,
-                          ChangeLogConsumer::Create(m.store->config(), datastores, opts));
-  m.executor = std::make_unique<KeyedExecutor>(m.options.concurrency);
-  m.poll_thread = std::thread([&m] { m.PollLoop(); });
+    if (std::find(o.datastores.begin(), o.datastores.end(), d.datastore) == o.datastores.end())
+      o.datastores.push_back(d.datastore);
+  o.group_id = IndexerGroup(m.store->config().kafka);
+  o.client_id = "cellar-indexer";
+  o.from_beginning = m.options.from_beginning;
+  o.concurrency = m.options.concurrency;
+  o.max_pending = m.options.max_pending;
+  o.log_component = "index";
+  o.metrics = &m.metrics;
+  KeyedConsumerCallbacks cb;
+  cb.decode = [&m](const ConsumedRecord& rec) { return m.Decode(rec); };
+  cb.handle = [&m](KeyedEvent& e) {
+    return m.ApplyEverywhere(e.event.datastore, e.event.cell) ? Disposition::kDone
+                                                              : Disposition::kAbandoned;
+  };
+  cb.unreadable = [&m](KeyedEvent& e, const Status& error) { return m.Unreadable(e, error); };
+  m.consumer = std::make_unique<KeyedConsumer>(m.store, std::move(o), std::move(cb));
+  CELLAR_RETURN_IF_ERROR(m.consumer->Start());
   if (!m.options.metrics_address.empty()) {
     auto colon = m.options.metrics_address.rfind(':');
     m.http = std::make_unique<httplib::Server>();
@@ -218,22 +237,19 @@ Status IndexWorker::Start() {
     m.http_thread = std::thread([&m] { m.http->listen_after_bind(); });
   }
   LogInfo("index", "worker started",
-          {{"group", opts.group_id}, {"indexes", std::to_string(m.defs.size())}});
+          {{"group", m.consumer->group()}, {"indexes", std::to_string(m.defs.size())}});
   return Status::Ok();
 }
 
 void IndexWorker::Stop() {
   Impl& m = *impl_;
-  if (!m.poll_thread.joinable()) return;
-  m.stopping = true;
-  m.poll_thread.join();
-  m.executor->WaitIdle(30000);
-  m.executor->Shutdown();
-  m.Commit();
-  m.consumer->Close();
+  if (!m.consumer) return;
+  m.consumer->Stop(kStopDrainMs);
+  m.consumer.reset();
   if (m.http) {
     m.http->stop();
     if (m.http_thread.joinable()) m.http_thread.join();
+    m.http.reset();
   }
   LogInfo("index", "worker stopped");
 }

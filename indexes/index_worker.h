@@ -1,16 +1,26 @@
 // IndexWorker: keeps every applied index up to date from the change log.
 //
-// One Kafka consumer group (<prefix>.indexer) over the change logs of every
-// datastore that has an index. Each event is applied (IndexWriter) to every
-// writable version (building or ready) of every index with a column_def for
-// the event's column, on a pool keyed by row. Each version is written with the
-// definition it was created from (the registry keeps it), so a worker started
-// with an older or newer YAML than a version's still writes it correctly. The
-// list of writable versions is cached for kWritableVersionsCacheMs, except
-// that an index with no version yet is looked up again on each of its events. Offsets are committed
-// only for events applied everywhere; Unavailable shards are retried with backoff, so nothing is
-// skipped. Exports cellar_index_lag_seconds (cell commit to entry written),
-// cellar_index_applied_total{index,outcome} and cellar_index_skipped_total{index}. Threading:
+// One Kafka consumer group (<prefix>.indexer, changelog/consumer_groups.h) over
+// the change logs of every datastore that has an index, read with a
+// KeyedConsumer (changelog/keyed_consumer.h). Each event is applied
+// (IndexWriter) to every writable version (building or ready) of every index
+// with a column_def for the event's column, on a pool keyed by row. Each
+// version is written with the definition it was created from (the registry
+// keeps it), so a worker started with an older or newer YAML than a version's
+// still writes it correctly. The list of writable versions is cached for
+// kWritableVersionsCacheMs, except that an index with no version yet is looked
+// up again on each of its events; while the catalog was never read (its host
+// down since the start) events wait. Offsets are committed only for events
+// applied everywhere; Unavailable shards are retried with backoff, so nothing
+// is skipped. A body left out of the change log (over
+// kafka.max_event_body_bytes) is read from the store first; while that read
+// fails the event waits: it is never applied without its body, except a
+// version of a TTL column that is no longer stored (expired, it has no entry).
+// Exports cellar_index_lag_seconds (the cell's created_at to its entry
+// written, observed once per event that changed the index: an entry upserted
+// or removed; replayed, stale and unindexed events are not lag),
+// cellar_index_applied_total{index,outcome}, cellar_index_skipped_total{index}
+// and cellar_consumer_body_rereads_total{group,outcome}. Threading:
 // Start/Stop from one thread.
 #pragma once
 

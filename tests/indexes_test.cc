@@ -4,7 +4,9 @@
 // paging, verify, updates / replays / shard-field moves / tombstones, bad
 // bodies and SQL-looking values, query errors, check --repair, and an index
 // applied while the worker already runs. Every test has its own host
-// databases, topics and consumer group (its own cluster prefix).
+// databases, topics and consumer group (its own cluster prefix). Same binary:
+// bodies too large for the change log (indexes_large_body_test.cc) and the lag
+// histogram against measured lag (indexes_lag_test.cc).
 #include <set>
 #include <string>
 #include <vector>

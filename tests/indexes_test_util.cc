@@ -8,6 +8,7 @@
 #include "base/time.h"
 #include "cells/shard_map.h"
 #include "changelog/consumer_group_lag.h"
+#include "changelog/consumer_groups.h"
 #include "gtest/gtest.h"
 #include "indexes/index_entry.h"
 #include "testing/cluster_environment.h"
@@ -53,7 +54,7 @@ void Cluster::StopWorker() {
 
 int64_t Cluster::WorkerLag() const {
   auto lag = ReadGroupLag(
-      config, config.kafka.topic_prefix + ".indexer",
+      config, IndexerGroup(config.kafka),
       {config.kafka.topic_prefix + ".trips.cells", config.kafka.topic_prefix + ".users.cells"});
   return lag.ok() ? lag->total : -1;
 }

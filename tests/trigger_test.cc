@@ -3,7 +3,9 @@
 // the trip example, per-row order under a concurrent pool, and replay from the
 // cell tables after Kafka lost its messages. Same binary: dead letters and
 // pausing (trigger_dlq_test.cc), status, clean stop and shared consumer groups
-// (trigger_group_test.cc). Trigger processes: trigger_process_test.cc;
+// (trigger_group_test.cc), bodies too large for the change log
+// (trigger_large_body_test.cc), the shared keyed consumer itself
+// (keyed_consumer_test.cc). Trigger processes: trigger_process_test.cc;
 // webhooks: webhook_test.cc.
 #include <algorithm>
 #include <atomic>

@@ -7,17 +7,15 @@
 //      "event":{...the change-log event JSON...}}
 //   <prefix>.<datastore>.<trigger>.retry  records `cellar trigger dlq retry` copies back
 //     from the DLQ; the running trigger consumes them like new events.
+// Records are written with KafkaRecordWriter (changelog/record_writer.h).
 #pragma once
 
-#include <librdkafka/rdkafkacpp.h>
-
-#include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"
 #include "changelog/cell_event.h"
+#include "changelog/record_writer.h"  // KafkaRecordWriter, which writes dead letters
 #include "config/cluster_config.h"
 
 namespace cellar {
@@ -41,26 +39,5 @@ struct DeadLetter {
 
 std::string EncodeDeadLetter(const DeadLetter& d);
 Result<DeadLetter> DecodeDeadLetter(std::string_view value);
-
-// Produces records synchronously: Write() returns once Kafka acknowledged the
-// record (idempotent producer, acks=all), so a set-aside event is never lost.
-// Thread-safe.
-class KafkaRecordWriter {
- public:
-  static Result<std::unique_ptr<KafkaRecordWriter>> Create(const KafkaConfig& kafka,
-                                                           const std::string& client_id);
-  ~KafkaRecordWriter();
-  // Unavailable when Kafka did not acknowledge it within 30 s (message.timeout.ms).
-  Status Write(const std::string& topic, const std::string& key, const std::string& value);
-  // Creates the topic if the broker allows it (see EnsureTopic).
-  Status EnsureTopic(const std::string& topic, int partitions);
-
- private:
-  class Delivery;
-  KafkaRecordWriter() = default;
-  std::unique_ptr<Delivery> delivery_;
-  std::unique_ptr<RdKafka::Producer> producer_;
-  std::mutex poll_mu_;
-};
 
 }  // namespace cellar

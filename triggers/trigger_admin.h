@@ -7,18 +7,14 @@
 #include <vector>
 
 #include "base/status.h"
+#include "changelog/consumer_group_lag.h"
 #include "config/cluster_config.h"
 #include "triggers/dead_letter.h"
 
 namespace cellar {
 
-struct TriggerPartitionLag {
-  std::string topic;
-  int32_t partition = 0;
-  int64_t committed = -1;  // next offset the group reads; -1: nothing committed
-  int64_t end = 0;         // partition end (high watermark)
-  int64_t lag = 0;         // end - committed (end when nothing committed)
-};
+// Per partition: committed offset, end and lag (changelog/consumer_group_lag.h).
+using TriggerPartitionLag = PartitionLag;
 
 struct TriggerLagReport {
   std::vector<TriggerPartitionLag> partitions;

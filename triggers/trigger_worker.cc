@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "changelog/record_writer.h"
 #include "triggers/internal/trigger_runner.h"
 #include "triggers/webhook.h"
 

@@ -21,6 +21,12 @@
 //   (dead_letter.h) and the trigger goes on. Return FailedPrecondition to set
 //   the event aside at once (no retry makes sense). A thrown exception counts
 //   as a failed attempt with its what() as the error.
+// - The event carries the cell's body (null only for tombstones). A body
+//   larger than kafka.max_event_body_bytes, which the change log leaves out, is
+//   read from the store before the handler runs; while that read fails
+//   transiently the event waits (and its row with it); if the cell was purged
+//   since, the event is passed by; any other read error sets it aside. The
+//   filter applies to the read body.
 // - Offsets are committed only for events that were handled or set aside.
 // - Later events of a row whose event was set aside: handled as usual by
 //   default (LaterEventsPolicy::kContinue); kSetAside sets them aside too.

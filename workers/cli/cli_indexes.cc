@@ -6,6 +6,7 @@
 #include "base/signal_wait.h"
 #include "changelog/cell_event.h"
 #include "changelog/consumer_group_lag.h"
+#include "changelog/consumer_groups.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"
@@ -178,7 +179,7 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     }
     nlohmann::json out = {{"indexes", indexes}};
     if (!cfg.kafka.brokers.empty()) {
-      auto lag = ReadGroupLag(cfg, cfg.kafka.topic_prefix + ".indexer", topics);
+      auto lag = ReadGroupLag(cfg, IndexerGroup(cfg.kafka), topics);
       if (lag.ok())
         out["worker_lag_events"] = lag->total;
       else

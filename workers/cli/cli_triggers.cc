@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "changelog/consumer_groups.h"
 #include "triggers/trigger_admin.h"
 #include "triggers/trigger_worker.h"
 #include "workers/cli/cli_common.h"
@@ -72,7 +73,7 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
                        {"end", p.end},
                        {"lag", p.lag}});
     nlohmann::json out = {{"trigger", a->name},
-                          {"group", cfg.kafka.topic_prefix + ".trigger." + a->name},
+                          {"group", TriggerGroup(cfg.kafka, a->name)},
                           {"partitions", parts},
                           {"total_lag", lag->total_lag},
                           {"dead_letters", lag->dead_letters}};

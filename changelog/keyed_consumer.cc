@@ -1,0 +1,430 @@
+#include "changelog/keyed_consumer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "base/log.h"
+#include "changelog/keyed_executor.h"
+#include "changelog/partition_offsets.h"
+
+namespace cellar {
+namespace {
+
+constexpr int kPollTimeoutMs = 20;
+// A pool full for longer than this pauses the assignment and polling goes on
+// (rebalances are served, the member stays in the group).
+constexpr int kPauseFetchAfterFullMs = 1000;
+
+bool IsTransient(StatusCode c) {
+  return c == StatusCode::kUnavailable || c == StatusCode::kAborted ||
+         c == StatusCode::kDeadlineExceeded || c == StatusCode::kResourceExhausted;
+}
+
+// 50 ms doubling to 2 s.
+int RereadBackoffMs(int attempt) { return std::min(2000, 50 << std::min(attempt, 6)); }
+
+std::string Where(const std::string& topic, int32_t partition, int64_t offset) {
+  return topic + "/" + std::to_string(partition) + "@" + std::to_string(offset);
+}
+
+}  // namespace
+
+struct KeyedConsumer::Impl {
+  struct Partition {
+    PartitionOffsets offsets;
+    uint64_t generation = 0;  // a new one each time the partition is (re)assigned
+    int64_t first_received = -1;
+    int64_t committed = -1;  // next offset, as last committed
+    int64_t end = -1;
+    int64_t lag = 0;
+  };
+
+  CellStore* const store;
+  const KeyedConsumerOptions o;
+  const KeyedConsumerCallbacks cb;
+  KeyedExecutor pool;
+  std::unique_ptr<ChangeLogConsumer> consumer;
+  std::thread poll_thread;
+
+  std::mutex lifecycle_mu;  // Start/Stop
+  bool started = false, stopped = false;
+  std::atomic<bool> stop_polling{false}, stopping{false}, paused{false};
+  std::atomic<int> drain_ms{0};
+  std::mutex stop_mu;  // stopping turns true under it, for WaitUnlessStopping
+  std::condition_variable stop_cv;
+
+  mutable std::mutex mu;  // parts, next_generation
+  std::map<TopicPartitionId, Partition> parts;
+  uint64_t next_generation = 1;
+
+  bool fetch_paused = false;  // polling thread only: the assignment is paused
+
+  Impl(CellStore* s, KeyedConsumerOptions opts, KeyedConsumerCallbacks c)
+      : store(s), o(std::move(opts)), cb(std::move(c)), pool(std::max(1, o.concurrency)) {}
+
+  void Count(const char* outcome) {
+    if (!o.metrics) return;
+    o.metrics
+        ->GetCounter("cellar_consumer_body_rereads_total",
+                     "Reads of cell bodies left out of the change log, by outcome",
+                     {{"group", o.group_id}, {"outcome", outcome}})
+        .Increment();
+  }
+
+  // --- offsets ----------------------------------------------------------------
+
+  uint64_t Track(const TopicPartitionId& tp, int64_t offset) {
+    std::lock_guard<std::mutex> lock(mu);
+    Partition& p = parts[tp];
+    if (p.generation == 0) {
+      p.generation = next_generation++;
+      p.first_received = offset;
+    }
+    p.offsets.Track(offset);
+    return p.generation;
+  }
+
+  void MarkDone(const TopicPartitionId& tp, uint64_t generation, int64_t offset) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = parts.find(tp);
+    if (it != parts.end() && it->second.generation == generation) it->second.offsets.Done(offset);
+  }
+
+  bool Current(const TopicPartitionId& tp, uint64_t generation) const {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = parts.find(tp);
+    return it != parts.end() && it->second.generation == generation;
+  }
+
+  std::vector<PartitionProgress> Progress() const {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<PartitionProgress> out;
+    for (const auto& [tp, p] : parts)
+      out.push_back(PartitionProgress{tp, p.committed, p.end, p.lag, p.offsets.open()});
+    return out;
+  }
+
+  // Polling thread: commits each partition's finished prefix and updates its lag.
+  void CommitDone() {
+    struct Todo {
+      TopicPartitionId tp;
+      uint64_t generation;
+      int64_t committable, committed;
+    };
+    std::vector<Todo> todo;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [tp, p] : parts)
+        todo.push_back(Todo{tp, p.generation, p.offsets.committable(), p.committed});
+    }
+    for (const Todo& t : todo) {
+      bool committed = false;
+      if (t.committable >= 0 && t.committable + 1 > t.committed) {
+        Status s = consumer->Commit(t.tp.topic, t.tp.partition, t.committable);
+        committed = s.ok();
+        if (!s.ok())
+          LogWarn(o.log_component, "offset commit failed",
+                  {{"group", o.group_id}, {"topic", t.tp.topic}, {"error", s.ToString()}});
+      }
+      auto end = consumer->KnownEnd(t.tp);
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = parts.find(t.tp);
+      if (it == parts.end() || it->second.generation != t.generation) continue;
+      Partition& p = it->second;
+      if (committed) p.committed = std::max(p.committed, t.committable + 1);
+      if (end.ok()) {
+        p.end = *end;
+        const int64_t next = std::max({t.committable + 1, p.committed, p.first_received});
+        p.lag = std::max<int64_t>(0, p.end - next);
+      }
+    }
+    if (cb.on_progress) cb.on_progress(Progress());
+  }
+
+  // Polling thread, inside Poll/Close.
+  void OnRebalance(RebalanceKind kind, const std::vector<TopicPartitionId>& tps) {
+    for (const auto& tp : tps)
+      LogInfo(o.log_component, kind == RebalanceKind::kAssigned ? "assigned" : "revoked",
+              {{"group", o.group_id},
+               {"topic", tp.topic},
+               {"partition", std::to_string(tp.partition)}});
+    if (kind == RebalanceKind::kAssigned) {
+      if (fetch_paused)
+        if (Status s = consumer->Pause(tps); !s.ok())
+          LogWarn(o.log_component, "cannot pause new partitions",
+                  {{"group", o.group_id}, {"error", s.ToString()}});
+      return;
+    }
+    // Revoked: commit what is finished; the rest goes to the next owner. Events
+    // of these partitions not started yet will not be delivered here.
+    CommitDone();
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& tp : tps) parts.erase(tp);
+  }
+
+  // --- polling ----------------------------------------------------------------
+
+  // Pauses the assignment after Pause() or while the pool has been full for
+  // kPauseFetchAfterFullMs; resumes it once half of max_pending is left.
+  // Shorter back-pressure only stops polling (PollLoop): a resumed partition
+  // is fetched again only after a delay (about 1 s with librdkafka 2.0), which
+  // short bursts must not pay; a long one must keep serving the group.
+  void UpdateFetchPause(size_t pending, bool full_for_long) {
+    const size_t max = static_cast<size_t>(std::max(1, o.max_pending));
+    const bool want = paused || full_for_long || (fetch_paused && pending > max / 2);
+    if (want == fetch_paused) return;
+    auto assigned = consumer->Assignment();
+    Status s = !assigned.ok() ? assigned.status()
+               : want         ? consumer->Pause(*assigned)
+                              : consumer->Resume(*assigned);
+    if (!s.ok()) {
+      LogWarn(o.log_component, want ? "cannot pause fetching" : "cannot resume fetching",
+              {{"group", o.group_id}, {"error", s.ToString()}});
+      return;
+    }
+    fetch_paused = want;
+    if (o.metrics)
+      o.metrics
+          ->GetGauge("cellar_consumer_fetch_paused",
+                     "1 while the consumer does not fetch (back-pressure or paused)",
+                     {{"group", o.group_id}})
+          .Set(want ? 1 : 0);
+    Log(LogLevel::kDebug, o.log_component, want ? "fetching paused" : "fetching resumed",
+        {{"group", o.group_id}, {"pending", std::to_string(pending)}});
+  }
+
+  Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) {
+    if (cb.decode) {
+      try {
+        return cb.decode(rec);
+      } catch (const std::exception& e) {
+        return Internal(std::string("decode threw: ") + e.what());
+      }
+    }
+    CELLAR_ASSIGN_OR_RETURN(CellEvent e, DecodeCellEvent(rec.value));
+    return std::optional<CellEvent>(std::move(e));
+  }
+
+  void Dispatch(ConsumedRecord rec) {
+    const TopicPartitionId tp{rec.topic, rec.partition};
+    const uint64_t generation = Track(tp, rec.offset);
+    auto decoded = Decode(rec);
+    if (!decoded.ok() || !decoded->has_value()) {
+      if (!decoded.ok())
+        LogWarn(o.log_component, "skipping a record that is not an event",
+                {{"group", o.group_id},
+                 {"record", Where(rec.topic, rec.partition, rec.offset)},
+                 {"error", decoded.status().ToString()}});
+      MarkDone(tp, generation, rec.offset);
+      return;
+    }
+    auto e = std::make_shared<KeyedEvent>();
+    e->event = std::move(**decoded);
+    e->topic = std::move(rec.topic);
+    e->partition = rec.partition;
+    e->offset = rec.offset;
+    e->broker_timestamp_ms = rec.broker_timestamp_ms;
+    const std::string key = e->event.cell.row_key.ToString();
+    pool.Submit(key, [this, e, tp, generation] { Run(*e, tp, generation); });
+  }
+
+  void PollLoop() {
+    using Clock = std::chrono::steady_clock;
+    const size_t max = static_cast<size_t>(std::max(1, o.max_pending));
+    auto last_commit = Clock::now();
+    std::optional<Clock::time_point> full_since;
+    while (!stop_polling) {
+      const auto now = Clock::now();
+      const size_t pending = pool.pending();
+      const bool full = pending >= max;
+      if (!full) full_since.reset();
+      if (full && !full_since) full_since = now;
+      UpdateFetchPause(
+          pending, full && now - *full_since >= std::chrono::milliseconds(kPauseFetchAfterFullMs));
+      if (full && !fetch_paused) {
+        pool.WaitIdle(5);  // back-pressure: no polling, so nothing more is fetched
+      } else {
+        auto rec = consumer->PollRecord(kPollTimeoutMs);
+        if (!rec.ok()) {
+          LogWarn(o.log_component, "consume failed",
+                  {{"group", o.group_id}, {"error", rec.status().ToString()}});
+        } else if (rec->has_value()) {
+          Dispatch(std::move(**rec));
+        }
+      }
+      if (Clock::now() - last_commit >= std::chrono::milliseconds(o.commit_interval_ms)) {
+        CommitDone();
+        last_commit = Clock::now();
+      }
+    }
+    Drain();
+  }
+
+  // Polling thread, after the loop: the bounded drain, the last commit, leaving.
+  void Drain() {
+    const int ms = drain_ms;
+    if (!pool.WaitIdle(ms))
+      LogWarn(o.log_component, "drain timed out; unfinished events will be delivered again",
+              {{"group", o.group_id}, {"pending", std::to_string(pool.pending())}});
+    {
+      std::lock_guard<std::mutex> lock(stop_mu);
+      stopping = true;
+    }
+    stop_cv.notify_all();
+    // Queued events are now passed by and waits end: only calls in progress remain.
+    pool.WaitIdle(std::max(ms, 1000));
+    CommitDone();
+    consumer->Close();
+  }
+
+  // --- events -------------------------------------------------------------------
+
+  // fn() for a callback of the owner; a throw is logged and abandons the event.
+  template <typename Fn>
+  auto Guarded(const KeyedEvent& e, Fn&& fn) -> decltype(fn()) {
+    try {
+      return fn();
+    } catch (const std::exception& ex) {
+      LogError(o.log_component, "handler threw; the event is abandoned",
+               {{"group", o.group_id},
+                {"record", Where(e.topic, e.partition, e.offset)},
+                {"error", ex.what()}});
+    } catch (...) {
+      LogError(o.log_component, "handler threw; the event is abandoned",
+               {{"group", o.group_id}, {"record", Where(e.topic, e.partition, e.offset)}});
+    }
+    return Disposition::kAbandoned;
+  }
+
+  // Reads the omitted body into `e`. False when the event must not reach the
+  // handler; then *d says whether it is finished.
+  bool Reread(KeyedEvent& e, Disposition* d) {
+    const Cell& c = e.event.cell;
+    for (int attempt = 0;; ++attempt) {
+      auto full = store->Get(e.event.datastore, c.row_key, c.column, c.ref_key);
+      if (full.ok()) {
+        Count("ok");
+        e.event.cell.body = std::move(full->body);
+        e.event.body_omitted = false;
+        e.body_reread = true;
+        return true;
+      }
+      const Status& s = full.status();
+      const std::string address = c.Address(e.event.datastore);
+      if (IsTransient(s.code())) {
+        Count("retry");
+      } else {
+        const bool not_found = s.code() == StatusCode::kNotFound;
+        Count(not_found ? "not_found" : "error");
+        std::optional<Disposition> decided;
+        if (cb.unreadable) {
+          decided = Guarded(e, [&] { return cb.unreadable(e, s); });
+        } else if (not_found) {
+          LogWarn(o.log_component, "omitted body no longer stored (expired or purged); passed by",
+                  {{"group", o.group_id}, {"cell", address}});
+          decided = Disposition::kDone;
+        }
+        if (decided) {
+          *d = *decided;
+          return false;
+        }
+      }
+      if (attempt % 20 == 0)  // the first failure, then about every 40 s
+        LogWarn(o.log_component, "cannot read an omitted body; the event waits",
+                {{"group", o.group_id},
+                 {"cell", address},
+                 {"attempt", std::to_string(attempt + 1)},
+                 {"error", s.ToString()}});
+      if (!WaitUnlessStopping(RereadBackoffMs(attempt)) || paused) {
+        *d = Disposition::kAbandoned;
+        return false;
+      }
+    }
+  }
+
+  void Run(KeyedEvent& e, const TopicPartitionId& tp, uint64_t generation) {
+    if (stopping || paused || !Current(tp, generation)) return;  // abandoned
+    Disposition d = Disposition::kDone;
+    if (e.event.body_omitted && !e.event.cell.tombstone && !Reread(e, &d)) {
+      if (d == Disposition::kDone) MarkDone(tp, generation, e.offset);
+      return;
+    }
+    d = Guarded(e, [&] { return cb.handle(e); });
+    if (d == Disposition::kDone) MarkDone(tp, generation, e.offset);
+  }
+
+  bool WaitUnlessStopping(int ms) {
+    std::unique_lock<std::mutex> lock(stop_mu);
+    return !stop_cv.wait_for(lock, std::chrono::milliseconds(std::max(0, ms)),
+                             [&] { return stopping.load(); });
+  }
+};
+
+KeyedConsumer::KeyedConsumer(CellStore* store, KeyedConsumerOptions options,
+                             KeyedConsumerCallbacks callbacks)
+    : impl_(std::make_unique<Impl>(store, std::move(options), std::move(callbacks))) {}
+
+KeyedConsumer::~KeyedConsumer() { Stop(0); }
+
+Status KeyedConsumer::Start() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.lifecycle_mu);
+  if (m.started || m.stopped)
+    return FailedPrecondition("consumer of group " + m.o.group_id + " already " +
+                              (m.stopped ? "stopped" : "started"));
+  if (!m.cb.handle) return InvalidArgument("a keyed consumer needs a handler");
+  if (m.o.group_id.empty()) return InvalidArgument("a keyed consumer needs a consumer group");
+  ConsumerOptions co;
+  co.group_id = m.o.group_id;
+  co.from_beginning = m.o.from_beginning;
+  co.client_id = m.o.client_id;
+  co.extra_topics = m.o.extra_topics;
+  co.on_rebalance = [&m](RebalanceKind kind, const std::vector<TopicPartitionId>& tps) {
+    m.OnRebalance(kind, tps);
+  };
+  CELLAR_ASSIGN_OR_RETURN(m.consumer,
+                          ChangeLogConsumer::Create(m.store->config(), m.o.datastores, co));
+  m.started = true;
+  m.poll_thread = std::thread([&m] { m.PollLoop(); });
+  return Status::Ok();
+}
+
+void KeyedConsumer::Stop(int drain_timeout_ms) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.lifecycle_mu);
+  if (m.stopped) return;
+  m.stopped = true;
+  m.drain_ms = drain_timeout_ms;
+  if (m.poll_thread.joinable()) {
+    m.stop_polling = true;  // the polling thread drains, commits and leaves
+    m.poll_thread.join();
+  } else {
+    {
+      std::lock_guard<std::mutex> stop_lock(m.stop_mu);
+      m.stopping = true;
+    }
+    m.stop_cv.notify_all();
+  }
+  m.pool.Shutdown();
+}
+
+void KeyedConsumer::Pause() { impl_->paused = true; }
+bool KeyedConsumer::paused() const { return impl_->paused; }
+bool KeyedConsumer::stopping() const { return impl_->stopping; }
+bool KeyedConsumer::WaitUnlessStopping(int ms) { return impl_->WaitUnlessStopping(ms); }
+
+void KeyedConsumer::Submit(const std::string& row_key, std::function<void()> task) {
+  impl_->pool.Submit(row_key, std::move(task));
+}
+
+std::vector<PartitionProgress> KeyedConsumer::Progress() const { return impl_->Progress(); }
+const std::string& KeyedConsumer::group() const { return impl_->o.group_id; }
+
+}  // namespace cellar

@@ -1,0 +1,168 @@
+// KeyedConsumer: the at-least-once consumer of the change log, in order per
+// row, that the index worker and the triggers are built on. It owns one
+// consumer-group member and everything between Kafka and a handler:
+//
+//  - subscription to the change logs of `datastores` plus `extra_topics` in
+//    group `group_id`; partitions come and go with the group's rebalances;
+//  - one polling thread, with back-pressure: while `max_pending` events are
+//    queued or running it stops polling, so nothing more is fetched; when that
+//    lasts over a second it pauses the assigned partitions instead and polls
+//    on (rebalances are served, the member stays in the group) until half of
+//    them finished;
+//  - a keyed pool of `concurrency` threads (keyed_executor.h): events of one
+//    row key run one at a time in log order, different rows concurrently;
+//  - bodies left out of the log (CellEvent::body_omitted): read from the
+//    store before the handler runs (see "Omitted bodies");
+//  - offsets (partition_offsets.h): per partition, the end of the longest
+//    prefix of finished events is committed every `commit_interval_ms`, when
+//    the group revokes the partition and on Stop(). A crash, a rebalance or a
+//    stop re-delivers every unfinished event and skips none;
+//  - Stop() with a bounded drain.
+//
+// Records. `decode` (polling thread; default: DecodeCellEvent of the value)
+// turns a record into the event to handle, or nullopt to pass it by; an error
+// passes it by too, logged. Passed-by records are finished at once.
+//
+// Handler. `handle` runs on a pool thread with the event, its body present
+// unless it is a tombstone. It returns kDone when the event is finished
+// (handled, set aside, or deliberately ignored): its offset may be committed.
+// It returns kAbandoned only when it gave up because stopping() or paused():
+// the event is never committed past and is delivered again after a restart or
+// a rebalance. It must not throw (a throw is logged and counts as kAbandoned).
+// Events not yet started when Stop() ends its drain, after Pause(), or whose
+// partition was revoked meanwhile are abandoned without a handler call.
+//
+// Omitted bodies. The cell is read with CellStore::Get(datastore, row,
+// column, ref_key); on success the event reaches the handler with the body
+// and body_omitted false. On failure:
+//   Unavailable, Aborted, DeadlineExceeded, ResourceExhausted: the event
+//     waits (50 ms doubling to 2 s) and the read is tried again, until it
+//     succeeds or the consumer stops or pauses (then it is abandoned). The
+//     handler never sees the event without its body.
+//   NotFound (the cell is no longer stored: its column's TTL passed or a
+//   purge deleted it) and any other error: `unreadable(event, error)` decides
+//   (the event still has body_omitted set and a null body): it finishes or
+//   abandons the event, or returns nullopt to have the read waited for and
+//   tried again like a transient one. Without `unreadable`, NotFound passes
+//   the event by (logged) and other errors are tried again.
+// Metrics (when `metrics` is set): cellar_consumer_body_rereads_total{group,
+// outcome=ok|retry|not_found|error}, one per read attempt;
+// cellar_consumer_fetch_paused{group}, 1 while the assignment is paused.
+//
+// Threading: Start, Stop, Pause, Submit, Progress and the accessors may be
+// called from any thread; Start and Stop by one thread at a time. Callbacks
+// run on the polling thread (decode, on_progress) or the pool (handle,
+// unreadable) and must be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/status.h"
+#include "cells/cell_store.h"
+#include "changelog/cell_event.h"
+#include "changelog/change_log_consumer.h"
+
+namespace cellar {
+
+// One event handed to a handler, with where it was read.
+struct KeyedEvent {
+  CellEvent event;
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+  int64_t broker_timestamp_ms = 0;
+  bool body_reread = false;  // the body was left out of the log and read from the store
+};
+
+enum class Disposition { kDone, kAbandoned };
+
+// Where one partition of this member stands.
+struct PartitionProgress {
+  TopicPartitionId partition;
+  int64_t committed = -1;  // next offset a restart reads (last commit); -1: none yet
+  int64_t end = -1;        // partition end as last fetched; -1: unknown
+  int64_t lag = 0;         // records between the finished prefix (or commit) and the end
+  size_t open = 0;         // events received and not finished
+};
+
+struct KeyedConsumerOptions {
+  std::string group_id;                   // required
+  std::string client_id = "cellar";       // Kafka client.id
+  std::vector<std::string> datastores;    // their change logs are read
+  std::vector<std::string> extra_topics;  // read too; `decode` must understand them
+  bool from_beginning = true;             // where a group without commits starts
+  int concurrency = 8;                    // pool threads
+  int max_pending = 10000;                // queued or running events before fetching pauses
+  int commit_interval_ms = 200;
+  std::string log_component = "consumer";  // component of the consumer's log lines
+  MetricsRegistry* metrics = nullptr;      // not owned; may be null
+};
+
+struct KeyedConsumerCallbacks {
+  // Polling thread. Null: DecodeCellEvent(record.value).
+  std::function<Result<std::optional<CellEvent>>(const ConsumedRecord&)> decode;
+  // Pool thread, one row at a time. Required.
+  std::function<Disposition(KeyedEvent&)> handle;
+  // Pool thread: an omitted body could not be read and the error is not
+  // transient (see "Omitted bodies"). nullopt: wait and read it again.
+  std::function<std::optional<Disposition>(KeyedEvent&, const Status&)> unreadable;
+  // Polling thread, after each commit round, with Progress(). May be null.
+  std::function<void(const std::vector<PartitionProgress>&)> on_progress;
+};
+
+class KeyedConsumer {
+ public:
+  // `store` re-reads omitted bodies and names the cluster (its config()); not
+  // owned, it must outlive the consumer. The pool runs from here on, so
+  // Submit() works without Start().
+  KeyedConsumer(CellStore* store, KeyedConsumerOptions options, KeyedConsumerCallbacks callbacks);
+  ~KeyedConsumer();  // Stop(0)
+
+  KeyedConsumer(const KeyedConsumer&) = delete;
+  KeyedConsumer& operator=(const KeyedConsumer&) = delete;
+
+  // Joins the group and starts polling. InvalidArgument for an unknown
+  // datastore, a bad Kafka setting or a missing handler; FailedPrecondition
+  // when already started or stopped. Nothing runs after an error.
+  Status Start();
+
+  // Stops polling; lets queued and running events finish for up to
+  // drain_timeout_ms (retries and re-reads go on); then stopping() turns true:
+  // waits end at once and events not started are abandoned; then commits the
+  // finished prefix and leaves the group. Returns once no handler runs (a
+  // handler inside one long call delays it). Idempotent.
+  void Stop(int drain_timeout_ms);
+
+  // Stops fetching and delivering for good (until a new consumer starts):
+  // queued events are abandoned, so they are delivered again after a restart.
+  // For "stop for a person". Idempotent.
+  void Pause();
+
+  bool paused() const;
+  bool stopping() const;
+
+  // Waits `ms`, or less when the consumer starts stopping. True when the whole
+  // wait passed without stopping (for handlers' backoff).
+  bool WaitUnlessStopping(int ms);
+
+  // Runs `task` on the pool after every task queued for `row_key`: work that
+  // does not come from the log (a replay) keeps the row's one-at-a-time order.
+  void Submit(const std::string& row_key, std::function<void()> task);
+
+  // Every partition this member has read since it was assigned.
+  std::vector<PartitionProgress> Progress() const;
+
+  const std::string& group() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellar

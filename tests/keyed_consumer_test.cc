@@ -1,0 +1,163 @@
+// The shared at-least-once keyed consumer (changelog/keyed_consumer.h) on its
+// own, against the private MariaDB, the local broker and an in-process relay:
+// back-pressure (polling stopped many times, fetching paused once the pool
+// stayed full for a while) loses nothing and keeps each row in order, and a stop abandons what it
+// cannot finish within its drain, commits only the finished prefix, and the group's next member
+// gets the rest. Part of the trigger_test binary (its environment).
+#include "changelog/keyed_consumer.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "changelog/consumer_group_lag.h"
+#include "gtest/gtest.h"
+#include "tests/trigger_test_util.h"
+
+namespace cellar::trigtest {
+namespace {
+
+using namespace std::chrono_literals;
+
+int64_t GroupLag(const ClusterConfig& config, const std::string& group) {
+  auto lag = ReadGroupLag(config, group, {ChangeLogTopic(config.kafka, "trips")});
+  return lag.ok() ? lag->total : -1;
+}
+
+KeyedConsumerOptions Options(const std::string& group, int concurrency, int max_pending) {
+  KeyedConsumerOptions o;
+  o.group_id = group;
+  o.client_id = "keyed-consumer-test";
+  o.datastores = {"trips"};
+  o.concurrency = concurrency;
+  o.max_pending = max_pending;
+  return o;
+}
+
+TEST(KeyedConsumerTest, BackPressureLosesNothingAndKeepsEachRowInOrder) {
+  auto c = MakeCluster("kc_order", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "kc-order-relay");
+  ASSERT_TRUE(relay);
+  const std::vector<Uuid> rows = NewRows(20);
+  constexpr int64_t kVersions = 10;
+  for (int64_t v = 1; v <= kVersions; ++v)
+    PutVersion(*c->store, rows, "BASE", v, [&](size_t i) { return nlohmann::json{{"i", i}}; });
+
+  // Handlers wait at a gate the test opens: until then the pool stays full.
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool gate_open = false;
+  std::mutex mu;
+  std::map<std::string, std::vector<int64_t>> seen;  // row -> ref_keys in handling order
+  size_t total = 0;
+  std::atomic<int> mismatches{0};
+  KeyedConsumerCallbacks cb;
+  cb.handle = [&](KeyedEvent& e) {
+    {
+      std::unique_lock<std::mutex> lock(gate_mu);
+      gate_cv.wait_for(lock, 60s, [&] { return gate_open; });
+    }
+    // Some work per event (a read of the cell), slower than fetching.
+    const Cell& cell = e.event.cell;
+    auto stored = c->store->Get("trips", cell.row_key, cell.column, cell.ref_key);
+    if (!stored.ok() || stored->body != cell.body) ++mismatches;
+    std::lock_guard<std::mutex> lock(mu);
+    seen[cell.row_key.ToString()].push_back(cell.ref_key);
+    ++total;
+    return Disposition::kDone;
+  };
+  // At most 3 events queued or running: the 200 events pass through many
+  // short stops of polling, and one long one that pauses fetching.
+  const std::string group = c->prefix + ".kc";
+  MetricsRegistry metrics;
+  KeyedConsumerOptions options = Options(group, 2, 3);
+  options.metrics = &metrics;
+  KeyedConsumer kc(c->store.get(), options, cb);
+  auto fetch_paused = [&] {
+    return metrics.GetGauge("cellar_consumer_fetch_paused", "", {{"group", group}}).value();
+  };
+  ASSERT_TRUE(kc.Start().ok());
+  EXPECT_TRUE(WaitFor([&] { return fetch_paused() == 1; }, 30s))
+      << "a pool full for over a second did not pause fetching";
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    gate_open = true;
+  }
+  gate_cv.notify_all();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return total >= rows.size() * kVersions;
+      },
+      60s))
+      << "handled " << total << " of " << rows.size() * kVersions;
+  ASSERT_TRUE(WaitFor([&] { return GroupLag(c->config, group) == 0; }, 30s));
+  EXPECT_EQ(fetch_paused(), 0) << "fetching was not resumed";
+  kc.Stop(5000);
+
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(total, rows.size() * kVersions) << "an event was handled twice";
+  EXPECT_EQ(mismatches.load(), 0) << "an event's body differs from the stored cell's";
+  for (const Uuid& row : rows) {
+    std::vector<int64_t> want;
+    for (int64_t v = 1; v <= kVersions; ++v) want.push_back(v);
+    EXPECT_EQ(seen[row.ToString()], want) << "row " << row.ToString();
+  }
+}
+
+TEST(KeyedConsumerTest, StopAbandonsWhatItCannotFinishAndTheGroupsNextMemberGetsIt) {
+  auto c = MakeCluster("kc_stop", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "kc-stop-relay");
+  ASSERT_TRUE(relay);
+  const Uuid stuck = Uuid::Random();
+  const std::vector<Uuid> others = NewRows(10);
+  ASSERT_TRUE(PutCell(*c->store, stuck, "BASE", 1, {{"stuck", true}}));
+  PutVersion(*c->store, others, "BASE", 1, [](size_t) { return nlohmann::json{{"ok", true}}; });
+  const std::string group = c->prefix + ".kc";
+
+  // The first member handles everything but `stuck`, whose handler waits
+  // until the consumer stops and then gives up.
+  std::atomic<int> first_done{0};
+  std::atomic<bool> stuck_started{false};
+  std::unique_ptr<KeyedConsumer> first;
+  KeyedConsumerCallbacks cb1;
+  cb1.handle = [&](KeyedEvent& e) {
+    if (e.event.cell.row_key != stuck) {
+      ++first_done;
+      return Disposition::kDone;
+    }
+    stuck_started = true;
+    return first->WaitUnlessStopping(60000) ? Disposition::kDone : Disposition::kAbandoned;
+  };
+  first = std::make_unique<KeyedConsumer>(c->store.get(), Options(group, 4, 100), cb1);
+  ASSERT_TRUE(first->Start().ok());
+  ASSERT_TRUE(
+      WaitFor([&] { return stuck_started && first_done == static_cast<int>(others.size()); }, 30s));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  first->Stop(/*drain_timeout_ms=*/200);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, 5s) << "the drain is not bounded";
+  EXPECT_GE(GroupLag(c->config, group), 1) << "the abandoned event was committed past";
+
+  std::atomic<int> stuck_seen{0};
+  KeyedConsumerCallbacks cb2;
+  cb2.handle = [&](KeyedEvent& e) {
+    if (e.event.cell.row_key == stuck) ++stuck_seen;
+    return Disposition::kDone;
+  };
+  KeyedConsumer second(c->store.get(), Options(group, 4, 100), cb2);
+  ASSERT_TRUE(second.Start().ok());
+  EXPECT_TRUE(WaitFor([&] { return stuck_seen == 1; }, 30s)) << "the abandoned event was lost";
+  EXPECT_TRUE(WaitFor([&] { return GroupLag(c->config, group) == 0; }, 30s));
+  second.Stop(5000);
+}
+
+}  // namespace
+}  // namespace cellar::trigtest
