@@ -360,7 +360,7 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
   topts.concurrency = o.concurrency;
   topts.from_beginning = true;
   const std::string trigger_name = "bench_noop_" + run;
-  worker.on(
+  Status registered = worker.on(
       datastore, column, trigger_name,
       [&](const CellEvent& e, TriggerContext&) {
         const MicrosSinceEpoch now = NowMicros();
@@ -383,6 +383,10 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
         return Status::Ok();
       },
       topts);
+  if (!registered.ok()) {
+    Progress("trigger registration failed: " + registered.ToString());
+    return 1;
+  }
   const auto worker_started = Stopwatch::Clock::now();
   if (Status s = worker.Start(); !s.ok()) {
     Progress("trigger worker start failed: " + s.ToString());

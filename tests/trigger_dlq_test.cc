@@ -35,20 +35,22 @@ TEST(TriggerTest, AlwaysFailingRowIsDeadLetteredOthersFlowAndDlqRetryRerunsItOnc
   opts.retry = {/*max_attempts=*/3, /*initial_backoff_ms=*/10, /*max_backoff_ms=*/40};
   opts.concurrency = 4;
   TriggerWorker w(c->config, Opts("dlq"));
-  w.on(
-      "trips", "BASE", "charge",
-      [&](const CellEvent& e, TriggerContext& ctx) -> Status {
-        if (e.cell.row_key == bad && e.cell.ref_key == 0 && !fixed) {
-          ++bad_calls;
-          int a = ctx.attempt(), m = bad_max_attempt;
-          while (a > m && !bad_max_attempt.compare_exchange_weak(m, a)) {
-          }
-          return Unavailable("payment backend rejects trip " + e.cell.row_key.ToString());
-        }
-        ok.Add(e);
-        return Status::Ok();
-      },
-      opts);
+  ASSERT_EQ("OK", w.on(
+                       "trips", "BASE", "charge",
+                       [&](const CellEvent& e, TriggerContext& ctx) -> Status {
+                         if (e.cell.row_key == bad && e.cell.ref_key == 0 && !fixed) {
+                           ++bad_calls;
+                           int a = ctx.attempt(), m = bad_max_attempt;
+                           while (a > m && !bad_max_attempt.compare_exchange_weak(m, a)) {
+                           }
+                           return Unavailable("payment backend rejects trip " +
+                                              e.cell.row_key.ToString());
+                         }
+                         ok.Add(e);
+                         return Status::Ok();
+                       },
+                       opts)
+                      .ToString());
   ASSERT_TRUE(w.Start().ok());
 
   auto body = [](size_t) { return nlohmann::json{{"fare", {{"total", 12}}}}; };
@@ -149,21 +151,22 @@ TEST(TriggerTest, SetAsidePolicyKeepsLaterEventsOfTheRowOutAndDlqRetryRunsThemIn
   opts.retry = {2, 5, 10};
   opts.dead_letter.later_events_of_row = LaterEventsPolicy::kSetAside;
   TriggerWorker w(c->config, Opts("block"));
-  w.on(
-      "trips", "BASE", "strict",
-      [&](const CellEvent& e, TriggerContext&) -> Status {
-        if (e.cell.row_key == bad) {
-          if (!fixed) {
-            ++bad_calls;
-            return Unavailable("not yet");
-          }
-          std::lock_guard<std::mutex> lock(mu);
-          bad_handled.push_back(e.cell.ref_key);
-        }
-        ok.Add(e);
-        return Status::Ok();
-      },
-      opts);
+  ASSERT_EQ("OK", w.on(
+                       "trips", "BASE", "strict",
+                       [&](const CellEvent& e, TriggerContext&) -> Status {
+                         if (e.cell.row_key == bad) {
+                           if (!fixed) {
+                             ++bad_calls;
+                             return Unavailable("not yet");
+                           }
+                           std::lock_guard<std::mutex> lock(mu);
+                           bad_handled.push_back(e.cell.ref_key);
+                         }
+                         ok.Add(e);
+                         return Status::Ok();
+                       },
+                       opts)
+                      .ToString());
   ASSERT_TRUE(w.Start().ok());
 
   auto body = [](size_t) { return nlohmann::json{{"fare", {{"total", 12}}}}; };
@@ -233,17 +236,19 @@ TEST(TriggerTest, ManySetAsideEventsPauseTheTrigger) {
   opts.dead_letter.pause_after = 3;
   opts.dead_letter.window_ms = 60000;
   TriggerWorker w(c->config, Opts("pause"));
-  w.on(
-      "trips", "BASE", "fragile",
-      [&](const CellEvent& e, TriggerContext&) -> Status {
-        if (e.cell.body.value("poison", false)) {
-          ++poison_calls;
-          return FailedPrecondition("cannot bill a poisoned trip");  // set aside at once
-        }
-        handled.Add(e);
-        return Status::Ok();
-      },
-      opts);
+  ASSERT_EQ("OK",
+            w.on(
+                 "trips", "BASE", "fragile",
+                 [&](const CellEvent& e, TriggerContext&) -> Status {
+                   if (e.cell.body.value("poison", false)) {
+                     ++poison_calls;
+                     return FailedPrecondition("cannot bill a poisoned trip");  // set aside at once
+                   }
+                   handled.Add(e);
+                   return Status::Ok();
+                 },
+                 opts)
+                .ToString());
   ASSERT_TRUE(w.Start().ok());
   const std::string gauge_before = w.metrics().Render();
   EXPECT_EQ(MetricValue(gauge_before, "cellar_trigger_paused", {{"trigger", "fragile"}}), 0)

@@ -40,7 +40,7 @@ TEST(TriggerTest, StatusReportsCommitsAndLagAndACleanStopLeavesNothingToRedelive
   HandledLog first, second;
   std::set<CellAddr> all = PutVersion(*c->store, NewRows(40), "BASE", 0, body);
   auto a = std::make_unique<TriggerWorker>(c->config, Opts("resume-a"));
-  a->on("trips", "BASE", "resume", handler(&first), opts);
+  ASSERT_EQ("OK", a->on("trips", "BASE", "resume", handler(&first), opts).ToString());
   ASSERT_TRUE(a->Start().ok());
   ASSERT_TRUE(WaitFor([&] { return first.Missing(all).empty(); }, 30s));
 
@@ -101,7 +101,7 @@ TEST(TriggerTest, StatusReportsCommitsAndLagAndACleanStopLeavesNothingToRedelive
   std::set<CellAddr> later = PutVersion(*c->store, NewRows(40), "BASE", 0, body);
   all.insert(later.begin(), later.end());
   TriggerWorker b(c->config, Opts("resume-b"));
-  b.on("trips", "BASE", "resume", handler(&second), opts);
+  ASSERT_EQ("OK", b.on("trips", "BASE", "resume", handler(&second), opts).ToString());
   ASSERT_TRUE(b.Start().ok());
   std::set<CellAddr> missing;
   ASSERT_TRUE(WaitFor(
@@ -187,12 +187,12 @@ TEST(TriggerTest, TwoWorkersOfOneTriggerShareItsPartitionsAndOneTakesOverAfterTh
 
   const std::string cells = ChangeLogTopic(c->config.kafka, "trips");
   TriggerWorker a(c->config, Opts("share-a"));
-  a.on("trips", "BASE", "shared", handler(&log_a));
+  ASSERT_EQ("OK", a.on("trips", "BASE", "shared", handler(&log_a)).ToString());
   ASSERT_TRUE(a.Start().ok());
   // A owns every partition and has committed on each before B joins.
   ASSERT_TRUE(WaitFor([&] { return CommittedOnEvery(a, cells, {0, 1, 2, 3}); }, 30s));
   auto b = std::make_unique<TriggerWorker>(c->config, Opts("share-b"));
-  b->on("trips", "BASE", "shared", handler(&log_b));
+  ASSERT_EQ("OK", b->on("trips", "BASE", "shared", handler(&log_b)).ToString());
   ASSERT_TRUE(b->Start().ok());
 
   // The group splits the partitions between them.

@@ -78,14 +78,15 @@ TEST(TriggerLargeBodyTest, OversizedBodyReachesTheHandlerWholeAndFilteredOnItsCo
   TriggerOptions opts;
   opts.filter = {FieldCondition{"state", FieldCondition::Op::kEq, "completed"}};
   TriggerWorker w(c->config, Opts("big"));
-  w.on(
-      "trips", "BASE", "big",
-      [&](const CellEvent& e, TriggerContext&) {
-        if (e.cell.body.is_null()) ++null_bodies;
-        log.Add(e);
-        return Status::Ok();
-      },
-      opts);
+  ASSERT_EQ("OK", w.on(
+                       "trips", "BASE", "big",
+                       [&](const CellEvent& e, TriggerContext&) {
+                         if (e.cell.body.is_null()) ++null_bodies;
+                         log.Add(e);
+                         return Status::Ok();
+                       },
+                       opts)
+                      .ToString());
   ASSERT_TRUE(w.Start().ok());
   auto relay = StartRelay(c->store.get(), "big-relay");
   ASSERT_TRUE(relay);
@@ -138,11 +139,11 @@ TEST(TriggerLargeBodyTest, RereadFailingWhileTheStoreIsDownWaitsInsteadOfANullBo
   HandledLog log;
   std::atomic<int> null_bodies{0};
   TriggerWorker w(c->config, Opts("big_down"));
-  w.on("trips", "BASE", "big_down", [&](const CellEvent& e, TriggerContext&) {
-    if (e.cell.body.is_null()) ++null_bodies;
-    log.Add(e);
-    return Status::Ok();
-  });
+  ASSERT_EQ("OK", w.on("trips", "BASE", "big_down", [&](const CellEvent& e, TriggerContext&) {
+                     if (e.cell.body.is_null()) ++null_bodies;
+                     log.Add(e);
+                     return Status::Ok();
+                   }).ToString());
   ASSERT_TRUE(w.Start().ok());
 
   // The trigger consumes while the store is down (the small event needs no store)...
@@ -192,10 +193,10 @@ TEST(TriggerLargeBodyTest, OmittedBodyOfAnExpiredCellIsPassedBy) {
 
   std::atomic<int> calls{0};
   TriggerWorker w(c->config, Opts("big_gone"));
-  w.on("trips", "EPHEMERAL", "big_gone", [&](const CellEvent&, TriggerContext&) {
-    ++calls;
-    return Status::Ok();
-  });
+  ASSERT_EQ("OK", w.on("trips", "EPHEMERAL", "big_gone", [&](const CellEvent&, TriggerContext&) {
+                     ++calls;
+                     return Status::Ok();
+                   }).ToString());
   ASSERT_TRUE(w.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return TriggerCaughtUp(c->config, "big_gone"); }, 30s));
   EXPECT_GE(MetricValue(w.metrics().Render(), "cellar_consumer_body_rereads_total",

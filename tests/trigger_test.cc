@@ -51,14 +51,14 @@ TEST(TriggerTest, TripBaseWritesFireBillingAndStatusAuditSeesEveryStatusWrite) {
 
   HandledLog billed, audited;
   TriggerWorker w(c->config, Opts("trip"));
-  w.on("trips", "BASE", "billing", [&](const CellEvent& e, TriggerContext& ctx) {
-    billed.Add(e);
-    return Bill(e, ctx);
-  });
-  w.on("trips", "STATUS", "status_audit", [&](const CellEvent& e, TriggerContext&) {
-    audited.Add(e);
-    return Status::Ok();
-  });
+  ASSERT_EQ("OK", w.on("trips", "BASE", "billing", [&](const CellEvent& e, TriggerContext& ctx) {
+                     billed.Add(e);
+                     return Bill(e, ctx);
+                   }).ToString());
+  ASSERT_EQ("OK", w.on("trips", "STATUS", "status_audit", [&](const CellEvent& e, TriggerContext&) {
+                     audited.Add(e);
+                     return Status::Ok();
+                   }).ToString());
   ASSERT_TRUE(w.Start().ok());
 
   // 40 trips, two BASE versions each (requested, then completed with the final fare).
@@ -150,29 +150,30 @@ TEST(TriggerTest, PerRowOrderHoldsUnderAConcurrentPool) {
   TriggerOptions opts;
   opts.concurrency = 8;
   TriggerWorker w(c->config, Opts("order"));
-  w.on(
-      "trips", "BASE", "ordered",
-      [&](const CellEvent& e, TriggerContext&) {
-        const std::string row = e.cell.row_key.ToString();
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!rows_in_flight.insert(row).second) ++same_row_overlaps;
-          seen.push_back({row, e.cell.ref_key});
-        }
-        int now = ++in_flight, m = max_in_flight;
-        while (now > m && !max_in_flight.compare_exchange_weak(m, now)) {
-        }
-        thread_local std::mt19937 rng(std::random_device{}());
-        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 4000));
-        --in_flight;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          rows_in_flight.erase(row);
-        }
-        log.Add(e);
-        return Status::Ok();
-      },
-      opts);
+  ASSERT_EQ("OK", w.on(
+                       "trips", "BASE", "ordered",
+                       [&](const CellEvent& e, TriggerContext&) {
+                         const std::string row = e.cell.row_key.ToString();
+                         {
+                           std::lock_guard<std::mutex> lock(mu);
+                           if (!rows_in_flight.insert(row).second) ++same_row_overlaps;
+                           seen.push_back({row, e.cell.ref_key});
+                         }
+                         int now = ++in_flight, m = max_in_flight;
+                         while (now > m && !max_in_flight.compare_exchange_weak(m, now)) {
+                         }
+                         thread_local std::mt19937 rng(std::random_device{}());
+                         std::this_thread::sleep_for(std::chrono::microseconds(rng() % 4000));
+                         --in_flight;
+                         {
+                           std::lock_guard<std::mutex> lock(mu);
+                           rows_in_flight.erase(row);
+                         }
+                         log.Add(e);
+                         return Status::Ok();
+                       },
+                       opts)
+                      .ToString());
 
   // Half the versions are in Kafka before the worker starts (so each row's
   // events queue up in the pool at once), the rest are written while it runs.
@@ -261,10 +262,10 @@ TEST(TriggerTest, ReplayAfterKafkaLostItsMessagesReachesEveryHistoricalCell) {
   {
     HandledLog via_kafka;
     TriggerWorker w(c->config, Opts("replay-kafka"));
-    w.on("trips", "BASE", "backfill", [&](const CellEvent& e, TriggerContext&) {
-      via_kafka.Add(e);
-      return Status::Ok();
-    });
+    ASSERT_EQ("OK", w.on("trips", "BASE", "backfill", [&](const CellEvent& e, TriggerContext&) {
+                       via_kafka.Add(e);
+                       return Status::Ok();
+                     }).ToString());
     ASSERT_TRUE(w.Start().ok());
     std::set<CellAddr> missing;
     ASSERT_TRUE(WaitFor(
@@ -293,11 +294,11 @@ TEST(TriggerTest, ReplayAfterKafkaLostItsMessagesReachesEveryHistoricalCell) {
   std::mutex mu;
   HandledLog* current = nullptr;
   TriggerWorker w(lost, Opts("replay"));
-  w.on("trips", "BASE", "backfill", [&](const CellEvent& e, TriggerContext&) {
-    std::lock_guard<std::mutex> lock(mu);
-    current->Add(e);
-    return Status::Ok();
-  });
+  ASSERT_EQ("OK", w.on("trips", "BASE", "backfill", [&](const CellEvent& e, TriggerContext&) {
+                     std::lock_guard<std::mutex> lock(mu);
+                     current->Add(e);
+                     return Status::Ok();
+                   }).ToString());
   auto replay = [&](HandledLog* log, const std::string& from) {
     {
       std::lock_guard<std::mutex> lock(mu);

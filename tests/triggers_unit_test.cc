@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "testing/wait_for.h"
 #include "triggers/trigger_config.h"
+#include "triggers/trigger_worker.h"
 
 namespace cellar {
 namespace {
@@ -354,6 +355,40 @@ TEST(PartitionOffsetsTest, GapsInOffsetsAndRandomCompletionOrder) {
     }
     EXPECT_EQ(p.committable(), 199);
   }
+}
+
+// Registration errors are values naming what was wrong, and nothing is
+// registered (no Kafka is needed: on() only records the handler).
+TEST(TriggerWorkerTest, BadRegistrationsAreInvalidArgument) {
+  auto config = ParseClusterConfig(
+      "mysql:\n  hosts:\n    - { name: db1, address: 127.0.0.1, port: 3306, shards: \"0-7\" }\n"
+      "shards: 8\nkafka:\n  brokers: \"127.0.0.1:9\"\n"
+      "datastores:\n  - name: trips\n    columns:\n      BASE: {}\n",
+      "<test>");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  TriggerWorker w(*config);
+  auto noop = [](const CellEvent&, TriggerContext&) { return Status::Ok(); };
+  struct Case {
+    std::string datastore, column, name, message;
+    int max_attempts = 5;
+  };
+  const std::vector<Case> cases = {
+      {"nope", "BASE", "t1", "unknown datastore 'nope'"},
+      {"trips", "NOPE", "t1", "has no column 'NOPE'"},
+      {"trips", "BASE", "Bad-Name", "must match"},
+      {"trips", "BASE", "t1", "retry.max_attempts must be >= 1", 0},
+  };
+  for (const Case& c : cases) {
+    TriggerOptions o;
+    o.retry.max_attempts = c.max_attempts;
+    Status s = w.on(c.datastore, c.column, c.name, noop, o);
+    EXPECT_EQ(StatusCode::kInvalidArgument, s.code()) << c.message;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(c.message));
+  }
+  ASSERT_EQ("OK", w.on("trips", "BASE", "t1", noop).ToString()) << "nothing was registered before";
+  Status dup = w.on("trips", "BASE", "t1", noop);
+  EXPECT_EQ(StatusCode::kInvalidArgument, dup.code());
+  EXPECT_THAT(dup.message(), ::testing::HasSubstr("duplicate trigger name 't1'"));
 }
 
 }  // namespace

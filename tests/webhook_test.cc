@@ -175,7 +175,7 @@ TEST(WebhookTest, FilterTimeoutsServerErrorsAndClientErrorsFollowThePolicy) {
   wopts.client_id = "hook";
   wopts.drain_timeout_ms = 10000;
   TriggerWorker w(c->config, wopts);
-  for (const auto& d : *defs) w.on_webhook(d);
+  for (const auto& d : *defs) ASSERT_EQ("OK", w.on_webhook(d).ToString());
   ASSERT_TRUE(w.Start().ok());
 
   // Events. Passing the filter (status requested, fare.total >= 20), by mode:

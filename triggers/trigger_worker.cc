@@ -54,31 +54,31 @@ TriggerWorker::~TriggerWorker() { Stop(); }
 CellStore& TriggerWorker::store() { return *impl_->store; }
 MetricsRegistry& TriggerWorker::metrics() { return impl_->metrics; }
 
-void TriggerWorker::on(const std::string& datastore, const std::string& column,
-                       const std::string& name, TriggerHandler handler, TriggerOptions options) {
+Status TriggerWorker::on(const std::string& datastore, const std::string& column,
+                         const std::string& name, TriggerHandler handler, TriggerOptions options) {
   const DatastoreConfig* ds = impl_->config.FindDatastore(datastore);
-  if (!ds)
-    throw std::invalid_argument("trigger " + name + ": unknown datastore '" + datastore + "'");
+  if (!ds) return InvalidArgument("trigger " + name + ": unknown datastore '" + datastore + "'");
   if (!ds->FindColumn(column))
-    throw std::invalid_argument("trigger " + name + ": datastore '" + datastore +
-                                "' has no column '" + column + "'");
+    return InvalidArgument("trigger " + name + ": datastore '" + datastore + "' has no column '" +
+                           column + "'");
   if (!IsValidTriggerName(name))
-    throw std::invalid_argument("trigger name '" + name + "' must match [a-z][a-z0-9_]{0,47}");
+    return InvalidArgument("trigger name '" + name + "' must match [a-z][a-z0-9_]{0,47}");
   for (const auto& s : impl_->specs)
-    if (s.name == name) throw std::invalid_argument("duplicate trigger name '" + name + "'");
+    if (s.name == name) return InvalidArgument("duplicate trigger name '" + name + "'");
   if (options.retry.max_attempts < 1)
-    throw std::invalid_argument("trigger " + name + ": retry.max_attempts must be >= 1");
-  if (impl_->started) throw std::logic_error("TriggerWorker::on after Start()");
+    return InvalidArgument("trigger " + name + ": retry.max_attempts must be >= 1");
+  if (impl_->started) return FailedPrecondition("TriggerWorker::on after Start()");
   impl_->specs.push_back(
       TriggerSpec{name, datastore, column, std::move(handler), std::move(options)});
+  return Status::Ok();
 }
 
-void TriggerWorker::on_webhook(const WebhookTriggerConfig& config) {
+Status TriggerWorker::on_webhook(const WebhookTriggerConfig& config) {
   auto handler = MakeWebhookHandler(config);
   if (!handler.ok())
-    throw std::invalid_argument("trigger " + config.name + ": " + handler.status().message());
-  on(config.datastore, config.column, config.name, std::move(handler).value(),
-     WebhookTriggerOptions(config));
+    return InvalidArgument("trigger " + config.name + ": " + handler.status().message());
+  return on(config.datastore, config.column, config.name, std::move(handler).value(),
+            WebhookTriggerOptions(config));
 }
 
 Status TriggerWorker::Start() {

@@ -120,13 +120,15 @@ class TriggerWorker {
   explicit TriggerWorker(const ClusterConfig& config, TriggerWorkerOptions options = {});
   ~TriggerWorker();
 
-  // Registers a handler. Throws std::invalid_argument (a start-up
-  // configuration error) for an unknown datastore/column, an invalid or
-  // duplicate name. REQUIRES: before Start()/run().
-  void on(const std::string& datastore, const std::string& column, const std::string& name,
-          TriggerHandler handler, TriggerOptions options = {});
-  // Registers a YAML-defined webhook trigger (webhook.h).
-  void on_webhook(const WebhookTriggerConfig& config);
+  // Registers a handler. InvalidArgument naming what is wrong for an unknown
+  // datastore or column, an invalid or duplicate name, retry.max_attempts < 1
+  // (nothing is registered); FailedPrecondition after Start()/run().
+  [[nodiscard]] Status on(const std::string& datastore, const std::string& column,
+                          const std::string& name, TriggerHandler handler,
+                          TriggerOptions options = {});
+  // Registers a YAML-defined webhook trigger (webhook.h). Errors as on(), and
+  // InvalidArgument for a webhook the handler cannot be built from.
+  [[nodiscard]] Status on_webhook(const WebhookTriggerConfig& config);
 
   // Starts consuming. Unavailable when Kafka cannot be reached.
   Status Start();

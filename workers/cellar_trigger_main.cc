@@ -31,7 +31,11 @@ int main(int argc, char** argv) {
   opts.metrics_address = metrics_address;
   cellar::TriggerWorker worker(*config, opts);
   for (const auto& d : *defs)
-    if (only.empty() || std::find(only.begin(), only.end(), d.name) != only.end())
-      worker.on_webhook(d);
+    if (only.empty() || std::find(only.begin(), only.end(), d.name) != only.end()) {
+      if (cellar::Status s = worker.on_webhook(d); !s.ok()) {
+        std::cerr << "cellar-trigger: " << s.ToString() << "\n";
+        return 2;
+      }
+    }
   return worker.run();
 }

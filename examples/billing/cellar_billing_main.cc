@@ -48,14 +48,20 @@ int main(int argc, char** argv) {
   opts.metrics_address = metrics_address;
   opts.client_id = "cellar-billing";
   cellar::TriggerWorker w(*config, opts);
-  w.on("trips", "BASE", "billing", Bill);
-  w.on("trips", "STATUS", "status_audit", [](const cellar::CellEvent& e, cellar::TriggerContext&) {
-    cellar::LogInfo("status_audit", "trip status",
-                    {{"row", e.cell.row_key.ToString()},
-                     {"ref_key", std::to_string(e.cell.ref_key)},
-                     {"state", e.cell.body.value("state", "")}});
-    return cellar::Status::Ok();
-  });
+  cellar::Status registered = w.on("trips", "BASE", "billing", Bill);
+  if (registered.ok())
+    registered = w.on("trips", "STATUS", "status_audit",
+                      [](const cellar::CellEvent& e, cellar::TriggerContext&) {
+                        cellar::LogInfo("status_audit", "trip status",
+                                        {{"row", e.cell.row_key.ToString()},
+                                         {"ref_key", std::to_string(e.cell.ref_key)},
+                                         {"state", e.cell.body.value("state", "")}});
+                        return cellar::Status::Ok();
+                      });
+  if (!registered.ok()) {
+    std::cerr << "cellar-billing: " << registered.ToString() << "\n";
+    return 2;
+  }
   if (!replay.empty()) {
     auto f = cellar::ParseReplayFrom(from);
     if (!f.ok()) {

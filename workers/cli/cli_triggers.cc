@@ -100,7 +100,7 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
     bool found = false;
     for (const auto& d : *defs)
       if (d.name == a->name) {
-        w.on_webhook(d);
+        if (Status s = w.on_webhook(d); !s.ok()) throw CLI::RuntimeError(Fail(s));
         found = true;
       }
     if (!found)
