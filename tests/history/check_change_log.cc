@@ -9,10 +9,13 @@
 #include <tuple>
 
 #include "tests/history/checks.h"
-#include "tests/history/topic_reader.h"
+#include "testing/plain_topic_reader.h"
 
 namespace cellar::history {
 namespace {
+
+using ::cellar::testing::ReadTopic;
+using ::cellar::testing::TopicRecord;
 
 constexpr const char* kOnce = "change log: every stored cell exactly once";
 constexpr const char* kOrder = "change log: per row in ref_key order";

@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace cellar::history {
+namespace cellar::testing {
 
 struct TopicRecord {
   int32_t partition = 0;
@@ -26,4 +26,4 @@ struct TopicRecord {
 Result<std::vector<TopicRecord>> ReadTopic(const std::string& brokers, const std::string& topic,
                                            int partitions, int timeout_ms = 30000);
 
-}  // namespace cellar::history
+}  // namespace cellar::testing

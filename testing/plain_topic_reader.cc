@@ -1,4 +1,4 @@
-#include "tests/history/topic_reader.h"
+#include "testing/plain_topic_reader.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-namespace cellar::history {
+namespace cellar::testing {
 namespace {
 
 struct KafkaDeleter {
@@ -104,4 +104,4 @@ Result<std::vector<TopicRecord>> ReadTopic(const std::string& brokers, const std
   return out;
 }
 
-}  // namespace cellar::history
+}  // namespace cellar::testing
