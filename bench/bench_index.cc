@@ -76,18 +76,13 @@ using namespace index_phases;  // NOLINT: this benchmark's own phases
 
 int RunIndexBench(const IndexBenchOptions& o) {
   if (!std::getenv("CELLAR_LOG_LEVEL")) SetLogLevel(LogLevel::kWarn);
-  auto cluster_or = OpenBenchCluster(o.cluster);
-  if (!cluster_or.ok()) {
-    Progress(cluster_or.status().ToString());
+  auto opened = OpenPipelineCluster(o.cluster, o.partitions);
+  if (!opened.ok()) {
+    Progress(opened.status().ToString());
     return 2;
   }
-  BenchCluster cluster = std::move(cluster_or).value();
-  auto broker_or = AttachKafka(cluster, o.partitions);
-  if (!broker_or.ok()) {
-    Progress(broker_or.status().ToString());
-    return 2;
-  }
-  std::unique_ptr<testing::LocalBroker> broker = std::move(broker_or).value();
+  BenchCluster cluster = std::move(opened->cluster);
+  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
   const ClusterConfig& cfg = cluster.config;
   const std::string datastore = cfg.datastores[0].name;
   const std::string column = cfg.datastores[0].columns[0].name;

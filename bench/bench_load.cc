@@ -11,6 +11,42 @@
 
 namespace cellar::bench {
 
+void AddPipelineOptions(CLI::App* cmd, PipelineOptions* o) {
+  AddClusterOptions(cmd, &o->cluster);
+  cmd->add_option("--cells", o->cells, "cells N written before the throughput is measured")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a cell body")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--prefill-threads", o->prefill_threads, "threads calling PutBatch")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--rate", o->rate, "phase B writes per second")
+      ->check(CLI::Range(1.0, 100000.0))
+      ->capture_default_str();
+  cmd->add_option("--seconds", o->seconds, "phase B duration")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--paced-threads", o->paced_threads,
+                  "threads of the paced writer (puts in flight at most)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "seconds to wait for each throughput step")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+}
+
+Result<PipelineCluster> OpenPipelineCluster(const ClusterOptions& options, int partitions) {
+  PipelineCluster out;
+  CELLAR_ASSIGN_OR_RETURN(out.cluster, OpenBenchCluster(options));
+  CELLAR_ASSIGN_OR_RETURN(out.broker, AttachKafka(out.cluster, partitions));
+  return out;
+}
+
 Result<std::unique_ptr<testing::LocalBroker>> AttachKafka(BenchCluster& cluster, int partitions) {
   ClusterConfig& cfg = cluster.config;
   if (!cluster.db) {

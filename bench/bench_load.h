@@ -22,6 +22,33 @@ namespace cellar::bench {
 // brokers (InvalidArgument if not). Unavailable when the broker cannot start.
 Result<std::unique_ptr<testing::LocalBroker>> AttachKafka(BenchCluster& cluster, int partitions);
 
+// The knobs the change-log benchmarks (relay, trigger) share: a backlog of
+// `cells` written before the measured throughput, then paced writes at
+// `rate` for `seconds`. Each subcommand sets its own defaults before
+// AddPipelineOptions.
+struct PipelineOptions {
+  ClusterOptions cluster;
+  int cells = 50000;
+  int body_bytes = 400;  // approximate JSON size of a cell body
+  int partitions = 8;    // kafka.partitions of the private broker
+  int prefill_threads = 4;
+  double rate = 500;  // phase B writes/s
+  double seconds = 10;
+  int paced_threads = 16;  // puts in flight at most in phase B
+  int timeout_s = 120;
+};
+// Adds the cluster options and --cells, --body-bytes, --partitions,
+// --prefill-threads, --rate, --seconds, --paced-threads and --timeout.
+void AddPipelineOptions(CLI::App* cmd, PipelineOptions* options);
+
+// A benchmark's cluster and, when private, its broker.
+struct PipelineCluster {
+  BenchCluster cluster;
+  std::unique_ptr<testing::LocalBroker> broker;  // null with --config
+};
+// OpenBenchCluster, then AttachKafka. Errors as theirs.
+Result<PipelineCluster> OpenPipelineCluster(const ClusterOptions& options, int partitions);
+
 struct PacedResult {
   double seconds = 0;
   uint64_t late = 0;  // calls that started more than 10 ms after their slot

@@ -86,17 +86,7 @@ namespace {
 
 using namespace relay_parts;  // NOLINT: this benchmark's own consumer, baselines and probes
 
-struct RelayBenchOptions {
-  ClusterOptions cluster;
-  int cells = 50000;
-  int body_bytes = 400;
-  int partitions = 8;  // private broker only
-  int prefill_threads = 4;
-  double rate = 500;  // phase B writes/s
-  double seconds = 10;
-  int writer_threads = 16;
-  int timeout_s = 120;
-};
+struct RelayBenchOptions : PipelineOptions {};
 
 constexpr double kTargetP99Ms = 50;  // issue 3: a committed cell is published within 50 ms p99
 
@@ -104,18 +94,13 @@ constexpr double kTargetP99Ms = 50;  // issue 3: a committed cell is published w
 
 int RunRelayBench(const RelayBenchOptions& o) {
   if (!std::getenv("CELLAR_LOG_LEVEL")) SetLogLevel(LogLevel::kWarn);
-  auto cluster_or = OpenBenchCluster(o.cluster);
-  if (!cluster_or.ok()) {
-    Progress(cluster_or.status().ToString());
+  auto opened = OpenPipelineCluster(o.cluster, o.partitions);
+  if (!opened.ok()) {
+    Progress(opened.status().ToString());
     return 2;
   }
-  BenchCluster cluster = std::move(cluster_or).value();
-  auto broker_or = AttachKafka(cluster, o.partitions);
-  if (!broker_or.ok()) {
-    Progress(broker_or.status().ToString());
-    return 2;
-  }
-  std::unique_ptr<testing::LocalBroker> broker = std::move(broker_or).value();
+  BenchCluster cluster = std::move(opened->cluster);
+  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
   // Phases A and B measure the at-least-once relay; the exactly-once round
   // (bench_relay_rounds.h) repeats them with relay.exactly_once on.
   cluster.config.relay.exactly_once = false;
@@ -231,7 +216,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
 
   // ---- Phase B: steady writes, commit-to-consume latency ----
   Progress("phase B: " + FormatNumber(o.rate, 0) + " writes/s for " + FormatNumber(o.seconds, 1) +
-           " s from " + std::to_string(o.writer_threads) + " writer threads");
+           " s from " + std::to_string(o.paced_threads) + " writer threads");
   auto scratch_or = ScratchCheckpoints::Create(cfg, run);
   if (!scratch_or.ok()) {
     Progress("scratch checkpoint table: " + scratch_or.status().ToString());
@@ -253,8 +238,8 @@ int RunRelayBench(const RelayBenchOptions& o) {
   const MicrosSinceEpoch phase_b_start = NowMicros();
   const double cpu_before = ProcessCpuSeconds();
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
-  PacedWrites writes = RunPacedWrites(*store, datastore, column, o.rate, o.seconds,
-                                      o.writer_threads, o.body_bytes, run, rng, collector);
+  PacedWrites writes = RunPacedWrites(*store, datastore, column, o.rate, o.seconds, o.paced_threads,
+                                      o.body_bytes, run, rng, collector);
   const int64_t latency_writes = writes.total;
   const PacedResult& paced = writes.paced;
   const std::vector<PutResult>& latency_puts = writes.puts;
@@ -310,7 +295,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
            " more cells, then the same paced writes, relay.exactly_once on");
   const ExactlyOnceRound eo = RunExactlyOnceRound(
       cfg,
-      {o.cells, o.body_bytes, o.prefill_threads, o.rate, o.seconds, o.writer_threads, o.timeout_s},
+      {o.cells, o.body_bytes, o.prefill_threads, o.rate, o.seconds, o.paced_threads, o.timeout_s},
       run + "-eo", rng);
   if (StopRequested()) return 130;
   if (!eo.error.empty()) Progress("exactly-once round: " + eo.error);
@@ -363,7 +348,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
   t.Add("events/s including start-up", FormatNumber(events_per_s_incl_startup, 0));
   t.Section("phase B: commit-to-consume latency under steady writes");
   t.Add("target rate", FormatNumber(o.rate, 0) + " writes/s for " + FormatNumber(o.seconds, 1) +
-                           " s (" + std::to_string(o.writer_threads) + " writer threads)");
+                           " s (" + std::to_string(o.paced_threads) + " writer threads)");
   t.Add("writes", std::to_string(latency_written) + " ok, " + std::to_string(latency_errors) +
                       " failed" +
                       (latency_errors ? " (first: " + first_error + ")" : std::string()));
@@ -478,32 +463,7 @@ void AddRelayCommand(CLI::App& app, int* exit_code) {
       "change-log relay: events/s from pre-filled shards vs a bare librdkafka producer, and "
       "commit-to-consume latency at a steady write rate (starts a private broker with the "
       "private MariaDB)");
-  AddClusterOptions(cmd, &o->cluster);
-  cmd->add_option("--cells", o->cells, "cells N written before the relay starts")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a cell body")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--prefill-threads", o->prefill_threads, "threads calling PutBatch")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  cmd->add_option("--rate", o->rate, "phase B writes per second")
-      ->check(CLI::Range(1.0, 100000.0))
-      ->capture_default_str();
-  cmd->add_option("--seconds", o->seconds, "phase B duration")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--paced-threads", o->writer_threads,
-                  "threads of the paced writer (puts in flight at most)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout_s, "seconds to wait for the relay to publish N")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
+  AddPipelineOptions(cmd, o.get());
   cmd->callback([o, exit_code] { *exit_code = RunRelayBench(*o); });
 }
 

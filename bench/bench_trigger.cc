@@ -65,17 +65,12 @@
 namespace cellar::bench {
 namespace {
 
-struct TriggerBenchOptions {
-  ClusterOptions cluster;
-  int cells = 50000;
-  int body_bytes = 400;
-  int partitions = 8;  // private broker only
-  int prefill_threads = 4;
+struct TriggerBenchOptions : PipelineOptions {
+  TriggerBenchOptions() {
+    rate = 1000;
+    paced_threads = 32;
+  }
   int concurrency = TriggerOptions{}.concurrency;
-  double rate = 1000;  // phase B writes/s
-  double seconds = 10;
-  int paced_threads = 32;
-  int timeout_s = 120;
 };
 
 constexpr double kTargetP99Ms = 100;
@@ -217,18 +212,13 @@ class Progression {
 
 int RunTriggerBench(const TriggerBenchOptions& o) {
   if (!std::getenv("CELLAR_LOG_LEVEL")) SetLogLevel(LogLevel::kWarn);
-  auto cluster_or = OpenBenchCluster(o.cluster);
-  if (!cluster_or.ok()) {
-    Progress(cluster_or.status().ToString());
+  auto opened = OpenPipelineCluster(o.cluster, o.partitions);
+  if (!opened.ok()) {
+    Progress(opened.status().ToString());
     return 2;
   }
-  BenchCluster cluster = std::move(cluster_or).value();
-  auto broker_or = AttachKafka(cluster, o.partitions);
-  if (!broker_or.ok()) {
-    Progress(broker_or.status().ToString());
-    return 2;
-  }
-  std::unique_ptr<testing::LocalBroker> broker = std::move(broker_or).value();
+  BenchCluster cluster = std::move(opened->cluster);
+  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
   const ClusterConfig& cfg = cluster.config;
   const std::string datastore = cfg.datastores[0].name;
   const std::string column = cfg.datastores[0].columns[0].name;
@@ -576,34 +566,9 @@ void AddTriggerCommand(CLI::App& app, int* exit_code) {
       "trigger",
       "triggers: events/s through a no-op handler vs a bare consumer, and write-commit to "
       "handler-start latency at a steady write rate (target p99 < 100 ms at 1,000 writes/s)");
-  AddClusterOptions(cmd, &o->cluster);
-  cmd->add_option("--cells", o->cells, "cells N pre-filled into the topic")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a cell body")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--prefill-threads", o->prefill_threads, "threads calling PutBatch")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
+  AddPipelineOptions(cmd, o.get());
   cmd->add_option("--concurrency", o->concurrency, "handler threads (TriggerOptions::concurrency)")
       ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--rate", o->rate, "phase B writes per second")
-      ->check(CLI::Range(1.0, 100000.0))
-      ->capture_default_str();
-  cmd->add_option("--seconds", o->seconds, "phase B duration")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--paced-threads", o->paced_threads,
-                  "threads of the paced writer (puts in flight at most)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout_s, "seconds to wait for each throughput step")
-      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = RunTriggerBench(*o); });
 }
