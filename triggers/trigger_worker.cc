@@ -1,6 +1,9 @@
 #include "triggers/trigger_worker.h"
 
+#include <pthread.h>
+
 #include <charconv>
+#include <csignal>
 #include <stdexcept>
 
 #include "base/log.h"
