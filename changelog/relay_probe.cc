@@ -7,9 +7,9 @@ namespace cellar {
 RelayProbe::RelayProbe(MetricsRegistry* registry, const ClusterConfig& config) {
   MetricsRegistry& r = *registry;
   for (const auto& ds : config.datastores)
-    published_[ds.name] = &r.GetCounter("cellar_relay_events_published_total",
-                                        "Cell events published (acknowledged by Kafka)",
-                                        {{"datastore", ds.name}});
+    published_[ds.name] =
+        &r.GetCounter("cellar_relay_events_published_total",
+                      "Cell events published (acknowledged by Kafka)", {{"datastore", ds.name}});
   for (const auto& host : config.mysql.hosts)
     for (const auto& ds : config.datastores) {
       const MetricLabels labels{{"host", host.name}, {"datastore", ds.name}};
@@ -27,9 +27,8 @@ RelayProbe::RelayProbe(MetricsRegistry* registry, const ClusterConfig& config) {
   fenced_batches_rolled_back_ =
       &r.GetCounter("cellar_relay_fenced_batches_rolled_back_total",
                     "Exactly-once batches rolled back (delivery failed or timed out)");
-  skipped_already_published_ =
-      &r.GetCounter("cellar_relay_skipped_already_published_total",
-                    "Cells found in Kafka on takeover and not sent again");
+  skipped_already_published_ = &r.GetCounter("cellar_relay_skipped_already_published_total",
+                                             "Cells found in Kafka on takeover and not sent again");
   broker_loss_resets_ =
       &r.GetCounter("cellar_relay_broker_loss_resets_total",
                     "Streams republished from the beginning because the broker lost events");

@@ -55,7 +55,7 @@ class RelayProbe {
     Gauge* checkpoint_age;
   };
   // Filled by the constructor, read-only afterwards.
-  std::map<std::string, Counter*> published_;                               // by datastore
+  std::map<std::string, Counter*> published_;                            // by datastore
   std::map<std::pair<std::string, std::string>, StreamGauges> streams_;  // (host, datastore)
   Gauge* owned_streams_;
   Counter* rewinds_;

@@ -38,9 +38,9 @@
 namespace cellar {
 
 struct IndexWorkerOptions {
-  int concurrency = 8;          // rows applied in parallel
-  int max_pending = 10000;      // queued events before polling pauses
-  bool from_beginning = true;   // where a new consumer group starts
+  int concurrency = 8;         // rows applied in parallel
+  int max_pending = 10000;     // queued events before polling pauses
+  bool from_beginning = true;  // where a new consumer group starts
   // Where the worker registers its metrics; not owned, must outlive the
   // worker. Null: a registry of the worker's own.
   MetricsRegistry* metrics = nullptr;

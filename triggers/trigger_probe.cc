@@ -30,8 +30,7 @@ Histogram& TriggerProbe::HandlerSeconds(const std::string& trigger, const std::s
                                  Labels(trigger, partition));
 }
 
-Gauge& TriggerProbe::Lag(const std::string& trigger, const std::string& topic,
-                         int32_t partition) {
+Gauge& TriggerProbe::Lag(const std::string& trigger, const std::string& topic, int32_t partition) {
   return registry_->GetGauge(
       "cellar_trigger_lag", "Records behind the partition end",
       {{"trigger", trigger}, {"topic", topic}, {"partition", std::to_string(partition)}});

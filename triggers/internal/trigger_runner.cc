@@ -23,8 +23,7 @@ int JitteredBackoffMs(const RetryPolicy& p, int attempt) {
 }  // namespace
 
 TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, CellStore* store,
-                             KafkaRecordWriter* writer, TriggerProbe* probe,
-                             std::string client_id)
+                             KafkaRecordWriter* writer, TriggerProbe* probe, std::string client_id)
     : spec_(std::move(spec)),
       config_(config),
       store_(store),
