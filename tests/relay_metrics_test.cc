@@ -1,12 +1,17 @@
 // The relay's metrics (changelog/relay_probe.h), read through the registry's
-// Prometheus text as a scrape would see them, against a private MariaDB and
-// the local broker (relay_test_util.h).
+// Prometheus text as a scrape would see them, and scraped from a cellar-relay
+// process's --metrics-address, against a private MariaDB and the local broker
+// (relay_test_util.h).
+#include <httplib.h>
+
+#include <cstdlib>
 #include <string>
 
 #include "base/metrics.h"
 #include "changelog/relay.h"
 #include "gtest/gtest.h"
 #include "testing/metric_value.h"
+#include "testing/test_cluster.h"
 #include "tests/relay_test_util.h"
 
 namespace cellar::relaytest {
@@ -89,6 +94,55 @@ TEST(RelayMetricsTest, PublishedCountsEveryCellAndStreamLagFallsToZero) {
   EXPECT_EQ(MetricValue(text, "cellar_relay_rewinds_total"), 0) << text;
   EXPECT_EQ(MetricValue(text, "cellar_relay_fenced_batches_rolled_back_total"), 0) << text;
   relay.Stop();
+}
+
+// The port a cellar-relay started with --metrics-address host:0 logged
+// ("serving /metrics" address=host:PORT); 0 while not logged yet.
+int LoggedMetricsPort(const std::string& log) {
+  const std::string msg = "msg=\"serving /metrics\" address=";
+  const size_t at = log.find(msg);
+  if (at == std::string::npos) return 0;
+  const size_t colon = log.find(':', at + msg.size());
+  return colon == std::string::npos ? 0 : std::atoi(log.c_str() + colon + 1);
+}
+
+// The relay process's /metrics; "" when it does not answer 200.
+std::string Scrape(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(1, 0);
+  client.set_read_timeout(2, 0);
+  auto res = client.Get("/metrics");
+  return res && res->status == 200 ? res->body : "";
+}
+
+TEST(RelayMetricsTest, RelayProcessServesItsMetricsOnMetricsAddress) {
+  auto c = MakeCluster("rt_metrics_proc", Broker());
+  ASSERT_TRUE(c);
+  testing::TempDir logs("relay-metrics");
+  RelayProcess relay(c->config_path, "metrics-proc", logs.File("relay.log"),
+                     {"--metrics-address", "127.0.0.1:0"});
+  int port = 0;
+  ASSERT_TRUE(WaitFor([&] { return (port = LoggedMetricsPort(relay.Log())) > 0; }, 20s))
+      << relay.Log();
+
+  constexpr int kCells = 20;
+  for (int i = 0; i < kCells; ++i) {
+    auto r = c->store->Put(kDatastore, MakeCell(RowOnShard(i % kShards), 0, "proc"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  std::string text;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(port);
+        return MetricValue(text, "cellar_relay_events_published_total",
+                           {{"datastore", kDatastore}}) == kCells;
+      },
+      30s))
+      << "scraped:\n"
+      << text << "\nlog:\n"
+      << relay.Log();
+  EXPECT_GE(MetricValue(text, "cellar_relay_stream_lag"), 0) << text;
+  EXPECT_EQ(relay.Terminate(10s), 0) << relay.Log();
 }
 
 }  // namespace

@@ -161,7 +161,9 @@ class Writers {
 // it still runs.
 class RelayProcess {
  public:
-  RelayProcess(const std::string& config_path, const std::string& id, const std::string& log_path);
+  // `extra_args` go after --config and --id (e.g. --metrics-address).
+  RelayProcess(const std::string& config_path, const std::string& id, const std::string& log_path,
+               const std::vector<std::string>& extra_args = {});
   ~RelayProcess();
   RelayProcess(const RelayProcess&) = delete;
   RelayProcess& operator=(const RelayProcess&) = delete;

@@ -436,7 +436,8 @@ struct Relay::Impl {
       }
       probe->UpdateStreams(ReadRelayStatus(*store), NowMicros());
       lock.lock();
-      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kRelayMetricsIntervalMs));
+      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kRelayMetricsIntervalMs),
+                             [this] { return stop_checkpoints; });
     }
   }
 };
