@@ -29,10 +29,18 @@ double StreamLag(const MetricsRegistry& m, const std::string& host, const std::s
                      {{"host", host}, {"datastore", datastore}});
 }
 
-TEST(RelayMetricsTest, PublishedCountsEveryCellAndStreamLagFallsToZero) {
-  auto c = MakeCluster("rt_metrics", Broker());
+// Both delivery modes: exactly-once counts a batch's events when it commits,
+// at-least-once each event when Kafka acknowledges it.
+class RelayMetricsModeTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RelayMetricsModeTest, PublishedCountsEveryCellAndStreamLagFallsToZero) {
+  const bool exactly_once = GetParam();
+  auto c = MakeCluster(exactly_once ? "rt_metrics_eo" : "rt_metrics_alo", Broker());
   ASSERT_TRUE(c);
-  CellStore& store = *c->store;
+  ClusterConfig config = c->config;
+  config.relay.exactly_once = exactly_once;
+  std::unique_ptr<CellStore> store_of_mode = CellStore::Open(config);
+  CellStore& store = *store_of_mode;
   MetricsRegistry metrics;
   Relay relay(&store, "metrics", &metrics);
   // Every series exists, at 0, before anything happened.
@@ -94,7 +102,14 @@ TEST(RelayMetricsTest, PublishedCountsEveryCellAndStreamLagFallsToZero) {
   EXPECT_EQ(MetricValue(text, "cellar_relay_rewinds_total"), 0) << text;
   EXPECT_EQ(MetricValue(text, "cellar_relay_fenced_batches_rolled_back_total"), 0) << text;
   relay.Stop();
+  store.Close();
 }
+
+INSTANTIATE_TEST_SUITE_P(DeliveryModes, RelayMetricsModeTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("ExactlyOnce")
+                                             : std::string("AtLeastOnce");
+                         });
 
 // The port a cellar-relay started with --metrics-address host:0 logged
 // ("serving /metrics" address=host:PORT); 0 while not logged yet.
