@@ -104,6 +104,7 @@ void Relay::Impl::HostLoop(size_t host_index) {
       LogWarn("relay", "fenced: another relay claimed the stream; dropping it",
               {{"host", host.name}, {"datastore", s->datastore}, {"relay", relay_id}});
       fenced++;
+      if (probe) probe->StreamsFenced().Increment();
       DropStream(mine[i], /*flush=*/false);
       locks.Release(mine[i]).IgnoreError();
       owned_total--;
@@ -124,8 +125,8 @@ void Relay::Impl::HostLoop(size_t host_index) {
   owned_total -= static_cast<int>(mine.size());
 }
 
-Relay::Relay(CellStore* store, std::string relay_id)
-    : impl_(std::make_unique<Impl>(store, std::move(relay_id))) {}
+Relay::Relay(CellStore* store, std::string relay_id, MetricsRegistry* metrics)
+    : impl_(std::make_unique<Impl>(store, std::move(relay_id), metrics)) {}
 
 Relay::~Relay() { Stop(); }
 
@@ -143,6 +144,7 @@ Status Relay::Start() {
       EndpointFor(m.config, m.config.mysql.hosts.front()), m.config.mysql.database_prefix);
   m.poll_thread = std::thread([&m] { m.PollLoop(); });
   m.checkpoint_thread = std::thread([&m] { m.CheckpointLoop(); });
+  if (m.probe) m.metrics_thread = std::thread([&m] { m.MetricsLoop(); });
   for (size_t h = 0; h < m.config.mysql.hosts.size(); ++h)
     m.host_threads.emplace_back([&m, h] { m.HostLoop(h); });
   LogInfo("relay", "started", {{"relay", m.relay_id}, {"brokers", m.config.kafka.brokers}});
@@ -161,6 +163,7 @@ void Relay::Stop() {
   }
   m.checkpoint_cv.notify_all();
   if (m.checkpoint_thread.joinable()) m.checkpoint_thread.join();
+  if (m.metrics_thread.joinable()) m.metrics_thread.join();
   m.stop_polling = true;
   if (m.poll_thread.joinable()) m.poll_thread.join();
   m.producer->flush(kFlushOnReleaseMs);

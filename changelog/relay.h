@@ -27,6 +27,12 @@
 // Kafka down: writes are unaffected (cells are already durable); the producer
 // queues and retries, the relay logs once per outage and catches up.
 //
+// Metrics: with a registry the relay registers the RelayProbe's metrics
+// (relay_probe.h) and updates them; the per-stream lag and checkpoint age are
+// read (ReadRelayStatus) every kRelayMetricsIntervalMs on a thread of their
+// own. The relay serves nothing: a program exports the registry
+// (server/metrics_endpoint.h).
+//
 // Threading: Start/Stop from one thread; stats() from any thread.
 #pragma once
 
@@ -36,10 +42,14 @@
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/status.h"
 #include "cells/cell_store.h"
 
 namespace cellar {
+
+// How often a relay with a registry refreshes its per-stream gauges.
+inline constexpr int kRelayMetricsIntervalMs = 500;
 
 struct RelayStats {
   uint64_t published = 0;                      // records handed to the producer
@@ -56,8 +66,9 @@ struct RelayStats {
 class Relay {
  public:
   // `store` is not owned and must outlive the relay. relay_id names this
-  // process in logs.
-  Relay(CellStore* store, std::string relay_id);
+  // process in logs. `metrics` (not owned, may be null: no metrics) must
+  // outlive the relay.
+  Relay(CellStore* store, std::string relay_id, MetricsRegistry* metrics = nullptr);
   ~Relay();
 
   // Creates the Kafka producer, the topics (kafka.partitions each) and the

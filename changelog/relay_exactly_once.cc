@@ -180,6 +180,10 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
       s.read_pos = s.acked = s.saved = last;
       s.scan_offsets = std::move(scan);
       skipped_already_published += skipped;
+      if (probe) {
+        probe->Published(s.datastore, produced + skipped);
+        probe->SkippedAlreadyPublished().Increment(skipped);
+      }
       return produced;
     }
   } else {
@@ -187,6 +191,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   }
   // Rolled back: some records may be in Kafka; read the tail before the next try.
   fenced_batches++;
+  if (probe) probe->FencedBatchesRolledBack().Increment();
   s.Rewind();
   {
     std::lock_guard<std::mutex> lock(s.mu);

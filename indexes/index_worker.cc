@@ -1,14 +1,11 @@
 #include "indexes/index_worker.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "base/log.h"
 #include "changelog/consumer_groups.h"
@@ -54,13 +51,12 @@ struct IndexWorker::Impl {
   CellStore* store;
   std::vector<IndexDefinition> defs;
   IndexWorkerOptions options;
-  MetricsRegistry metrics;
+  MetricsRegistry own_metrics;
+  MetricsRegistry* metrics;
+  IndexProbe probe;
   IndexCatalog catalog;
   IndexWriter writer;
   std::unique_ptr<KeyedConsumer> consumer;
-  std::unique_ptr<httplib::Server> http;
-  std::thread http_thread;
-  Histogram* lag = nullptr;
 
   std::mutex versions_mu;
   // index -> writable versions, each with the definition it was created from
@@ -71,11 +67,13 @@ struct IndexWorker::Impl {
   std::chrono::steady_clock::time_point versions_at{};
 
   Impl(CellStore* s, std::vector<IndexDefinition> d, IndexWorkerOptions o)
-      : store(s), defs(std::move(d)), options(std::move(o)), catalog(s), writer(s, &metrics) {
-    lag = &metrics.GetHistogram("cellar_index_lag_seconds",
-                                "Cell created_at to index entry written, for events that "
-                                "changed the index");
-  }
+      : store(s),
+        defs(std::move(d)),
+        options(std::move(o)),
+        metrics(options.metrics ? options.metrics : &own_metrics),
+        probe(metrics),
+        catalog(s),
+        writer(s, &probe) {}
 
   // Re-reads the writable versions of `d`; false (keeping the previous answer)
   // when the catalog cannot be read. REQUIRES: versions_mu held.
@@ -142,10 +140,7 @@ struct IndexWorker::Impl {
         for (int attempt = 0;; ++attempt) {
           auto r = writer.Apply(vdef, version, cell);
           if (r.ok()) {
-            metrics
-                .GetCounter("cellar_index_applied_total", "Cell versions applied to an index",
-                            {{"index", d.table}, {"outcome", OutcomeName(r->outcome)}})
-                .Increment();
+            probe.Applied(d.table, OutcomeName(r->outcome)).Increment();
             changed |= ChangedTheIndex(r->outcome);
             break;
           }
@@ -159,7 +154,7 @@ struct IndexWorker::Impl {
     }
     // Only events that changed the index count: a replayed, stale or
     // unindexed event's age is no lag of the index.
-    if (changed) lag->Observe(std::max<double>(0, (NowMicros() - cell.created_at) / 1e6));
+    if (changed) probe.Lag().Observe(std::max<double>(0, (NowMicros() - cell.created_at) / 1e6));
     return true;
   }
 
@@ -193,9 +188,9 @@ IndexWorker::IndexWorker(CellStore* store, std::vector<IndexDefinition> definiti
 
 IndexWorker::~IndexWorker() { Stop(); }
 
-MetricsRegistry& IndexWorker::metrics() { return impl_->metrics; }
+MetricsRegistry& IndexWorker::metrics() { return *impl_->metrics; }
 
-double IndexWorker::LagQuantileMs(double q) const { return impl_->lag->Quantile(q) * 1000; }
+double IndexWorker::LagQuantileMs(double q) const { return impl_->probe.Lag().Quantile(q) * 1000; }
 
 Status IndexWorker::Start() {
   Impl& m = *impl_;
@@ -214,7 +209,7 @@ Status IndexWorker::Start() {
   o.concurrency = m.options.concurrency;
   o.max_pending = m.options.max_pending;
   o.log_component = "index";
-  o.metrics = &m.metrics;
+  o.metrics = m.metrics;
   KeyedConsumerCallbacks cb;
   cb.decode = [&m](const ConsumedRecord& rec) { return m.Decode(rec); };
   cb.handle = [&m](KeyedEvent& e) {
@@ -224,18 +219,6 @@ Status IndexWorker::Start() {
   cb.unreadable = [&m](KeyedEvent& e, const Status& error) { return m.Unreadable(e, error); };
   m.consumer = std::make_unique<KeyedConsumer>(m.store, std::move(o), std::move(cb));
   CELLAR_RETURN_IF_ERROR(m.consumer->Start());
-  if (!m.options.metrics_address.empty()) {
-    auto colon = m.options.metrics_address.rfind(':');
-    m.http = std::make_unique<httplib::Server>();
-    m.http->Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
-      res.set_content(m.metrics.Render(), "text/plain; version=0.0.4");
-    });
-    if (colon == std::string::npos ||
-        !m.http->bind_to_port(m.options.metrics_address.substr(0, colon).c_str(),
-                              std::atoi(m.options.metrics_address.c_str() + colon + 1)))
-      return Unavailable("cannot listen on " + m.options.metrics_address);
-    m.http_thread = std::thread([&m] { m.http->listen_after_bind(); });
-  }
   LogInfo("index", "worker started",
           {{"group", m.consumer->group()}, {"indexes", std::to_string(m.defs.size())}});
   return Status::Ok();
@@ -246,11 +229,6 @@ void IndexWorker::Stop() {
   if (!m.consumer) return;
   m.consumer->Stop(kStopDrainMs);
   m.consumer.reset();
-  if (m.http) {
-    m.http->stop();
-    if (m.http_thread.joinable()) m.http_thread.join();
-    m.http.reset();
-  }
   LogInfo("index", "worker stopped");
 }
 

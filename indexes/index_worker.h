@@ -16,12 +16,14 @@
 // kafka.max_event_body_bytes) is read from the store first; while that read
 // fails the event waits: it is never applied without its body, except a
 // version of a TTL column that is no longer stored (expired, it has no entry).
-// Exports cellar_index_lag_seconds (the cell's created_at to its entry
+// Registers in its registry (options.metrics) the IndexProbe's metrics
+// (index_probe.h): cellar_index_lag_seconds (the cell's created_at to its entry
 // written, observed once per event that changed the index: an entry upserted
 // or removed; replayed, stale and unindexed events are not lag),
-// cellar_index_applied_total{index,outcome}, cellar_index_skipped_total{index}
-// and cellar_consumer_body_rereads_total{group,outcome}. Threading:
-// Start/Stop from one thread.
+// cellar_index_applied_total{index,outcome}, cellar_index_skipped_total{index};
+// and the consumer's cellar_consumer_body_rereads_total{group,outcome}. It
+// serves nothing: a program exports the registry (server/metrics_endpoint.h).
+// Threading: Start/Stop from one thread.
 #pragma once
 
 #include <memory>
@@ -36,10 +38,12 @@
 namespace cellar {
 
 struct IndexWorkerOptions {
-  int concurrency = 8;          // rows applied in parallel
-  int max_pending = 10000;      // queued events before polling pauses
-  bool from_beginning = true;   // where a new consumer group starts
-  std::string metrics_address;  // host:port for GET /metrics; empty: none
+  int concurrency = 8;         // rows applied in parallel
+  int max_pending = 10000;     // queued events before polling pauses
+  bool from_beginning = true;  // where a new consumer group starts
+  // Where the worker registers its metrics; not owned, must outlive the
+  // worker. Null: a registry of the worker's own.
+  MetricsRegistry* metrics = nullptr;
 };
 
 class IndexWorker {
@@ -56,6 +60,7 @@ class IndexWorker {
   // Stops polling, finishes queued events (bounded), commits offsets. Idempotent.
   void Stop();
 
+  // The registry in use (options.metrics or the worker's own).
   MetricsRegistry& metrics();
   // p50/p99 of cell commit to index write, in milliseconds.
   double LagQuantileMs(double q) const;

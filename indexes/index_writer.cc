@@ -91,11 +91,7 @@ Result<IndexApplyResult> IndexWriter::Apply(const IndexDefinition& def, int vers
       entry = std::move(e).value();
     } else {
       result = {IndexApply::kSkipped, e.status().message()};
-      if (metrics_)
-        metrics_
-            ->GetCounter("cellar_index_skipped_total", "Cell versions without a valid entry",
-                         {{"index", def.table}})
-            .Increment();
+      if (probe_) probe_->Skipped(def.table).Increment();
       LogInfo("index", "no entry for cell",
               {{"index", def.table},
                {"cell", cell.Address(def.datastore)},

@@ -30,6 +30,7 @@
 #include "base/status.h"
 #include "cells/cell_store.h"
 #include "indexes/index_definition.h"
+#include "indexes/index_probe.h"
 
 namespace cellar {
 
@@ -42,8 +43,9 @@ struct IndexApplyResult {
 
 class IndexWriter {
  public:
-  // Neither is owned; both must outlive the writer. metrics may be null.
-  IndexWriter(CellStore* store, MetricsRegistry* metrics) : store_(store), metrics_(metrics) {}
+  // Neither is owned; both must outlive the writer. probe may be null (no
+  // metrics: maintenance, purge).
+  IndexWriter(CellStore* store, IndexProbe* probe) : store_(store), probe_(probe) {}
 
   // Unavailable/Aborted: nothing committed, retry later.
   Result<IndexApplyResult> Apply(const IndexDefinition& def, int version, const Cell& cell);
@@ -60,7 +62,7 @@ class IndexWriter {
 
  private:
   CellStore* store_;
-  MetricsRegistry* metrics_;
+  IndexProbe* probe_;
 };
 
 }  // namespace cellar

@@ -9,6 +9,7 @@
 
 #include "api/api_wire.h"
 #include "base/log.h"
+#include "server/http_probe.h"
 
 namespace cellar {
 namespace {
@@ -81,8 +82,7 @@ struct HttpServer::Impl {
   std::unique_ptr<httplib::Server> server;
   std::thread thread;
   MetricsRegistry* metrics = nullptr;
-  Histogram* batch_cells = nullptr;
-  Gauge* in_flight_gauge = nullptr;
+  std::unique_ptr<HttpProbe> probe;
   std::atomic<int64_t> in_flight{0};
 
   void Answer(const httplib::Request& req, httplib::Response& res, std::string body) {
@@ -149,21 +149,10 @@ struct HttpServer::Impl {
     const double seconds =
         ctx.start ? std::chrono::duration<double>(Clock::now() - *ctx.start).count() : 0;
     const std::string route = RouteLabel(ctx.route);
-    metrics
-        ->GetCounter("cellar_http_requests_total", "HTTP requests answered, by route and status",
-                     {{"route", route}, {"code", std::to_string(res.status)}})
-        .Increment();
-    metrics
-        ->GetHistogram("cellar_http_request_seconds", "HTTP request latency by route",
-                       {{"route", route}})
-        .Observe(seconds);
-    if (ctx.batch_cells > 0) batch_cells->Observe(static_cast<double>(ctx.batch_cells));
-    for (uint32_t shard : ctx.failed_shards)
-      metrics
-          ->GetCounter("cellar_http_shard_errors_total",
-                       "Requests (or batch cells' rows) that failed because of a shard",
-                       {{"shard", std::to_string(shard)}})
-          .Increment();
+    probe->Requests(route, res.status).Increment();
+    probe->RequestSeconds(route).Observe(seconds);
+    if (ctx.batch_cells > 0) probe->BatchCells().Observe(static_cast<double>(ctx.batch_cells));
+    for (uint32_t shard : ctx.failed_shards) probe->ShardErrors(shard).Increment();
     std::string path = req.path.substr(0, 200);
     LogInfo("http", "request",
             {{"method", req.method.substr(0, 16)},
@@ -190,15 +179,13 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const CellApi* api,
 
   std::unique_ptr<HttpServer> self(new HttpServer());
   self->tls_ = tls;
-  self->metrics_ = std::make_unique<MetricsRegistry>();
+  if (!o.metrics) self->owned_metrics_ = std::make_unique<MetricsRegistry>();
+  self->metrics_ = o.metrics ? o.metrics : self->owned_metrics_.get();
   self->impl_ = std::make_unique<Impl>();
   Impl& m = *self->impl_;
   m.api = api;
-  m.metrics = self->metrics_.get();
-  m.batch_cells =
-      &m.metrics->GetHistogram("cellar_http_batch_cells", "Cells per accepted batch request", {},
-                               {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000});
-  m.in_flight_gauge = &m.metrics->GetGauge("cellar_http_in_flight", "Requests being handled");
+  m.metrics = self->metrics_;
+  m.probe = std::make_unique<HttpProbe>(m.metrics);
   if (tls) {
     auto ssl =
         std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
@@ -223,7 +210,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const CellApi* api,
   s.set_pre_routing_handler([impl](const httplib::Request&, httplib::Response&) {
     t_request = RequestContext();
     t_request.start = Clock::now();
-    impl->in_flight_gauge->Set(static_cast<double>(++impl->in_flight));
+    impl->probe->InFlight().Set(static_cast<double>(++impl->in_flight));
     return httplib::Server::HandlerResponse::Unhandled;
   });
   auto plain = [impl](const httplib::Request& req, httplib::Response& res) {
@@ -251,7 +238,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const CellApi* api,
     SetJsonError(res, 500, "internal error");
   });
   s.set_logger([impl](const httplib::Request& req, const httplib::Response& res) {
-    if (t_request.start) impl->in_flight_gauge->Set(static_cast<double>(--impl->in_flight));
+    if (t_request.start) impl->probe->InFlight().Set(static_cast<double>(--impl->in_flight));
     impl->Record(req, res);
   });
 

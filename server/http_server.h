@@ -10,14 +10,10 @@
 // `read_timeout_ms`. Each worker thread serves one connection at a time;
 // connections beyond `threads` wait in the accept queue.
 //
-// Metrics (MetricsRegistry, base/metrics.h):
-//   cellar_http_requests_total{route,code}     requests answered
-//   cellar_http_request_seconds{route}         latency histogram
-//   cellar_http_batch_cells                    cells per accepted batch request
-//   cellar_http_shard_errors_total{shard}      requests failed by a shard (503/500)
-//   cellar_http_in_flight                      requests being handled
-// The store's group-commit batch sizes are not observable through CellStore's
-// public API, so they are not exported here.
+// Metrics: the HttpProbe's (http_probe.h), registered in options.metrics (or
+// a registry of the server's own) and served with everything else in that
+// registry at GET /metrics. The store's group-commit batch sizes are not
+// observable through CellStore's public API, so they are not exported here.
 //
 // Threading: Start/Stop from one thread; the server runs on its own threads.
 #pragma once
@@ -45,6 +41,9 @@ struct HttpServerOptions {
   int write_timeout_ms = 10000;
   int keep_alive_timeout_s = 5;
   int keep_alive_max_requests = 10000;
+  // Where the server registers its metrics and what GET /metrics serves; not
+  // owned, must outlive the server. Null: a registry of the server's own.
+  MetricsRegistry* metrics = nullptr;
 };
 
 class HttpServer {
@@ -60,6 +59,7 @@ class HttpServer {
   // The bound port (the chosen one when options.port was 0).
   int port() const { return port_; }
   bool tls() const { return tls_; }
+  // The registry in use (options.metrics or the server's own).
   MetricsRegistry& metrics() { return *metrics_; }
 
   // Graceful stop: stops accepting, lets requests in progress finish (idle
@@ -71,7 +71,8 @@ class HttpServer {
   struct Impl;
   HttpServer() = default;
 
-  std::unique_ptr<MetricsRegistry> metrics_;
+  std::unique_ptr<MetricsRegistry> owned_metrics_;
+  MetricsRegistry* metrics_ = nullptr;
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
   bool tls_ = false;

@@ -41,48 +41,6 @@ void ReportDuplicates(const std::string& test, const Collector& c) {
   ::testing::Test::RecordProperty("duplicates", std::to_string(dups));
 }
 
-// A writer outside the store (as another worker process would be) that fences
-// its transaction exactly like the store does (cells/internal/write_fence.h:
-// RegisterWriter, Begin, EnterWriteFence) and inserts one cell into the log of
-// the shard's host, leaving the transaction open until Commit()/Rollback().
-class FencedWriter {
- public:
-  FencedWriter(const ClusterConfig& config, uint32_t shard)
-      : shard_(shard), db_(config.DatabaseForShard(shard)) {
-    auto c = MysqlConnection::Connect(EndpointFor(config, config.HostForShard(shard)));
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    if (c.ok()) conn_ = std::move(c).value();
-  }
-
-  // Returns the added_id (position in the host log) of the inserted cell (0 on failure).
-  uint64_t BeginAndInsert(const CellWrite& w) {
-    if (!conn_) return 0;
-    EXPECT_EQ(ShardForRow(w.row_key, kShards), shard_);
-    Status s = internal::RegisterWriter(*conn_, db_);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    s = conn_->Begin();
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    s = internal::EnterWriteFence(*conn_, db_);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    if (!s.ok()) return 0;
-    auto rows =
-        conn_->Query("INSERT INTO " + QualifiedTable(db_, std::string("cells_") + kDatastore) +
-                         " (shard, row_key, column_name, ref_key, body, tombstone, created_at)"
-                         " VALUES (?,?,?,?,?,?,?) RETURNING added_id",
-                     {uint64_t{shard_}, w.row_key.ToBytes(), w.column, w.ref_key,
-                      EncodeBody(w.body), int64_t{0}, NowMicros()});
-    EXPECT_TRUE(rows.ok() && rows->size() == 1) << rows.status().ToString();
-    return rows.ok() && rows->size() == 1 ? (*rows)[0].Uint(0) : 0;
-  }
-  Status Commit() { return conn_->Commit(); }
-  void Rollback() { conn_->Rollback(); }
-
- private:
-  uint32_t shard_;
-  std::string db_;
-  std::unique_ptr<MysqlConnection> conn_;  // closing it rolls back an open transaction
-};
-
 // Puts `n` cells on `shard` and returns their ids.
 std::vector<CellId> PutOnShard(CellStore& store, uint32_t shard, int n, const std::string& tag) {
   std::vector<CellId> ids;

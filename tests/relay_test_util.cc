@@ -284,12 +284,22 @@ std::string Writers::first_error() const {
 // ---------------------------------------------------------------------------
 // RelayProcess
 
+namespace {
+
+std::vector<std::string> RelayArgs(const std::string& config_path, const std::string& id,
+                                   const std::vector<std::string>& extra_args) {
+  std::vector<std::string> args{CELLAR_RELAY_BIN, "--config", config_path, "--id", id};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return args;
+}
+
+}  // namespace
+
 RelayProcess::RelayProcess(const std::string& config_path, const std::string& id,
-                           const std::string& log_path)
+                           const std::string& log_path, const std::vector<std::string>& extra_args)
     : log_path_(log_path),
-      child_(std::make_unique<testing::ChildProcess>(
-          std::vector<std::string>{CELLAR_RELAY_BIN, "--config", config_path, "--id", id},
-          log_path)) {
+      child_(std::make_unique<testing::ChildProcess>(RelayArgs(config_path, id, extra_args),
+                                                     log_path)) {
   EXPECT_TRUE(child_->running()) << "cannot start " << CELLAR_RELAY_BIN;
 }
 

@@ -24,6 +24,7 @@
 #include "config/cluster_config.h"
 #include "testing/child_process.h"
 #include "testing/local_broker.h"
+#include "testing/metric_value.h"
 #include "testing/private_mariadb.h"
 #include "testing/wait_for.h"
 #include "triggers/trigger_worker.h"
@@ -117,10 +118,8 @@ std::vector<Uuid> NewRows(size_t n);
 bool PutCell(CellStore& store, const Uuid& row, const std::string& column, int64_t ref_key,
              const nlohmann::json& body);
 
-// Sum of the values of Prometheus samples named `name` whose labels include
-// every pair of `labels` (e.g. {{"trigger","billing"}}). -1 when none matched.
-double MetricValue(const std::string& text, const std::string& name,
-                   const std::map<std::string, std::string>& labels);
+// Reads one metric out of Prometheus text (testing/metric_value.h).
+using ::cellar::testing::MetricValue;
 
 // Counters of trigger `name` summed over its partitions (metrics) and its paused flag.
 struct TriggerTotals {

@@ -1,14 +1,15 @@
 #include "triggers/trigger_worker.h"
 
-#include <httplib.h>
+#include <pthread.h>
 
 #include <charconv>
+#include <csignal>
 #include <stdexcept>
-#include <thread>
 
 #include "base/log.h"
 #include "changelog/record_writer.h"
 #include "triggers/internal/trigger_runner.h"
+#include "triggers/trigger_probe.h"
 #include "triggers/webhook.h"
 
 namespace cellar {
@@ -20,12 +21,12 @@ struct TriggerWorker::Impl {
   ClusterConfig config;
   TriggerWorkerOptions options;
   std::unique_ptr<CellStore> store;
-  MetricsRegistry metrics;
+  MetricsRegistry own_metrics;
+  MetricsRegistry* metrics = &own_metrics;
+  std::unique_ptr<TriggerProbe> probe;
   std::unique_ptr<KafkaRecordWriter> writer;
   std::vector<TriggerSpec> specs;
   std::vector<std::unique_ptr<TriggerRunner>> runners;
-  std::unique_ptr<httplib::Server> http;
-  std::thread http_thread;
   bool started = false;
   bool stopped = false;
   std::mutex mu;
@@ -37,7 +38,7 @@ struct TriggerWorker::Impl {
                             KafkaRecordWriter::Create(config.kafka, options.client_id + "-dlq"));
     for (auto& spec : specs)
       runners.push_back(std::make_unique<TriggerRunner>(spec, config, store.get(), writer.get(),
-                                                        &metrics, options.client_id));
+                                                        probe.get(), options.client_id));
     return Status::Ok();
   }
 };
@@ -47,12 +48,14 @@ TriggerWorker::TriggerWorker(const ClusterConfig& config, TriggerWorkerOptions o
   impl_->config = config;
   impl_->options = std::move(options);
   impl_->store = CellStore::Open(impl_->config);
+  if (impl_->options.metrics) impl_->metrics = impl_->options.metrics;
+  impl_->probe = std::make_unique<TriggerProbe>(impl_->metrics);
 }
 
 TriggerWorker::~TriggerWorker() { Stop(); }
 
 CellStore& TriggerWorker::store() { return *impl_->store; }
-MetricsRegistry& TriggerWorker::metrics() { return impl_->metrics; }
+MetricsRegistry& TriggerWorker::metrics() { return *impl_->metrics; }
 
 Status TriggerWorker::on(const std::string& datastore, const std::string& column,
                          const std::string& name, TriggerHandler handler, TriggerOptions options) {
@@ -87,24 +90,6 @@ Status TriggerWorker::Start() {
   if (m.started) return FailedPrecondition("trigger worker already started");
   CELLAR_RETURN_IF_ERROR(m.EnsureRunners());
   for (auto& runner : m.runners) CELLAR_RETURN_IF_ERROR(runner->Start());
-  if (!m.options.metrics_address.empty()) {
-    auto colon = m.options.metrics_address.rfind(':');
-    if (colon == std::string::npos)
-      return InvalidArgument("metrics address must be host:port, got " + m.options.metrics_address);
-    std::string host = m.options.metrics_address.substr(0, colon);
-    int port = std::atoi(m.options.metrics_address.c_str() + colon + 1);
-    m.http = std::make_unique<httplib::Server>();
-    m.http->Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
-      res.set_content(m.metrics.Render(), "text/plain; version=0.0.4");
-    });
-    m.http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("ok\n", "text/plain");
-    });
-    if (!m.http->bind_to_port(host.c_str(), port))
-      return Unavailable("cannot listen on " + m.options.metrics_address);
-    m.http_thread = std::thread([&m] { m.http->listen_after_bind(); });
-    LogInfo("trigger", "metrics", {{"address", m.options.metrics_address}});
-  }
   m.started = true;
   return Status::Ok();
 }
@@ -115,10 +100,6 @@ void TriggerWorker::Stop() {
   if (m.stopped) return;
   m.stopped = true;
   for (auto& r : m.runners) r->Stop(m.options.drain_timeout_ms);
-  if (m.http) {
-    m.http->stop();
-    if (m.http_thread.joinable()) m.http_thread.join();
-  }
   m.store->Close();
 }
 

@@ -110,7 +110,11 @@ struct TriggerStatus {
 };
 
 struct TriggerWorkerOptions {
-  std::string metrics_address;  // "host:port" serving GET /metrics; empty: none
+  // Where the worker registers its metrics (TriggerProbe, trigger_probe.h, and
+  // the consumer's); not owned, must outlive the worker. Null: a registry of
+  // the worker's own. The worker serves nothing: a program exports the
+  // registry itself (server/metrics_endpoint.h).
+  MetricsRegistry* metrics = nullptr;
   std::string client_id = "cellar-trigger";
   int drain_timeout_ms = 30000;  // how long Stop() waits for in-flight handlers
 };
@@ -148,6 +152,7 @@ class TriggerWorker {
   Status Replay(const std::string& name, const ReplayFrom& from);
 
   std::vector<TriggerStatus> status() const;
+  // The registry in use (options.metrics or the worker's own).
   MetricsRegistry& metrics();
   CellStore& store();
 

@@ -10,16 +10,18 @@
 #include "base/signal_wait.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_worker.h"
+#include "server/metrics_endpoint.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
   CLI::App app{"cellar-indexer: maintain secondary indexes from the change log"};
   std::string config_path = "cellar.yaml", indexes_path = "indexes";
   cellar::IndexWorkerOptions opts;
+  std::string metrics_address;
   app.add_option("--config", config_path, "cluster config (YAML)")->capture_default_str();
   app.add_option("--indexes", indexes_path, "index definition file or directory")
       ->capture_default_str();
-  app.add_option("--metrics-address", opts.metrics_address, "host:port serving /metrics");
+  app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   app.add_option("--concurrency", opts.concurrency, "rows applied in parallel")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -46,6 +48,17 @@ int main(int argc, char** argv) {
       cellar::LogWarn("index", "version is building: run `cellar index backfill`",
                       {{"index", d.table}, {"version", std::to_string(applied->version.version)}});
   }
+  cellar::MetricsRegistry metrics;
+  std::unique_ptr<cellar::MetricsEndpoint> endpoint;
+  if (!metrics_address.empty()) {
+    auto e = cellar::MetricsEndpoint::Start(&metrics, metrics_address);
+    if (!e.ok()) {
+      std::cerr << "cellar-indexer: " << e.status().ToString() << "\n";
+      return e.status().code() == cellar::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    endpoint = std::move(e).value();
+  }
+  opts.metrics = &metrics;
   cellar::IndexWorker worker(store.get(), *defs, opts);
   if (cellar::Status s = worker.Start(); !s.ok()) {
     std::cerr << "cellar-indexer: " << s.ToString() << "\n";
@@ -58,6 +71,7 @@ int main(int argc, char** argv) {
                      {"lag_p99_ms", std::to_string(worker.LagQuantileMs(0.99))}});
   cellar::LogInfo("index", "signal received; stopping", {{"signal", std::to_string(sig)}});
   worker.Stop();
+  if (endpoint) endpoint->Stop();
   store->Close();
   return 0;
 }

@@ -1,6 +1,9 @@
 // cellar-relay: publishes committed cells to the Kafka change log (see
 // changelog/relay.h). Runs until SIGTERM/SIGINT, then flushes, saves
 // checkpoints, releases its shards and exits 0.
+//   cellar-relay --config cellar.yaml [--id NAME] [--metrics-address host:port]
+// --metrics-address serves the relay's metrics (changelog/relay_probe.h) at
+// GET /metrics.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,16 +13,19 @@
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
 #include "changelog/relay.h"
+#include "server/metrics_endpoint.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
   CLI::App app{"cellar-relay: publish committed cells to Kafka"};
   std::string config_path = "cellar.yaml";
   std::string relay_id = "relay-" + std::to_string(getpid());
+  std::string metrics_address;
   int stats_every_ms = 10000;
   app.add_option("--config", config_path, "cluster config (YAML)")->capture_default_str();
   app.add_option("--id", relay_id, "name of this relay in logs")->capture_default_str();
   app.add_option("--stats-interval-ms", stats_every_ms, "log stats this often");
+  app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   CLI11_PARSE(app, argc, argv);
 
   auto config = cellar::LoadClusterConfig(config_path);
@@ -27,8 +33,18 @@ int main(int argc, char** argv) {
     std::cerr << "cellar-relay: invalid config:\n" << config.status().message() << "\n";
     return 2;
   }
+  cellar::MetricsRegistry metrics;
+  std::unique_ptr<cellar::MetricsEndpoint> endpoint;
+  if (!metrics_address.empty()) {
+    auto e = cellar::MetricsEndpoint::Start(&metrics, metrics_address);
+    if (!e.ok()) {
+      std::cerr << "cellar-relay: " << e.status().ToString() << "\n";
+      return e.status().code() == cellar::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    endpoint = std::move(e).value();
+  }
   auto store = cellar::CellStore::Open(*config);
-  cellar::Relay relay(store.get(), relay_id);
+  cellar::Relay relay(store.get(), relay_id, &metrics);
   if (cellar::Status s = relay.Start(); !s.ok()) {
     std::cerr << "cellar-relay: " << s.ToString() << "\n";
     return 1;
@@ -45,6 +61,7 @@ int main(int argc, char** argv) {
   }
   cellar::LogInfo("relay", "signal received; stopping", {{"signal", std::to_string(sig)}});
   relay.Stop();
+  if (endpoint) endpoint->Stop();
   store->Close();
   return 0;
 }

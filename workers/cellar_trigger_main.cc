@@ -4,9 +4,14 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "base/signal_wait.h"
+#include "server/metrics_endpoint.h"
 #include "triggers/trigger_worker.h"
 
 int main(int argc, char** argv) {
+  // Before any thread: the metrics endpoint's threads inherit the blocked
+  // signals, so SIGTERM reaches run()'s wait.
+  cellar::BlockTerminationSignals();
   CLI::App app{"cellar-trigger: run YAML-defined webhook triggers"};
   std::string config_path = "cellar.yaml", triggers_path, metrics_address;
   std::vector<std::string> only;
@@ -28,7 +33,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   cellar::TriggerWorkerOptions opts;
-  opts.metrics_address = metrics_address;
+  cellar::MetricsRegistry metrics;
+  std::unique_ptr<cellar::MetricsEndpoint> endpoint;
+  if (!metrics_address.empty()) {
+    auto e = cellar::MetricsEndpoint::Start(&metrics, metrics_address);
+    if (!e.ok()) {
+      std::cerr << "cellar-trigger: " << e.status().ToString() << "\n";
+      return e.status().code() == cellar::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    endpoint = std::move(e).value();
+  }
+  opts.metrics = &metrics;
   cellar::TriggerWorker worker(*config, opts);
   for (const auto& d : *defs)
     if (only.empty() || std::find(only.begin(), only.end(), d.name) != only.end()) {

@@ -22,6 +22,7 @@
 #include "changelog/kafka_conf.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
+#include "changelog/relay_probe.h"
 
 namespace cellar {
 namespace relay_internal {
@@ -52,6 +53,7 @@ class RelayCallbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb
   std::atomic<bool> outage{false};
   std::atomic<bool> fatal{false};
   std::string relay_id;
+  RelayProbe* probe = nullptr;  // may be null
 
   void dr_cb(RdKafka::Message& m) override {
     auto* tag = static_cast<DeliveryTag*>(m.msg_opaque());
@@ -59,6 +61,8 @@ class RelayCallbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb
     if (m.err() == RdKafka::ERR_NO_ERROR) {
       tag->stream->OnDelivered(tag->generation, tag->added_id, m.offset());
       acknowledged.fetch_add(1, std::memory_order_relaxed);
+      // Exactly-once records count when their batch commits (PumpFenced).
+      if (probe && !tag->stream->exactly_once) probe->Published(tag->stream->datastore);
       if (outage.exchange(false))
         LogInfo("relay", "Kafka reachable again; catching up", {{"relay", relay_id}});
     } else {
@@ -105,13 +109,18 @@ struct Relay::Impl {
   std::condition_variable checkpoint_cv;
   bool stop_checkpoints = false;  // guarded by checkpoint_mu
   std::vector<std::thread> host_threads;
+  std::unique_ptr<RelayProbe> probe;  // null without a registry
+  std::thread metrics_thread;         // runs MetricsLoop when probe is set
 
   size_t total_streams = 0;  // hosts x datastores
   std::mutex streams_mu;
   std::map<std::string, std::shared_ptr<HostStream>> owned;  // lock name -> stream
 
-  Impl(CellStore* s, std::string id) : store(s), relay_id(std::move(id)), config(s->config()) {
+  Impl(CellStore* s, std::string id, MetricsRegistry* metrics)
+      : store(s), relay_id(std::move(id)), config(s->config()) {
     callbacks.relay_id = relay_id;
+    if (metrics) probe = std::make_unique<RelayProbe>(metrics, config);
+    callbacks.probe = probe.get();
   }
 
   Result<std::unique_ptr<RdKafka::Producer>> MakeProducer() {
@@ -164,6 +173,7 @@ struct Relay::Impl {
     auto p = MakeProducer();
     if (p.ok()) producer = std::move(p).value();
     rewinds++;
+    if (probe) probe->Rewinds().Increment();
   }
 
   std::shared_ptr<HostStream> Stream(const std::string& lock_name) {
@@ -199,6 +209,7 @@ struct Relay::Impl {
     CELLAR_RETURN_IF_ERROR(ResetCheckpoint(conn, database, datastore));
     *cp = RelayCheckpoint{};
     resets++;
+    if (probe) probe->BrokerLossResets().Increment();
     return true;
   }
 
@@ -355,6 +366,7 @@ struct Relay::Impl {
     if (failed) {
       s.Rewind();
       rewinds++;
+      if (probe) probe->Rewinds().Increment();
       LogWarn("relay", "delivery failed; rewinding stream to its acknowledged position",
               {{"host", s.host_name}, {"datastore", s.datastore}});
     }
@@ -411,6 +423,23 @@ struct Relay::Impl {
   }
 
   void HostLoop(size_t host_index);
+
+  // Every kRelayMetricsIntervalMs until the checkpoint thread stops: the owned
+  // stream count and every stream's lag and checkpoint age (ReadRelayStatus).
+  void MetricsLoop() {
+    std::unique_lock<std::mutex> lock(checkpoint_mu);
+    while (!stop_checkpoints) {
+      lock.unlock();
+      {
+        std::lock_guard<std::mutex> g(streams_mu);
+        probe->OwnedStreams().Set(static_cast<double>(owned.size()));
+      }
+      probe->UpdateStreams(ReadRelayStatus(*store), NowMicros());
+      lock.lock();
+      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kRelayMetricsIntervalMs),
+                             [this] { return stop_checkpoints; });
+    }
+  }
 };
 
 }  // namespace cellar

@@ -9,6 +9,8 @@
 #include <iostream>
 
 #include "base/log.h"
+#include "base/signal_wait.h"
+#include "server/metrics_endpoint.h"
 #include "triggers/trigger_worker.h"
 
 namespace {
@@ -32,6 +34,9 @@ cellar::Status Bill(const cellar::CellEvent& e, cellar::TriggerContext& ctx) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread: the metrics endpoint's threads inherit the blocked
+  // signals, so SIGTERM reaches run()'s wait.
+  cellar::BlockTerminationSignals();
   CLI::App app{"cellar-billing: bills trips when their BASE cell is written"};
   std::string config_path = "cellar.yaml", metrics_address, replay, from = "beginning";
   app.add_option("--config", config_path, "cluster config (YAML)")->capture_default_str();
@@ -45,7 +50,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   cellar::TriggerWorkerOptions opts;
-  opts.metrics_address = metrics_address;
+  cellar::MetricsRegistry metrics;
+  std::unique_ptr<cellar::MetricsEndpoint> endpoint;
+  if (!metrics_address.empty()) {
+    auto e = cellar::MetricsEndpoint::Start(&metrics, metrics_address);
+    if (!e.ok()) {
+      std::cerr << "cellar-billing: " << e.status().ToString() << "\n";
+      return e.status().code() == cellar::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    endpoint = std::move(e).value();
+  }
+  opts.metrics = &metrics;
   opts.client_id = "cellar-billing";
   cellar::TriggerWorker w(*config, opts);
   cellar::Status registered = w.on("trips", "BASE", "billing", Bill);

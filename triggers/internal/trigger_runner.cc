@@ -23,13 +23,12 @@ int JitteredBackoffMs(const RetryPolicy& p, int attempt) {
 }  // namespace
 
 TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, CellStore* store,
-                             KafkaRecordWriter* writer, MetricsRegistry* metrics,
-                             std::string client_id)
+                             KafkaRecordWriter* writer, TriggerProbe* probe, std::string client_id)
     : spec_(std::move(spec)),
       config_(config),
       store_(store),
       writer_(writer),
-      metrics_(metrics),
+      probe_(probe),
       client_id_(std::move(client_id)),
       cells_topic_(ChangeLogTopic(config.kafka, spec_.datastore)),
       dlq_topic_(DeadLetterTopic(config.kafka, spec_.datastore, spec_.name)),
@@ -43,7 +42,7 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
   o.concurrency = spec_.options.concurrency;
   o.max_pending = spec_.options.max_pending;
   o.log_component = "trigger";
-  o.metrics = metrics_;
+  o.metrics = &probe_->registry();
   KeyedConsumerCallbacks cb;
   cb.decode = [this](const ConsumedRecord& rec) { return Decode(rec); };
   cb.handle = [this](KeyedEvent& e) { return Handle(e); };
@@ -54,20 +53,12 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
 
 TriggerRunner::~TriggerRunner() { Stop(0); }
 
-Counter& TriggerRunner::PartitionCounter(const char* name, const char* help,
-                                         const std::string& partition) {
-  return metrics_->GetCounter(name, help, {{"trigger", spec_.name}, {"partition", partition}});
-}
-
 Status TriggerRunner::Start() {
   // The DLQ and retry topics must exist before the consumer subscribes.
   CELLAR_RETURN_IF_ERROR(writer_->EnsureTopic(dlq_topic_, 1));
   CELLAR_RETURN_IF_ERROR(writer_->EnsureTopic(retry_topic_, 1));
   CELLAR_RETURN_IF_ERROR(consumer_->Start());
-  metrics_
-      ->GetGauge("cellar_trigger_paused", "1 while the trigger is paused for a person",
-                 {{"trigger", spec_.name}})
-      .Set(0);
+  probe_->Paused(spec_.name).Set(0);
   LogInfo("trigger", "started",
           {{"trigger", spec_.name},
            {"group", consumer_->group()},
@@ -128,11 +119,7 @@ std::optional<Disposition> TriggerRunner::Unreadable(KeyedEvent& e, const Status
 void TriggerRunner::UpdateLag(const std::vector<PartitionProgress>& progress) {
   for (const auto& p : progress) {
     if (p.end < 0) continue;
-    metrics_
-        ->GetGauge("cellar_trigger_lag", "Records behind the partition end",
-                   {{"trigger", spec_.name},
-                    {"topic", p.partition.topic},
-                    {"partition", std::to_string(p.partition.partition)}})
+    probe_->Lag(spec_.name, p.partition.topic, p.partition.partition)
         .Set(static_cast<double>(p.lag));
   }
 }
@@ -154,9 +141,7 @@ bool TriggerRunner::Process(Work& w) {
   if (w.body_reread && !w.event.cell.tombstone &&
       !MatchesFilter(spec_.options.filter, w.event.cell.body))
     return true;
-  Histogram& latency =
-      metrics_->GetHistogram("cellar_trigger_handler_seconds", "Handler latency",
-                             {{"trigger", spec_.name}, {"partition", w.partition_label}});
+  Histogram& latency = probe_->HandlerSeconds(spec_.name, w.partition_label);
   const RetryPolicy& rp = spec_.options.retry;
   Status last;
   int attempt = 1;
@@ -172,14 +157,11 @@ bool TriggerRunner::Process(Work& w) {
     }
     latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (last.ok()) {
-      PartitionCounter("cellar_trigger_handled_total", "Events handled successfully",
-                       w.partition_label)
-          .Increment();
+      probe_->Handled(spec_.name, w.partition_label).Increment();
       return true;
     }
     if (last.code() == StatusCode::kFailedPrecondition || attempt == rp.max_attempts) break;
-    PartitionCounter("cellar_trigger_retried_total", "Handler attempts retried", w.partition_label)
-        .Increment();
+    probe_->Retried(spec_.name, w.partition_label).Increment();
     if (!consumer_->WaitUnlessStopping(JitteredBackoffMs(rp, attempt))) return false;
   }
   return SetAside(w, last, std::min(attempt, rp.max_attempts));
@@ -208,9 +190,7 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
             {{"trigger", spec_.name}, {"error", s.ToString()}});
     if (!consumer_->WaitUnlessStopping(std::min(5000, 100 * i))) return false;
   }
-  PartitionCounter("cellar_trigger_set_aside_total", "Events set aside in the dead-letter topic",
-                   w.partition_label)
-      .Increment();
+  probe_->SetAside(spec_.name, w.partition_label).Increment();
   LogWarn("trigger", "event set aside",
           {{"trigger", spec_.name},
            {"row", key},
@@ -228,10 +208,7 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
   if (static_cast<int>(recent_dead_.size()) > spec_.options.dead_letter.pause_after &&
       !consumer_->paused()) {
     consumer_->Pause();
-    metrics_
-        ->GetGauge("cellar_trigger_paused", "1 while the trigger is paused for a person",
-                   {{"trigger", spec_.name}})
-        .Set(1);
+    probe_->Paused(spec_.name).Set(1);
     LogError("trigger",
              "PAUSED: too many events set aside; a person must look (see `cellar trigger dlq "
              "list`), then restart the trigger",
@@ -315,16 +292,10 @@ TriggerStatus TriggerRunner::status() const {
     p.committed = pp.committed;
     p.lag = pp.lag;
     const std::string label = p.topic == retry_topic_ ? "retry" : std::to_string(p.partition);
-    MetricLabels labels{{"trigger", spec_.name}, {"partition", label}};
-    auto& m = *metrics_;
-    p.handled =
-        m.GetCounter("cellar_trigger_handled_total", "Events handled successfully", labels).value();
-    p.retried =
-        m.GetCounter("cellar_trigger_retried_total", "Handler attempts retried", labels).value();
-    p.set_aside = m.GetCounter("cellar_trigger_set_aside_total",
-                               "Events set aside in the dead-letter topic", labels)
-                      .value();
-    Histogram& h = m.GetHistogram("cellar_trigger_handler_seconds", "Handler latency", labels);
+    p.handled = probe_->Handled(spec_.name, label).value();
+    p.retried = probe_->Retried(spec_.name, label).value();
+    p.set_aside = probe_->SetAside(spec_.name, label).value();
+    Histogram& h = probe_->HandlerSeconds(spec_.name, label);
     p.latency_p50_ms = h.Quantile(0.5) * 1000;
     p.latency_p99_ms = h.Quantile(0.99) * 1000;
     st.partitions.push_back(p);

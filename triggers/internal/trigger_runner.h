@@ -15,6 +15,7 @@
 
 #include "changelog/keyed_consumer.h"
 #include "changelog/record_writer.h"
+#include "triggers/trigger_probe.h"
 #include "triggers/trigger_worker.h"
 
 namespace cellar::internal {
@@ -29,9 +30,9 @@ struct TriggerSpec {
 
 class TriggerRunner {
  public:
-  // None of config, store, writer and metrics is owned; all outlive the runner.
+  // None of config, store, writer and probe is owned; all outlive the runner.
   TriggerRunner(TriggerSpec spec, const ClusterConfig& config, CellStore* store,
-                KafkaRecordWriter* writer, MetricsRegistry* metrics, std::string client_id);
+                KafkaRecordWriter* writer, TriggerProbe* probe, std::string client_id);
   ~TriggerRunner();  // Stop(0)
 
   // Creates the DLQ and retry topics and starts consuming the change log.
@@ -62,13 +63,12 @@ class TriggerRunner {
   bool Process(Work& w);
   // False when the worker is stopping and the event was abandoned.
   bool SetAside(const Work& w, const Status& error, int attempts);
-  Counter& PartitionCounter(const char* name, const char* help, const std::string& partition);
 
   const TriggerSpec spec_;
   const ClusterConfig& config_;
   CellStore* store_;
   KafkaRecordWriter* writer_;
-  MetricsRegistry* metrics_;
+  TriggerProbe* probe_;
   const std::string client_id_;
   const std::string cells_topic_, dlq_topic_, retry_topic_;
   std::unique_ptr<KeyedConsumer> consumer_;

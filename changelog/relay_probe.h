@@ -1,0 +1,68 @@
+// RelayProbe: the relay's metrics (relay.h), each registered here and nowhere
+// else; the relay updates them.
+//   cellar_relay_events_published_total{datastore}   cell events published: acknowledged
+//       by Kafka (exactly-once mode: counted when their fenced batch commits,
+//       cells a takeover found already in Kafka included)
+//   cellar_relay_stream_lag{host,datastore}          host-log positions committed but not
+//       yet acknowledged (the stream's head minus its checkpoint, ReadRelayStatus)
+//   cellar_relay_checkpoint_age_seconds{host,datastore}  since the checkpoint last moved
+//       (0 before its first checkpoint; it grows on an idle stream too: read it
+//       with the lag)
+//   cellar_relay_owned_streams                       streams this relay owns
+//   cellar_relay_rewinds_total                       streams rewound after a failed delivery
+//   cellar_relay_streams_fenced_total                streams dropped: another relay claimed them
+//   cellar_relay_fenced_batches_rolled_back_total    exactly-once batches rolled back
+//   cellar_relay_skipped_already_published_total     cells found in Kafka on takeover, not resent
+//   cellar_relay_broker_loss_resets_total            streams republished: the broker lost events
+// Every series of the cluster's hosts and datastores exists from construction
+// (at 0). Ownership: the registry is not owned and outlives the probe.
+// Threading: all methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/time.h"
+#include "changelog/relay.h"
+#include "config/cluster_config.h"
+
+namespace cellar {
+
+class RelayProbe {
+ public:
+  RelayProbe(MetricsRegistry* registry, const ClusterConfig& config);
+
+  // `n` events of `datastore` published (an unknown datastore is ignored).
+  void Published(const std::string& datastore, uint64_t n = 1);
+  // Sets the per-stream gauges from `streams` (ReadRelayStatus) at time `now`;
+  // a stream that could not be read keeps its previous values.
+  void UpdateStreams(const std::vector<RelayStreamStatus>& streams, MicrosSinceEpoch now);
+
+  Gauge& OwnedStreams() { return *owned_streams_; }
+  Counter& Rewinds() { return *rewinds_; }
+  Counter& StreamsFenced() { return *streams_fenced_; }
+  Counter& FencedBatchesRolledBack() { return *fenced_batches_rolled_back_; }
+  Counter& SkippedAlreadyPublished() { return *skipped_already_published_; }
+  Counter& BrokerLossResets() { return *broker_loss_resets_; }
+
+ private:
+  struct StreamGauges {
+    Gauge* lag;
+    Gauge* checkpoint_age;
+  };
+  // Filled by the constructor, read-only afterwards.
+  std::map<std::string, Counter*> published_;                            // by datastore
+  std::map<std::pair<std::string, std::string>, StreamGauges> streams_;  // (host, datastore)
+  Gauge* owned_streams_;
+  Counter* rewinds_;
+  Counter* streams_fenced_;
+  Counter* fenced_batches_rolled_back_;
+  Counter* skipped_already_published_;
+  Counter* broker_loss_resets_;
+};
+
+}  // namespace cellar

@@ -1,0 +1,164 @@
+// The relay's metrics (changelog/relay_probe.h), read through the registry's
+// Prometheus text as a scrape would see them, and scraped from a cellar-relay
+// process's --metrics-address, against a private MariaDB and the local broker
+// (relay_test_util.h).
+#include <httplib.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "base/metrics.h"
+#include "changelog/relay.h"
+#include "gtest/gtest.h"
+#include "testing/metric_value.h"
+#include "testing/test_cluster.h"
+#include "tests/relay_test_util.h"
+
+namespace cellar::relaytest {
+namespace {
+
+using namespace std::chrono_literals;
+using ::cellar::testing::MetricValue;
+
+double Published(const MetricsRegistry& m, const std::string& datastore) {
+  return MetricValue(m.Render(), "cellar_relay_events_published_total", {{"datastore", datastore}});
+}
+
+double StreamLag(const MetricsRegistry& m, const std::string& host, const std::string& datastore) {
+  return MetricValue(m.Render(), "cellar_relay_stream_lag",
+                     {{"host", host}, {"datastore", datastore}});
+}
+
+// Both delivery modes: exactly-once counts a batch's events when it commits,
+// at-least-once each event when Kafka acknowledges it.
+class RelayMetricsModeTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RelayMetricsModeTest, PublishedCountsEveryCellAndStreamLagFallsToZero) {
+  const bool exactly_once = GetParam();
+  auto c = MakeCluster(exactly_once ? "rt_metrics_eo" : "rt_metrics_alo", Broker());
+  ASSERT_TRUE(c);
+  ClusterConfig config = c->config;
+  config.relay.exactly_once = exactly_once;
+  std::unique_ptr<CellStore> store_of_mode = CellStore::Open(config);
+  CellStore& store = *store_of_mode;
+  MetricsRegistry metrics;
+  Relay relay(&store, "metrics", &metrics);
+  // Every series exists, at 0, before anything happened.
+  EXPECT_EQ(Published(metrics, kDatastore), 0);
+  for (const auto& host : c->config.mysql.hosts)
+    for (const auto& ds : c->config.datastores) {
+      EXPECT_EQ(StreamLag(metrics, host.name, ds.name), 0) << host.name << "/" << ds.name;
+      EXPECT_EQ(MetricValue(metrics.Render(), "cellar_relay_checkpoint_age_seconds",
+                            {{"host", host.name}, {"datastore", ds.name}}),
+                0);
+    }
+  ASSERT_TRUE(relay.Start().ok());
+
+  // A writer held open on kShard's host holds that stream back: the cells
+  // committed after it are lag until it commits.
+  constexpr uint32_t kShard = 1;
+  const std::string held_host = c->config.mysql.hosts[c->config.HostIndexForShard(kShard)].name;
+  FencedWriter held(c->config, kShard);
+  ASSERT_GT(held.BeginAndInsert(MakeCell(RowOnShard(kShard), 0, "held")), 0u);
+  size_t written = 1;
+  for (int i = 0; i < 3; ++i) {
+    auto r = store.Put(kDatastore, MakeCell(RowOnShard(kShard), 0, "behind"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ++written;
+  }
+  EXPECT_TRUE(WaitFor([&] { return StreamLag(metrics, held_host, kDatastore) >= 3; }, 10s))
+      << "lag of the held stream: " << StreamLag(metrics, held_host, kDatastore);
+
+  // Cells on every shard, so on both hosts' streams.
+  for (uint32_t shard = 0; shard < kShards; ++shard)
+    for (int i = 0; i < 5; ++i) {
+      auto r = store.Put(kDatastore, MakeCell(RowOnShard(shard), 0, "all"));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ++written;
+    }
+  ASSERT_TRUE(held.Commit().ok());
+
+  const double want = static_cast<double>(written);
+  EXPECT_TRUE(WaitFor([&] { return Published(metrics, kDatastore) >= want; }, 30s))
+      << "published " << Published(metrics, kDatastore) << " of " << want;
+  EXPECT_EQ(Published(metrics, kDatastore), want) << "a cell counted twice";
+  EXPECT_EQ(Published(metrics, "users"), 0);
+  auto all_caught_up = [&] {
+    for (const auto& host : c->config.mysql.hosts)
+      for (const auto& ds : c->config.datastores)
+        if (StreamLag(metrics, host.name, ds.name) != 0) return false;
+    return true;
+  };
+  EXPECT_TRUE(WaitFor(all_caught_up, 30s)) << metrics.Render();
+  const std::string text = metrics.Render();
+  EXPECT_EQ(MetricValue(text, "cellar_relay_owned_streams"),
+            static_cast<double>(kHosts * c->config.datastores.size()))
+      << text;
+  for (const auto& host : c->config.mysql.hosts)
+    EXPECT_GE(MetricValue(text, "cellar_relay_checkpoint_age_seconds",
+                          {{"host", host.name}, {"datastore", kDatastore}}),
+              0)
+        << text;
+  EXPECT_EQ(MetricValue(text, "cellar_relay_rewinds_total"), 0) << text;
+  EXPECT_EQ(MetricValue(text, "cellar_relay_fenced_batches_rolled_back_total"), 0) << text;
+  relay.Stop();
+  store.Close();
+}
+
+INSTANTIATE_TEST_SUITE_P(DeliveryModes, RelayMetricsModeTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("ExactlyOnce")
+                                             : std::string("AtLeastOnce");
+                         });
+
+// The port a cellar-relay started with --metrics-address host:0 logged
+// ("serving /metrics" address=host:PORT); 0 while not logged yet.
+int LoggedMetricsPort(const std::string& log) {
+  const std::string msg = "msg=\"serving /metrics\" address=";
+  const size_t at = log.find(msg);
+  if (at == std::string::npos) return 0;
+  const size_t colon = log.find(':', at + msg.size());
+  return colon == std::string::npos ? 0 : std::atoi(log.c_str() + colon + 1);
+}
+
+// The relay process's /metrics; "" when it does not answer 200.
+std::string Scrape(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(1, 0);
+  client.set_read_timeout(2, 0);
+  auto res = client.Get("/metrics");
+  return res && res->status == 200 ? res->body : "";
+}
+
+TEST(RelayMetricsTest, RelayProcessServesItsMetricsOnMetricsAddress) {
+  auto c = MakeCluster("rt_metrics_proc", Broker());
+  ASSERT_TRUE(c);
+  testing::TempDir logs("relay-metrics");
+  RelayProcess relay(c->config_path, "metrics-proc", logs.File("relay.log"),
+                     {"--metrics-address", "127.0.0.1:0"});
+  int port = 0;
+  ASSERT_TRUE(WaitFor([&] { return (port = LoggedMetricsPort(relay.Log())) > 0; }, 20s))
+      << relay.Log();
+
+  constexpr int kCells = 20;
+  for (int i = 0; i < kCells; ++i) {
+    auto r = c->store->Put(kDatastore, MakeCell(RowOnShard(i % kShards), 0, "proc"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  std::string text;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(port);
+        return MetricValue(text, "cellar_relay_events_published_total",
+                           {{"datastore", kDatastore}}) == kCells;
+      },
+      30s))
+      << "scraped:\n"
+      << text << "\nlog:\n"
+      << relay.Log();
+  EXPECT_GE(MetricValue(text, "cellar_relay_stream_lag"), 0) << text;
+  EXPECT_EQ(relay.Terminate(10s), 0) << relay.Log();
+}
+
+}  // namespace
+}  // namespace cellar::relaytest

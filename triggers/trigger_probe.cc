@@ -1,0 +1,44 @@
+#include "triggers/trigger_probe.h"
+
+namespace cellar {
+namespace {
+
+MetricLabels Labels(const std::string& trigger, const std::string& partition) {
+  return {{"trigger", trigger}, {"partition", partition}};
+}
+
+}  // namespace
+
+Counter& TriggerProbe::Handled(const std::string& trigger, const std::string& partition) {
+  return registry_->GetCounter("cellar_trigger_handled_total", "Events handled successfully",
+                               Labels(trigger, partition));
+}
+
+Counter& TriggerProbe::Retried(const std::string& trigger, const std::string& partition) {
+  return registry_->GetCounter("cellar_trigger_retried_total", "Handler attempts retried",
+                               Labels(trigger, partition));
+}
+
+Counter& TriggerProbe::SetAside(const std::string& trigger, const std::string& partition) {
+  return registry_->GetCounter("cellar_trigger_set_aside_total",
+                               "Events set aside in the dead-letter topic",
+                               Labels(trigger, partition));
+}
+
+Histogram& TriggerProbe::HandlerSeconds(const std::string& trigger, const std::string& partition) {
+  return registry_->GetHistogram("cellar_trigger_handler_seconds", "Handler latency",
+                                 Labels(trigger, partition));
+}
+
+Gauge& TriggerProbe::Lag(const std::string& trigger, const std::string& topic, int32_t partition) {
+  return registry_->GetGauge(
+      "cellar_trigger_lag", "Records behind the partition end",
+      {{"trigger", trigger}, {"topic", topic}, {"partition", std::to_string(partition)}});
+}
+
+Gauge& TriggerProbe::Paused(const std::string& trigger) {
+  return registry_->GetGauge("cellar_trigger_paused", "1 while the trigger is paused for a person",
+                             {{"trigger", trigger}});
+}
+
+}  // namespace cellar
