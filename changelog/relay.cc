@@ -156,10 +156,10 @@ void Relay::Stop() {
   for (auto& t : m.host_threads) t.join();
   m.host_threads.clear();
   {
-    std::lock_guard<std::mutex> lock(m.checkpoint_mu);
+    MutexLock lock(&m.checkpoint_mu);
     m.stop_checkpoints = true;
   }
-  m.checkpoint_cv.notify_all();
+  m.checkpoint_cv.NotifyAll();
   if (m.checkpoint_thread.joinable()) m.checkpoint_thread.join();
   m.stop_polling = true;
   if (m.poll_thread.joinable()) m.poll_thread.join();
@@ -180,7 +180,7 @@ RelayStats Relay::stats() const {
   s.fenced = impl_->fenced;
   s.skipped_already_published = impl_->skipped_already_published;
   s.failed_fenced_batches = impl_->fenced_batches;
-  std::lock_guard<std::mutex> g(impl_->streams_mu);
+  MutexLock g(&impl_->streams_mu);
   for (const auto& [name, stream] : impl_->owned)
     s.owned_streams.push_back(stream->host_name + "/" + stream->datastore);
   return s;

@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/record_writer.h"
 #include "triggers/internal/trigger_runner.h"
 #include "triggers/webhook.h"
@@ -26,12 +28,12 @@ struct TriggerWorker::Impl {
   std::vector<std::unique_ptr<TriggerRunner>> runners;
   std::unique_ptr<httplib::Server> http;
   std::thread http_thread;
-  bool started = false;
-  bool stopped = false;
-  std::mutex mu;
+  Mutex mu;  // Start, Stop, EnsureRunners
+  bool started GUARDED_BY(mu) = false;
+  bool stopped GUARDED_BY(mu) = false;
 
   // Creates the DLQ writer and one runner per trigger (idempotent).
-  Status EnsureRunners() {
+  Status EnsureRunners() REQUIRES(mu) {
     if (writer) return Status::Ok();
     CELLAR_ASSIGN_OR_RETURN(writer,
                             KafkaRecordWriter::Create(config.kafka, options.client_id + "-dlq"));
@@ -68,6 +70,7 @@ void TriggerWorker::on(const std::string& datastore, const std::string& column,
     if (s.name == name) throw std::invalid_argument("duplicate trigger name '" + name + "'");
   if (options.retry.max_attempts < 1)
     throw std::invalid_argument("trigger " + name + ": retry.max_attempts must be >= 1");
+  MutexLock lock(&impl_->mu);
   if (impl_->started) throw std::logic_error("TriggerWorker::on after Start()");
   impl_->specs.push_back(
       TriggerSpec{name, datastore, column, std::move(handler), std::move(options)});
@@ -83,7 +86,7 @@ void TriggerWorker::on_webhook(const WebhookTriggerConfig& config) {
 
 Status TriggerWorker::Start() {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(&m.mu);
   if (m.started) return FailedPrecondition("trigger worker already started");
   CELLAR_RETURN_IF_ERROR(m.EnsureRunners());
   for (auto& runner : m.runners) CELLAR_RETURN_IF_ERROR(runner->Start());
@@ -111,7 +114,7 @@ Status TriggerWorker::Start() {
 
 void TriggerWorker::Stop() {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(&m.mu);
   if (m.stopped) return;
   m.stopped = true;
   for (auto& r : m.runners) r->Stop(m.options.drain_timeout_ms);
@@ -141,7 +144,7 @@ int TriggerWorker::run() {
 
 Status TriggerWorker::Replay(const std::string& name, const ReplayFrom& from) {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     CELLAR_RETURN_IF_ERROR(impl_->EnsureRunners());
   }
   for (auto& r : impl_->runners)

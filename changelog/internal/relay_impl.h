@@ -6,7 +6,6 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -14,6 +13,8 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/cell_event.h"
 #include "changelog/internal/host_stream.h"
 #include "changelog/internal/published_tail.h"
@@ -101,14 +102,15 @@ struct Relay::Impl {
   std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
   std::thread poll_thread;
   std::thread checkpoint_thread;
-  std::mutex checkpoint_mu;
-  std::condition_variable checkpoint_cv;
-  bool stop_checkpoints = false;  // guarded by checkpoint_mu
+  Mutex checkpoint_mu;
+  CondVar checkpoint_cv;
+  bool stop_checkpoints GUARDED_BY(checkpoint_mu) = false;
   std::vector<std::thread> host_threads;
 
   size_t total_streams = 0;  // hosts x datastores
-  std::mutex streams_mu;
-  std::map<std::string, std::shared_ptr<HostStream>> owned;  // lock name -> stream
+  Mutex streams_mu;
+  // lock name -> stream
+  std::map<std::string, std::shared_ptr<HostStream>> owned GUARDED_BY(streams_mu);
 
   Impl(CellStore* s, std::string id) : store(s), relay_id(std::move(id)), config(s->config()) {
     callbacks.relay_id = relay_id;
@@ -156,7 +158,7 @@ struct Relay::Impl {
   void ReplaceProducer() {
     std::unique_lock<std::shared_mutex> lock(producer_mu);
     {
-      std::lock_guard<std::mutex> g(streams_mu);
+      MutexLock g(&streams_mu);
       for (auto& [name, s] : owned) s->Rewind();
     }
     producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
@@ -167,7 +169,7 @@ struct Relay::Impl {
   }
 
   std::shared_ptr<HostStream> Stream(const std::string& lock_name) {
-    std::lock_guard<std::mutex> g(streams_mu);
+    MutexLock g(&streams_mu);
     auto it = owned.find(lock_name);
     return it == owned.end() ? nullptr : it->second;
   }
@@ -242,10 +244,13 @@ struct Relay::Impl {
       CELLAR_RETURN_IF_ERROR(
           ResetIfBrokerLost(**lease, s->database, hc.name, datastore, &cp).status());
     }
-    s->read_pos = s->acked = s->saved = cp.after_added_id;
-    s->acked_offset = cp.kafka_offset;
-    s->acked_partition = cp.kafka_partition;
-    std::lock_guard<std::mutex> g(streams_mu);
+    {
+      MutexLock lock(&s->mu);  // not shared yet; taken for the analysis
+      s->read_pos = s->acked = s->saved = cp.after_added_id;
+      s->acked_offset = cp.kafka_offset;
+      s->acked_partition = cp.kafka_partition;
+    }
+    MutexLock g(&streams_mu);
     owned[s->lock_name] = std::move(s);
     return Status::Ok();
   }
@@ -258,7 +263,7 @@ struct Relay::Impl {
 
   // The checkpoint `s` should have, if it is ahead of what is saved.
   static std::optional<RelayCheckpoint> Unsaved(HostStream& s) {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     if (s.acked <= s.saved) return std::nullopt;
     RelayCheckpoint cp;
     cp.after_added_id = s.acked;
@@ -268,7 +273,7 @@ struct Relay::Impl {
     return cp;
   }
   static void MarkSaved(HostStream& s, uint64_t acked) {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     s.saved = std::max(s.saved, acked);
   }
 
@@ -288,17 +293,17 @@ struct Relay::Impl {
   // Saves checkpoints every kSaveIntervalMs on its own thread, so that log
   // flushes never delay publishing.
   void CheckpointLoop() {
-    std::unique_lock<std::mutex> lock(checkpoint_mu);
+    MutexLock lock(&checkpoint_mu);
     while (!stop_checkpoints) {
-      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kSaveIntervalMs));
-      lock.unlock();
+      checkpoint_cv.WaitFor(&checkpoint_mu, std::chrono::milliseconds(kSaveIntervalMs));
+      lock.Unlock();
       std::vector<std::shared_ptr<HostStream>> streams;
       {
-        std::lock_guard<std::mutex> g(streams_mu);
+        MutexLock g(&streams_mu);
         for (auto& [name, s] : owned) streams.push_back(s);
       }
       for (auto& s : streams) SaveStream(*s);
-      lock.lock();
+      lock.Lock();
     }
   }
 
@@ -310,7 +315,7 @@ struct Relay::Impl {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(kFlushOnReleaseMs);
       while (std::chrono::steady_clock::now() < deadline) {
         {
-          std::lock_guard<std::mutex> lock(s->mu);
+          MutexLock lock(&s->mu);
           if (s->inflight.empty()) break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));  // waiting on delivery reports
@@ -318,7 +323,7 @@ struct Relay::Impl {
       SaveStream(*s);
       if (s->exactly_once && !s->fenced) ReleaseFenced(*s);
     }
-    std::lock_guard<std::mutex> g(streams_mu);
+    MutexLock g(&streams_mu);
     owned.erase(lock_name);
   }
 
@@ -349,7 +354,7 @@ struct Relay::Impl {
     if (s.exactly_once) return PumpFenced(sp);
     bool failed;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       failed = s.failed;
     }
     if (failed) {
@@ -360,7 +365,7 @@ struct Relay::Impl {
     }
     uint64_t after, gen;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       if (s.inflight.size() >= kMaxInFlightPerStream) return 0;
       after = s.read_pos;
       gen = s.generation;
@@ -372,7 +377,7 @@ struct Relay::Impl {
     for (const Cell& c : page->cells) {
       const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
       {
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(&s.mu);
         if (s.generation != gen) return produced;  // rewound meanwhile
         s.inflight.push_back({c.added_id, false, -1, partition});
       }
@@ -381,13 +386,13 @@ struct Relay::Impl {
       if (err != RdKafka::ERR_NO_ERROR) {
         // Queue full or similar: take the record back and try again later.
         delete tag;
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(&s.mu);
         if (!s.inflight.empty() && s.inflight.back().added_id == c.added_id) s.inflight.pop_back();
         published += produced;
         return produced;
       }
       {
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(&s.mu);
         if (s.generation == gen) s.read_pos = c.added_id;
       }
       ++produced;
@@ -395,7 +400,7 @@ struct Relay::Impl {
     // Past the last cell: positions up to next_after are final and hold no
     // cell (rolled-back or failed inserts), so the read may skip them.
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       if (s.generation == gen && s.read_pos < page->next_after) {
         s.read_pos = page->next_after;
         if (s.inflight.empty() && s.acked < s.read_pos) s.acked = s.read_pos;
