@@ -134,10 +134,13 @@ Status Relay::Start() {
   if (Status layout = m.store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
     return layout;
   m.total_streams = m.config.mysql.hosts.size() * m.config.datastores.size();
-  CELLAR_ASSIGN_OR_RETURN(m.producer, m.MakeProducer());
-  for (const auto& ds : m.config.datastores)
-    CELLAR_RETURN_IF_ERROR(EnsureTopic(m.producer.get(), ChangeLogTopic(m.config.kafka, ds.name),
-                                       m.config.kafka.partitions, kKafkaTimeoutMs));
+  {
+    WriterMutexLock lock(&m.producer_mu);  // no other thread yet
+    CELLAR_ASSIGN_OR_RETURN(m.producer, m.MakeProducer());
+    for (const auto& ds : m.config.datastores)
+      CELLAR_RETURN_IF_ERROR(EnsureTopic(m.producer.get(), ChangeLogTopic(m.config.kafka, ds.name),
+                                         m.config.kafka.partitions, kKafkaTimeoutMs));
+  }
   m.CheckAllCheckpoints();
   m.membership = std::make_unique<RelayMembership>(
       EndpointFor(m.config, m.config.mysql.hosts.front()), m.config.mysql.database_prefix);
@@ -151,7 +154,13 @@ Status Relay::Start() {
 
 void Relay::Stop() {
   Impl& m = *impl_;
-  if (!m.producer || m.stopping.exchange(true)) return;
+  bool started;
+  {
+    // The poll thread may be replacing the producer (ReplaceProducer).
+    ReaderMutexLock lock(&m.producer_mu);
+    started = m.producer != nullptr;
+  }
+  if (!started || m.stopping.exchange(true)) return;
   // Host threads flush through the poll thread's delivery reports, so stop them first.
   for (auto& t : m.host_threads) t.join();
   m.host_threads.clear();
@@ -163,9 +172,12 @@ void Relay::Stop() {
   if (m.checkpoint_thread.joinable()) m.checkpoint_thread.join();
   m.stop_polling = true;
   if (m.poll_thread.joinable()) m.poll_thread.join();
-  m.producer->flush(kFlushOnReleaseMs);
-  m.producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
-  m.producer->poll(0);
+  {
+    WriterMutexLock lock(&m.producer_mu);  // every other user is joined
+    m.producer->flush(kFlushOnReleaseMs);
+    m.producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
+    m.producer->poll(0);
+  }
   if (m.membership) m.membership->Leave();
   LogInfo("relay", "stopped",
           {{"relay", m.relay_id}, {"published", std::to_string(m.published.load())}});

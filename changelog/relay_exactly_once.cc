@@ -18,7 +18,7 @@ Status Relay::Impl::ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheck
   if (reset) claim.scan_offsets.clear();
   if (claim.scan_offsets.empty()) {
     {
-      std::shared_lock<std::shared_mutex> lock(producer_mu);
+      ReaderMutexLock lock(&producer_mu);
       CELLAR_ASSIGN_OR_RETURN(claim.scan_offsets,
                               internal::PartitionEnds(producer.get(), s.topic,
                                                       config.kafka.partitions, kKafkaTimeoutMs));
@@ -48,7 +48,7 @@ Status Relay::Impl::ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheck
 bool Relay::Impl::Reconcile(HostStream& s) {
   Result<internal::ScanOffsets> ends = Unavailable("no producer");
   {
-    std::shared_lock<std::shared_mutex> lock(producer_mu);
+    ReaderMutexLock lock(&producer_mu);
     ends =
         internal::PartitionEnds(producer.get(), s.topic, config.kafka.partitions, kKafkaTimeoutMs);
   }
@@ -120,7 +120,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   for (int pages = 0;; ++pages) {
     bool whole_page = true;
     {
-      std::shared_lock<std::shared_mutex> plock(producer_mu);
+      ReaderMutexLock plock(&producer_mu);
       for (const Cell& c : page->cells) {
         const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
         auto t = s.published_tail.find(partition);

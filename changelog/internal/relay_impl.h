@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <shared_mutex>
 #include <thread>
 
 #include "base/log.h"
 #include "base/mutex.h"
+#include "base/shared_mutex.h"
 #include "base/thread_annotations.h"
 #include "changelog/cell_event.h"
 #include "changelog/internal/host_stream.h"
@@ -92,8 +92,8 @@ struct Relay::Impl {
   std::string relay_id;
   const ClusterConfig& config;
   RelayCallbacks callbacks;
-  std::shared_mutex producer_mu;  // exclusive only while replacing the producer
-  std::unique_ptr<RdKafka::Producer> producer;
+  SharedMutex producer_mu;  // exclusive only while replacing the producer
+  std::unique_ptr<RdKafka::Producer> producer GUARDED_BY(producer_mu);
   std::unique_ptr<RelayMembership> membership;
   std::atomic<bool> stopping{false};      // host threads stop
   std::atomic<bool> stop_polling{false};  // delivery reports stop (after host threads)
@@ -146,7 +146,7 @@ struct Relay::Impl {
   void PollLoop() {
     while (!stop_polling) {
       {
-        std::shared_lock<std::shared_mutex> lock(producer_mu);
+        ReaderMutexLock lock(&producer_mu);
         producer->poll(50);
       }
       if (callbacks.fatal.exchange(false)) ReplaceProducer();
@@ -156,7 +156,7 @@ struct Relay::Impl {
   // After a fatal producer error: every stream rewinds to what Kafka
   // acknowledged and a new producer republishes from there.
   void ReplaceProducer() {
-    std::unique_lock<std::shared_mutex> lock(producer_mu);
+    WriterMutexLock lock(&producer_mu);
     {
       MutexLock g(&streams_mu);
       for (auto& [name, s] : owned) s->Rewind();
@@ -184,7 +184,7 @@ struct Relay::Impl {
     const std::string topic = ChangeLogTopic(config.kafka, datastore);
     int64_t high;
     {
-      std::shared_lock<std::shared_mutex> lock(producer_mu);
+      ReaderMutexLock lock(&producer_mu);
       CELLAR_ASSIGN_OR_RETURN(high, PartitionHighWatermark(producer.get(), topic,
                                                            cp->kafka_partition, kKafkaTimeoutMs));
     }
@@ -328,8 +328,9 @@ struct Relay::Impl {
   }
 
   // Hands one cell to the producer with the stream headers
-  // (internal/published_tail.h). REQUIRES: producer_mu held shared.
-  RdKafka::ErrorCode Produce(HostStream& s, const Cell& c, DeliveryTag* tag) {
+  // (internal/published_tail.h).
+  RdKafka::ErrorCode Produce(HostStream& s, const Cell& c, DeliveryTag* tag)
+      REQUIRES_SHARED(producer_mu) {
     const std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
     const std::string key = c.row_key.ToString();
     RdKafka::Headers* headers = RdKafka::Headers::create();
@@ -373,7 +374,7 @@ struct Relay::Impl {
     auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
     if (!page.ok()) return 0;
     size_t produced = 0;
-    std::shared_lock<std::shared_mutex> plock(producer_mu);
+    ReaderMutexLock plock(&producer_mu);
     for (const Cell& c : page->cells) {
       const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
       {
