@@ -14,20 +14,20 @@ Histogram::Histogram(std::vector<double> bounds)
 
 void Histogram::Observe(double s) {
   size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), s) - bounds_.begin();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   counts_[i]++;
   sum_ += s;
 }
 
 uint64_t Histogram::count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t n = 0;
   for (auto c : counts_) n += c;
   return n;
 }
 
 double Histogram::Quantile(double q) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t total = 0;
   for (auto c : counts_) total += c;
   if (total == 0) return 0;
@@ -41,7 +41,7 @@ double Histogram::Quantile(double q) const {
 }
 
 std::vector<uint64_t> Histogram::CumulativeCounts(double* sum) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<uint64_t> out;
   uint64_t run = 0;
   for (auto c : counts_) out.push_back(run += c);
@@ -81,7 +81,7 @@ MetricsRegistry::Family& MetricsRegistry::FamilyFor(const std::string& name,
 
 Counter& MetricsRegistry::GetCounter(const std::string& name, const std::string& help,
                                      const MetricLabels& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto& slot = FamilyFor(name, "counter", help).counters[RenderLabels(labels)];
   if (!slot) slot = std::make_unique<Counter>();
   return *slot;
@@ -89,7 +89,7 @@ Counter& MetricsRegistry::GetCounter(const std::string& name, const std::string&
 
 Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& help,
                                  const MetricLabels& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto& slot = FamilyFor(name, "gauge", help).gauges[RenderLabels(labels)];
   if (!slot) slot = std::make_unique<Gauge>();
   return *slot;
@@ -97,7 +97,7 @@ Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& hel
 
 Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::string& help,
                                          const MetricLabels& labels, std::vector<double> bounds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto& slot = FamilyFor(name, "histogram", help).histograms[RenderLabels(labels)];
   if (!slot) slot = std::make_unique<Histogram>(std::move(bounds));
   return *slot;
@@ -117,7 +117,7 @@ std::string WithLabel(const std::string& labels, const std::string& extra) {
 }  // namespace
 
 std::string MetricsRegistry::Render() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
     out += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " " + f.type + "\n";

@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 
 namespace cellar {
 
@@ -58,9 +60,9 @@ class Histogram {
 
  private:
   std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;  // per bucket, last is +Inf
-  double sum_ = 0;
+  mutable Mutex mu_;
+  std::vector<uint64_t> counts_ GUARDED_BY(mu_);  // per bucket, last is +Inf
+  double sum_ GUARDED_BY(mu_) = 0;
 };
 
 // Default latency buckets: 0.5 ms .. 30 s.
@@ -85,9 +87,10 @@ class MetricsRegistry {
     std::map<std::string, std::unique_ptr<Gauge>> gauges;
     std::map<std::string, std::unique_ptr<Histogram>> histograms;
   };
-  Family& FamilyFor(const std::string& name, const std::string& type, const std::string& help);
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
+  Family& FamilyFor(const std::string& name, const std::string& type, const std::string& help)
+      REQUIRES(mu_);
+  mutable Mutex mu_;
+  std::map<std::string, Family> families_ GUARDED_BY(mu_);
 };
 
 // `{a="x",b="y"}` with Prometheus escaping ("" when empty).

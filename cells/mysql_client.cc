@@ -274,7 +274,7 @@ MysqlHostPool::Lease::~Lease() {
 
 Result<MysqlHostPool::Lease> MysqlHostPool::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
@@ -287,7 +287,7 @@ Result<MysqlHostPool::Lease> MysqlHostPool::Acquire() {
 
 void MysqlHostPool::Release(std::unique_ptr<MysqlConnection> conn) {
   std::vector<std::unique_ptr<MysqlConnection>> dropped;  // closed after the lock is released
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (conn->broken()) {
     // The server went away or restarted: the idle connections opened before
     // are as stale as this one. Drop them all, so that a retry (CellStore's

@@ -18,14 +18,15 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <variant>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "config/cluster_config.h"
 
 namespace sql {
@@ -150,8 +151,8 @@ class MysqlHostPool {
 
   MysqlEndpoint endpoint_;
   int max_idle_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<MysqlConnection>> idle_;
+  Mutex mu_;
+  std::vector<std::unique_ptr<MysqlConnection>> idle_ GUARDED_BY(mu_);
 };
 
 // True for a VERSION() string of MariaDB 10.5 or newer, e.g. "10.11.6-MariaDB-0+deb12u1".

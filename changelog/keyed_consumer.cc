@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "base/log.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/keyed_executor.h"
 #include "changelog/partition_offsets.h"
 
@@ -53,16 +53,17 @@ struct KeyedConsumer::Impl {
   std::unique_ptr<ChangeLogConsumer> consumer;
   std::thread poll_thread;
 
-  std::mutex lifecycle_mu;  // Start/Stop
-  bool started = false, stopped = false;
+  Mutex lifecycle_mu;  // Start/Stop
+  bool started GUARDED_BY(lifecycle_mu) = false;
+  bool stopped GUARDED_BY(lifecycle_mu) = false;
   std::atomic<bool> stop_polling{false}, stopping{false}, paused{false};
   std::atomic<int> drain_ms{0};
-  std::mutex stop_mu;  // stopping turns true under it, for WaitUnlessStopping
-  std::condition_variable stop_cv;
+  Mutex stop_mu;  // stopping (atomic) turns true under it, for WaitUnlessStopping
+  CondVar stop_cv;
 
-  mutable std::mutex mu;  // parts, next_generation
-  std::map<TopicPartitionId, Partition> parts;
-  uint64_t next_generation = 1;
+  mutable Mutex mu;
+  std::map<TopicPartitionId, Partition> parts GUARDED_BY(mu);
+  uint64_t next_generation GUARDED_BY(mu) = 1;
 
   bool fetch_paused = false;  // polling thread only: the assignment is paused
 
@@ -81,7 +82,7 @@ struct KeyedConsumer::Impl {
   // --- offsets ----------------------------------------------------------------
 
   uint64_t Track(const TopicPartitionId& tp, int64_t offset) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     Partition& p = parts[tp];
     if (p.generation == 0) {
       p.generation = next_generation++;
@@ -92,19 +93,19 @@ struct KeyedConsumer::Impl {
   }
 
   void MarkDone(const TopicPartitionId& tp, uint64_t generation, int64_t offset) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     auto it = parts.find(tp);
     if (it != parts.end() && it->second.generation == generation) it->second.offsets.Done(offset);
   }
 
   bool Current(const TopicPartitionId& tp, uint64_t generation) const {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     auto it = parts.find(tp);
     return it != parts.end() && it->second.generation == generation;
   }
 
   std::vector<PartitionProgress> Progress() const {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     std::vector<PartitionProgress> out;
     for (const auto& [tp, p] : parts)
       out.push_back(PartitionProgress{tp, p.committed, p.end, p.lag, p.offsets.open()});
@@ -120,7 +121,7 @@ struct KeyedConsumer::Impl {
     };
     std::vector<Todo> todo;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       for (const auto& [tp, p] : parts)
         todo.push_back(Todo{tp, p.generation, p.offsets.committable(), p.committed});
     }
@@ -134,7 +135,7 @@ struct KeyedConsumer::Impl {
                   {{"group", o.group_id}, {"topic", t.tp.topic}, {"error", s.ToString()}});
       }
       auto end = consumer->KnownEnd(t.tp);
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       auto it = parts.find(t.tp);
       if (it == parts.end() || it->second.generation != t.generation) continue;
       Partition& p = it->second;
@@ -165,7 +166,7 @@ struct KeyedConsumer::Impl {
     // Revoked: commit what is finished; the rest goes to the next owner. Events
     // of these partitions not started yet will not be delivered here.
     CommitDone();
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     for (const auto& tp : tps) parts.erase(tp);
   }
 
@@ -274,10 +275,10 @@ struct KeyedConsumer::Impl {
       LogWarn(o.log_component, "drain timed out; unfinished events will be delivered again",
               {{"group", o.group_id}, {"pending", std::to_string(pool.pending())}});
     {
-      std::lock_guard<std::mutex> lock(stop_mu);
+      MutexLock lock(&stop_mu);
       stopping = true;
     }
-    stop_cv.notify_all();
+    stop_cv.NotifyAll();
     // Queued events are now passed by and waits end: only calls in progress remain.
     pool.WaitIdle(std::max(ms, 1000));
     CommitDone();
@@ -361,9 +362,12 @@ struct KeyedConsumer::Impl {
   }
 
   bool WaitUnlessStopping(int ms) {
-    std::unique_lock<std::mutex> lock(stop_mu);
-    return !stop_cv.wait_for(lock, std::chrono::milliseconds(std::max(0, ms)),
-                             [&] { return stopping.load(); });
+    MutexLock lock(&stop_mu);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, ms));
+    while (!stopping.load())
+      if (!stop_cv.WaitUntil(&stop_mu, deadline)) break;
+    return !stopping.load();
   }
 };
 
@@ -375,7 +379,7 @@ KeyedConsumer::~KeyedConsumer() { Stop(0); }
 
 Status KeyedConsumer::Start() {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.lifecycle_mu);
+  MutexLock lock(&m.lifecycle_mu);
   if (m.started || m.stopped)
     return FailedPrecondition("consumer of group " + m.o.group_id + " already " +
                               (m.stopped ? "stopped" : "started"));
@@ -398,7 +402,7 @@ Status KeyedConsumer::Start() {
 
 void KeyedConsumer::Stop(int drain_timeout_ms) {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.lifecycle_mu);
+  MutexLock lock(&m.lifecycle_mu);
   if (m.stopped) return;
   m.stopped = true;
   m.drain_ms = drain_timeout_ms;
@@ -407,10 +411,10 @@ void KeyedConsumer::Stop(int drain_timeout_ms) {
     m.poll_thread.join();
   } else {
     {
-      std::lock_guard<std::mutex> stop_lock(m.stop_mu);
+      MutexLock stop_lock(&m.stop_mu);
       m.stopping = true;
     }
-    m.stop_cv.notify_all();
+    m.stop_cv.NotifyAll();
   }
   m.pool.Shutdown();
 }

@@ -4,14 +4,15 @@
 // Threading: Submit/pending/WaitIdle from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 
 namespace cellar {
 
@@ -30,12 +31,12 @@ class KeyedExecutor {
 
  private:
   void Loop();
-  mutable std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
-  std::map<std::string, std::deque<std::function<void()>>> queues_;
-  std::deque<std::string> ready_;
-  size_t pending_ = 0;
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  CondVar cv_, idle_cv_;
+  std::map<std::string, std::deque<std::function<void()>>> queues_ GUARDED_BY(mu_);
+  std::deque<std::string> ready_ GUARDED_BY(mu_);
+  size_t pending_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

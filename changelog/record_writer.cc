@@ -4,8 +4,8 @@
 
 #include <chrono>
 #include <future>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "changelog/kafka_conf.h"
 
 namespace cellar {
@@ -24,7 +24,7 @@ class Delivery : public RdKafka::DeliveryReportCb {
 struct KafkaRecordWriter::Impl {
   Delivery delivery;  // outlives the producer (declared first, destroyed last)
   std::unique_ptr<RdKafka::Producer> producer;
-  std::mutex poll_mu;
+  Mutex poll_mu;  // one poll() at a time; guards no data (producer is set once)
 };
 
 KafkaRecordWriter::KafkaRecordWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -66,7 +66,7 @@ Status KafkaRecordWriter::Write(const std::string& topic, const std::string& key
   // The report arrives by message.timeout.ms at the latest; the promise must
   // outlive the record, so wait for it rather than give up early.
   while (fut.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
-    std::lock_guard<std::mutex> lock(impl_->poll_mu);
+    MutexLock lock(&impl_->poll_mu);
     impl_->producer->poll(10);
   }
   err = fut.get();

@@ -135,10 +135,13 @@ Status Relay::Start() {
   if (Status layout = m.store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
     return layout;
   m.total_streams = m.config.mysql.hosts.size() * m.config.datastores.size();
-  CELLAR_ASSIGN_OR_RETURN(m.producer, m.MakeProducer());
-  for (const auto& ds : m.config.datastores)
-    CELLAR_RETURN_IF_ERROR(EnsureTopic(m.producer.get(), ChangeLogTopic(m.config.kafka, ds.name),
-                                       m.config.kafka.partitions, kKafkaTimeoutMs));
+  {
+    WriterMutexLock lock(&m.producer_mu);  // no other thread yet
+    CELLAR_ASSIGN_OR_RETURN(m.producer, m.MakeProducer());
+    for (const auto& ds : m.config.datastores)
+      CELLAR_RETURN_IF_ERROR(EnsureTopic(m.producer.get(), ChangeLogTopic(m.config.kafka, ds.name),
+                                         m.config.kafka.partitions, kKafkaTimeoutMs));
+  }
   m.CheckAllCheckpoints();
   m.membership = std::make_unique<RelayMembership>(
       EndpointFor(m.config, m.config.mysql.hosts.front()), m.config.mysql.database_prefix);
@@ -153,22 +156,31 @@ Status Relay::Start() {
 
 void Relay::Stop() {
   Impl& m = *impl_;
-  if (!m.producer || m.stopping.exchange(true)) return;
+  bool started;
+  {
+    // The poll thread may be replacing the producer (ReplaceProducer).
+    ReaderMutexLock lock(&m.producer_mu);
+    started = m.producer != nullptr;
+  }
+  if (!started || m.stopping.exchange(true)) return;
   // Host threads flush through the poll thread's delivery reports, so stop them first.
   for (auto& t : m.host_threads) t.join();
   m.host_threads.clear();
   {
-    std::lock_guard<std::mutex> lock(m.checkpoint_mu);
+    MutexLock lock(&m.checkpoint_mu);
     m.stop_checkpoints = true;
   }
-  m.checkpoint_cv.notify_all();
+  m.checkpoint_cv.NotifyAll();
   if (m.checkpoint_thread.joinable()) m.checkpoint_thread.join();
   if (m.metrics_thread.joinable()) m.metrics_thread.join();
   m.stop_polling = true;
   if (m.poll_thread.joinable()) m.poll_thread.join();
-  m.producer->flush(kFlushOnReleaseMs);
-  m.producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
-  m.producer->poll(0);
+  {
+    WriterMutexLock lock(&m.producer_mu);  // every other user is joined
+    m.producer->flush(kFlushOnReleaseMs);
+    m.producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
+    m.producer->poll(0);
+  }
   if (m.membership) m.membership->Leave();
   LogInfo("relay", "stopped",
           {{"relay", m.relay_id}, {"published", std::to_string(m.published.load())}});
@@ -183,7 +195,7 @@ RelayStats Relay::stats() const {
   s.fenced = impl_->fenced;
   s.skipped_already_published = impl_->skipped_already_published;
   s.failed_fenced_batches = impl_->fenced_batches;
-  std::lock_guard<std::mutex> g(impl_->streams_mu);
+  MutexLock g(&impl_->streams_mu);
   for (const auto& [name, stream] : impl_->owned)
     s.owned_streams.push_back(stream->host_name + "/" + stream->datastore);
   return s;

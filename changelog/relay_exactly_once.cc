@@ -18,7 +18,7 @@ Status Relay::Impl::ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheck
   if (reset) claim.scan_offsets.clear();
   if (claim.scan_offsets.empty()) {
     {
-      std::shared_lock<std::shared_mutex> lock(producer_mu);
+      ReaderMutexLock lock(&producer_mu);
       CELLAR_ASSIGN_OR_RETURN(claim.scan_offsets,
                               internal::PartitionEnds(producer.get(), s.topic,
                                                       config.kafka.partitions, kKafkaTimeoutMs));
@@ -48,7 +48,7 @@ Status Relay::Impl::ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheck
 bool Relay::Impl::Reconcile(HostStream& s) {
   Result<internal::ScanOffsets> ends = Unavailable("no producer");
   {
-    std::shared_lock<std::shared_mutex> lock(producer_mu);
+    ReaderMutexLock lock(&producer_mu);
     ends =
         internal::PartitionEnds(producer.get(), s.topic, config.kafka.partitions, kKafkaTimeoutMs);
   }
@@ -68,7 +68,7 @@ bool Relay::Impl::Reconcile(HostStream& s) {
 
 void Relay::Impl::ReleaseFenced(HostStream& s) {
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     if (!s.inflight.empty() || s.failed) return;  // records may still land: not clean
   }
   if (s.needs_reconcile) return;
@@ -88,13 +88,13 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   if (s.needs_reconcile && !Reconcile(s)) return 0;
   uint64_t after;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     after = s.read_pos;
   }
   auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
   if (!page.ok()) return 0;
   if (page->cells.empty()) {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     s.read_pos = std::max(s.read_pos, page->next_after);  // ids that will never hold a cell
     return 0;
   }
@@ -108,7 +108,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   }
   uint64_t gen, last = after;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     gen = s.generation;
     s.batch_offsets.clear();
   }
@@ -120,7 +120,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   for (int pages = 0;; ++pages) {
     bool whole_page = true;
     {
-      std::shared_lock<std::shared_mutex> plock(producer_mu);
+      ReaderMutexLock plock(&producer_mu);
       for (const Cell& c : page->cells) {
         const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
         auto t = s.published_tail.find(partition);
@@ -134,13 +134,13 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
           break;
         }
         {
-          std::lock_guard<std::mutex> lock(s.mu);
+          MutexLock lock(&s.mu);
           s.inflight.push_back({c.added_id, false, -1, partition});
         }
         auto* tag = new DeliveryTag{sp, gen, c.added_id};
         if (Produce(s, c, tag) != RdKafka::ERR_NO_ERROR) {
           delete tag;
-          std::lock_guard<std::mutex> lock(s.mu);
+          MutexLock lock(&s.mu);
           s.inflight.pop_back();
           whole_page = false;
           break;
@@ -163,10 +163,16 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   RelayCheckpoint cp;
   internal::ScanOffsets scan = s.scan_offsets;
   {
-    std::unique_lock<std::mutex> lock(s.mu);
-    delivered = s.delivered.wait_until(
-        lock, started + std::chrono::milliseconds(kFencedBatchMs + kFencedMessageTimeoutMs + 500),
-        [&] { return s.inflight.empty() || s.failed; });
+    MutexLock lock(&s.mu);
+    const auto deadline =
+        started + std::chrono::milliseconds(kFencedBatchMs + kFencedMessageTimeoutMs + 500);
+    delivered = true;
+    while (!(s.inflight.empty() || s.failed)) {
+      if (!s.delivered.WaitUntil(&s.mu, deadline)) {
+        delivered = s.inflight.empty() || s.failed;
+        break;
+      }
+    }
     // A rewind meanwhile (a replaced producer purged the batch) also fails it.
     delivered = delivered && !s.failed && s.generation == gen;
     cp.after_added_id = last;
@@ -176,7 +182,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   }
   if (delivered) {
     if (internal::CommitFencedBatch(conn, s.database, s.datastore, cp, scan).ok()) {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       s.read_pos = s.acked = s.saved = last;
       s.scan_offsets = std::move(scan);
       skipped_already_published += skipped;
@@ -194,7 +200,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   if (probe) probe->FencedBatchesRolledBack().Increment();
   s.Rewind();
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     s.read_pos = s.acked = s.saved;
   }
   s.needs_reconcile = true;

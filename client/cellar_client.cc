@@ -6,11 +6,12 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
-#include <mutex>
 #include <random>
 #include <thread>
 
 #include "api/api_wire.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 
 namespace cellar {
 namespace {
@@ -102,8 +103,8 @@ Result<std::vector<T>> ParseList(const json& doc, const char* key, Fn&& parse_on
 struct Client::Impl {
   struct Endpoint {
     std::string url;
-    std::mutex mu;
-    std::vector<std::unique_ptr<httplib::Client>> idle;
+    Mutex mu;
+    std::vector<std::unique_ptr<httplib::Client>> idle GUARDED_BY(mu);
     std::atomic<int64_t> down_until_ms{0};
   };
 
@@ -125,7 +126,7 @@ struct Client::Impl {
 
   std::unique_ptr<httplib::Client> Acquire(Endpoint& e) {
     {
-      std::lock_guard<std::mutex> lock(e.mu);
+      MutexLock lock(&e.mu);
       if (!e.idle.empty()) {
         auto c = std::move(e.idle.back());
         e.idle.pop_back();
@@ -146,7 +147,7 @@ struct Client::Impl {
   }
 
   void Release(Endpoint& e, std::unique_ptr<httplib::Client> c) {
-    std::lock_guard<std::mutex> lock(e.mu);
+    MutexLock lock(&e.mu);
     if (static_cast<int>(e.idle.size()) < options.max_idle_connections_per_endpoint)
       e.idle.push_back(std::move(c));
   }

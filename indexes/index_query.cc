@@ -221,12 +221,12 @@ Result<IndexDefinition> IndexReader::VersionDefinition(const IndexDefinition& cu
                                                        const IndexVersion& v) {
   if (v.fingerprint == current.Fingerprint()) return current;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = version_defs_.find({v.table, v.version});
     if (it != version_defs_.end()) return it->second;
   }
   CELLAR_ASSIGN_OR_RETURN(IndexDefinition d, catalog_.DefinitionOf(current, v));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   version_defs_.emplace(std::make_pair(v.table, v.version), d);  // versions never change
   return d;
 }

@@ -20,12 +20,13 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "cells/cell_store.h"
 #include "cells/mysql_client.h"
 #include "indexes/index_catalog.h"
@@ -87,8 +88,8 @@ class IndexReader {
   CellStore* store_;
   std::vector<IndexDefinition> defs_;
   IndexCatalog catalog_;
-  std::mutex mu_;
-  std::map<std::pair<std::string, int>, IndexDefinition> version_defs_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::pair<std::string, int>, IndexDefinition> version_defs_ GUARDED_BY(mu_);
 };
 
 }  // namespace cellar

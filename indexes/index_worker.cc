@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 
 #include "base/log.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/consumer_groups.h"
 #include "changelog/keyed_consumer.h"
 #include "indexes/index_catalog.h"
@@ -58,13 +59,15 @@ struct IndexWorker::Impl {
   IndexWriter writer;
   std::unique_ptr<KeyedConsumer> consumer;
 
-  std::mutex versions_mu;
+  Mutex versions_mu;
   // index -> writable versions, each with the definition it was created from
   // (a changed definition's new version has other columns than the old one).
-  std::map<std::string, Versions> versions;
-  std::set<std::string> versions_known;  // indexes whose catalog was read at least once
-  std::map<std::pair<std::string, int>, IndexDefinition> version_defs;  // never change
-  std::chrono::steady_clock::time_point versions_at{};
+  std::map<std::string, Versions> versions GUARDED_BY(versions_mu);
+  // indexes whose catalog was read at least once
+  std::set<std::string> versions_known GUARDED_BY(versions_mu);
+  // never change
+  std::map<std::pair<std::string, int>, IndexDefinition> version_defs GUARDED_BY(versions_mu);
+  std::chrono::steady_clock::time_point versions_at GUARDED_BY(versions_mu){};
 
   Impl(CellStore* s, std::vector<IndexDefinition> d, IndexWorkerOptions o)
       : store(s),
@@ -76,8 +79,8 @@ struct IndexWorker::Impl {
         writer(s, &probe) {}
 
   // Re-reads the writable versions of `d`; false (keeping the previous answer)
-  // when the catalog cannot be read. REQUIRES: versions_mu held.
-  bool RefreshVersions(const IndexDefinition& d) {
+  // when the catalog cannot be read.
+  bool RefreshVersions(const IndexDefinition& d) REQUIRES(versions_mu) {
     auto v = catalog.Writable(d.table);
     if (!v.ok()) return false;
     Versions out;
@@ -104,7 +107,7 @@ struct IndexWorker::Impl {
   // The writable versions of `d`, or nullopt while its catalog was never read
   // (the host is down since the worker started: the event must wait).
   std::optional<Versions> WritableVersions(const IndexDefinition& d) {
-    std::lock_guard<std::mutex> lock(versions_mu);
+    MutexLock lock(&versions_mu);
     auto now = std::chrono::steady_clock::now();
     if (now - versions_at > std::chrono::milliseconds(kWritableVersionsCacheMs)) {
       for (const auto& x : defs) RefreshVersions(x);  // on failure keep the previous answer

@@ -23,10 +23,10 @@ Status PurgeScheduler::Start() {
 
 void PurgeScheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -34,8 +34,12 @@ void PurgeScheduler::Loop() {
   const auto interval = std::chrono::milliseconds(store_->config().purge.interval_ms);
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (wake_.wait_for(lock, interval, [this] { return stop_.load(); })) return;
+      // stop_ is atomic; mu_ orders Stop()'s store and notify with this wait.
+      MutexLock lock(&mu_);
+      const auto deadline = std::chrono::steady_clock::now() + interval;
+      while (!stop_.load())
+        if (!wake_.WaitUntil(&mu_, deadline)) break;
+      if (stop_.load()) return;
     }
     RunOnce();
   }

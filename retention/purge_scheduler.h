@@ -19,12 +19,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cells/cell_store.h"
 
@@ -56,8 +55,8 @@ class PurgeScheduler {
   MetricsRegistry* metrics_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> runs_{0};
-  std::mutex mu_;
-  std::condition_variable wake_;
+  Mutex mu_;  // pairs Stop() with the wait on wake_ (stop_ itself is atomic)
+  CondVar wake_;
   std::thread thread_;
 };
 

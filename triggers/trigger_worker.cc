@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "base/log.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/record_writer.h"
 #include "triggers/internal/trigger_runner.h"
 #include "triggers/trigger_probe.h"
@@ -27,12 +29,12 @@ struct TriggerWorker::Impl {
   std::unique_ptr<KafkaRecordWriter> writer;
   std::vector<TriggerSpec> specs;
   std::vector<std::unique_ptr<TriggerRunner>> runners;
-  bool started = false;
-  bool stopped = false;
-  std::mutex mu;
+  Mutex mu;  // Start, Stop, EnsureRunners
+  bool started GUARDED_BY(mu) = false;
+  bool stopped GUARDED_BY(mu) = false;
 
   // Creates the DLQ writer and one runner per trigger (idempotent).
-  Status EnsureRunners() {
+  Status EnsureRunners() REQUIRES(mu) {
     if (writer) return Status::Ok();
     CELLAR_ASSIGN_OR_RETURN(writer,
                             KafkaRecordWriter::Create(config.kafka, options.client_id + "-dlq"));
@@ -70,6 +72,7 @@ Status TriggerWorker::on(const std::string& datastore, const std::string& column
     if (s.name == name) return InvalidArgument("duplicate trigger name '" + name + "'");
   if (options.retry.max_attempts < 1)
     return InvalidArgument("trigger " + name + ": retry.max_attempts must be >= 1");
+  MutexLock lock(&impl_->mu);
   if (impl_->started) return FailedPrecondition("TriggerWorker::on after Start()");
   impl_->specs.push_back(
       TriggerSpec{name, datastore, column, std::move(handler), std::move(options)});
@@ -86,7 +89,7 @@ Status TriggerWorker::on_webhook(const WebhookTriggerConfig& config) {
 
 Status TriggerWorker::Start() {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(&m.mu);
   if (m.started) return FailedPrecondition("trigger worker already started");
   CELLAR_RETURN_IF_ERROR(m.EnsureRunners());
   for (auto& runner : m.runners) CELLAR_RETURN_IF_ERROR(runner->Start());
@@ -96,7 +99,7 @@ Status TriggerWorker::Start() {
 
 void TriggerWorker::Stop() {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(&m.mu);
   if (m.stopped) return;
   m.stopped = true;
   for (auto& r : m.runners) r->Stop(m.options.drain_timeout_ms);
@@ -122,7 +125,7 @@ int TriggerWorker::run() {
 
 Status TriggerWorker::Replay(const std::string& name, const ReplayFrom& from) {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     CELLAR_RETURN_IF_ERROR(impl_->EnsureRunners());
   }
   for (auto& r : impl_->runners)

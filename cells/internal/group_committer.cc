@@ -29,14 +29,14 @@ GroupCommitter::~GroupCommitter() { Stop(); }
 
 void GroupCommitter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto& t : threads_) t.join();
   threads_.clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (WriteUnit* u : queue_) Finish(u, Unavailable("the cell store is closing"));
   queue_.clear();
   queued_cells_ = 0;
@@ -44,7 +44,7 @@ void GroupCommitter::Stop() {
 
 void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) {
       for (WriteUnit* u : units) Finish(u, Unavailable("the cell store is closed"));
       return;
@@ -52,7 +52,7 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
     queue_.insert(queue_.end(), units.begin(), units.end());
     for (WriteUnit* u : units) queued_cells_ += u->cells.size();
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void GroupCommitter::WriterLoop() {
@@ -61,12 +61,11 @@ void GroupCommitter::WriterLoop() {
   while (true) {
     units.clear();
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stopping_ || (!queue_.empty() &&
+      MutexLock lock(&mu_);
+      while (!(stopping_ || (!queue_.empty() &&
                              (in_flight_ == 0 ||
-                              queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells)));
-      });
+                              queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells)))))
+        cv_.Wait(&mu_);
       if (stopping_) return;
       // Everything waiting, up to max_batch_cells: one transaction, one fsync.
       size_t cells = 0;
@@ -80,11 +79,11 @@ void GroupCommitter::WriterLoop() {
       queued_cells_ -= cells;
       ++in_flight_;
       // Another writer may start too if enough is still waiting.
-      if (!queue_.empty()) cv_.notify_one();
+      if (!queue_.empty()) cv_.NotifyOne();
     }
     Commit(conn, units);
     // This thread loops back and takes whatever waited for the commit to end.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     --in_flight_;
   }
 }

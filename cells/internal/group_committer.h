@@ -15,14 +15,14 @@
 // fails still-queued units with Unavailable.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "cells/internal/batch_transaction.h"
 #include "cells/internal/write_unit.h"
 #include "cells/mysql_client.h"
@@ -62,12 +62,12 @@ class GroupCommitter {
 
   const MysqlEndpoint endpoint_;
   const GroupCommitterOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<WriteUnit*> queue_;
-  size_t queued_cells_ = 0;
-  int in_flight_ = 0;  // transactions being committed
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<WriteUnit*> queue_ GUARDED_BY(mu_);
+  size_t queued_cells_ GUARDED_BY(mu_) = 0;
+  int in_flight_ GUARDED_BY(mu_) = 0;  // transactions being committed
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

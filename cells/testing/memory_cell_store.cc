@@ -9,12 +9,12 @@
 namespace cellar {
 
 void MemoryCellStore::SetUnavailable(bool unavailable) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   unavailable_ = unavailable;
 }
 
 size_t MemoryCellStore::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return cells_.size();
 }
 
@@ -68,14 +68,14 @@ PutResult MemoryCellStore::AppendLocked(const std::string& ds, const Uuid& row,
 }
 
 Result<PutResult> MemoryCellStore::Put(const std::string& ds, const CellWrite& cell) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckWrite(ds, cell));
   return AppendLocked(ds, cell.row_key, cell.column, cell.ref_key, cell.body, false);
 }
 
 std::vector<Result<PutResult>> MemoryCellStore::PutBatch(const std::string& ds,
                                                          const std::vector<CellWrite>& cells) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Result<PutResult>> out(cells.size(), Result<PutResult>(Aborted("not attempted")));
   std::map<Uuid, std::vector<size_t>> rows;
   for (size_t i = 0; i < cells.size(); ++i) rows[cells[i].row_key].push_back(i);
@@ -117,7 +117,7 @@ std::vector<Cell> MemoryCellStore::VersionsLocked(const std::string& ds, const U
 
 Result<Cell> MemoryCellStore::Get(const std::string& ds, const Uuid& row, const std::string& column,
                                   int64_t ref_key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
   auto it = cells_.find(Key{ds, row, column, ref_key});
   if (it == cells_.end()) return NotFound("no cell " + CellAddress(ds, row, column, ref_key));
@@ -126,7 +126,7 @@ Result<Cell> MemoryCellStore::Get(const std::string& ds, const Uuid& row, const 
 
 Result<Cell> MemoryCellStore::Latest(const std::string& ds, const Uuid& row,
                                      const std::string& column) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
   auto v = VersionsLocked(ds, row, column);
   if (v.empty() || v[0].tombstone) return NotFound("no live cell at " + column);
@@ -134,7 +134,7 @@ Result<Cell> MemoryCellStore::Latest(const std::string& ds, const Uuid& row,
 }
 
 Result<std::vector<Cell>> MemoryCellStore::Row(const std::string& ds, const Uuid& row) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (unavailable_) return Unavailable("memory backend: unavailable");
   const DatastoreConfig* d = config_.FindDatastore(ds);
   if (d == nullptr) return InvalidArgument("unknown datastore '" + ds + "'");
@@ -149,7 +149,7 @@ Result<std::vector<Cell>> MemoryCellStore::Row(const std::string& ds, const Uuid
 Result<std::vector<Cell>> MemoryCellStore::Versions(const std::string& ds, const Uuid& row,
                                                     const std::string& column,
                                                     const VersionQuery& q) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
   if (q.limit < 1 || q.limit > 10000) return InvalidArgument("limit must be between 1 and 10000");
   std::vector<Cell> out;
@@ -166,7 +166,7 @@ Result<std::vector<Cell>> MemoryCellStore::Versions(const std::string& ds, const
 Result<PutResult> MemoryCellStore::Erase(const std::string& ds, const Uuid& row,
                                          const std::string& column,
                                          std::optional<int64_t> expected_ref_key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
   if (expected_ref_key && *expected_ref_key < 0)
     return InvalidArgument("expected_ref_key must be >= 0");
@@ -197,7 +197,7 @@ Result<PutResult> MemoryCellStore::Erase(const std::string& ds, const Uuid& row,
 
 Result<ShardLogPage> MemoryCellStore::ShardLog(const std::string& ds, uint32_t shard,
                                                uint64_t after, int limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (unavailable_) return Unavailable("memory backend: unavailable");
   if (config_.FindDatastore(ds) == nullptr) return InvalidArgument("unknown datastore");
   if (shard >= config_.shards) return InvalidArgument("shard out of range");
@@ -216,7 +216,7 @@ Result<ShardLogPage> MemoryCellStore::ShardLog(const std::string& ds, uint32_t s
 }
 
 Status MemoryCellStore::CheckReady() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return unavailable_ ? Unavailable("memory backend: unavailable") : Status::Ok();
 }
 

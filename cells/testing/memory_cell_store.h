@@ -7,13 +7,14 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "cells/cell_service.h"
 #include "config/cluster_config.h"
 
@@ -44,19 +45,19 @@ class MemoryCellStore : public CellService {
 
  private:
   using Key = std::tuple<std::string, Uuid, std::string, int64_t>;  // ds, row, column, ref
-  Status CheckWrite(const std::string& ds, const CellWrite& cell) const;
-  Status CheckColumnLocked(const std::string& ds, const std::string& column) const;
+  Status CheckWrite(const std::string& ds, const CellWrite& cell) const REQUIRES(mu_);
+  Status CheckColumnLocked(const std::string& ds, const std::string& column) const REQUIRES(mu_);
   // REQUIRES: mu_ held and the cell checked.
   PutResult AppendLocked(const std::string& ds, const Uuid& row, const std::string& column,
-                         int64_t ref, const nlohmann::json& body, bool tombstone);
+                         int64_t ref, const nlohmann::json& body, bool tombstone) REQUIRES(mu_);
   std::vector<Cell> VersionsLocked(const std::string& ds, const Uuid& row,
-                                   const std::string& column) const;
+                                   const std::string& column) const REQUIRES(mu_);
 
   const ClusterConfig config_;
-  mutable std::mutex mu_;
-  bool unavailable_ = false;
-  std::map<Key, Cell> cells_;
-  std::map<std::pair<std::string, uint32_t>, std::vector<Cell>> logs_;
+  mutable Mutex mu_;
+  bool unavailable_ GUARDED_BY(mu_) = false;
+  std::map<Key, Cell> cells_ GUARDED_BY(mu_);
+  std::map<std::pair<std::string, uint32_t>, std::vector<Cell>> logs_ GUARDED_BY(mu_);
 };
 
 }  // namespace cellar

@@ -6,14 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/internal/stream_claim.h"
 
 namespace cellar::internal {
@@ -35,28 +35,29 @@ struct HostStream {
   bool fenced = false;                         // another relay claimed the stream
   std::chrono::steady_clock::time_point not_before{};  // publish nothing before this
 
-  std::mutex mu;                      // guards everything below
-  std::condition_variable delivered;  // signalled on every delivery report
-  uint64_t read_pos = 0;              // highest added_id handed to the producer
-  uint64_t acked = 0;                 // every added_id <= acked is acknowledged
-  int64_t acked_offset = -1;          // Kafka offset of the record of `acked`
-  int32_t acked_partition = -1;       // and its partition
-  uint64_t saved = 0;                 // checkpoint stored in MySQL
-  uint64_t generation = 0;            // bumped on rewind; stale delivery reports are ignored
-  bool failed = false;                // a delivery failed: rewind to `acked`
+  Mutex mu;                                     // guards everything below
+  CondVar delivered;                            // signalled on every delivery report
+  uint64_t read_pos GUARDED_BY(mu) = 0;         // highest added_id handed to the producer
+  uint64_t acked GUARDED_BY(mu) = 0;            // every added_id <= acked is acknowledged
+  int64_t acked_offset GUARDED_BY(mu) = -1;     // Kafka offset of the record of `acked`
+  int32_t acked_partition GUARDED_BY(mu) = -1;  // and its partition
+  uint64_t saved GUARDED_BY(mu) = 0;            // checkpoint stored in MySQL
+  uint64_t generation GUARDED_BY(mu) = 0;  // bumped on rewind; stale delivery reports are ignored
+  bool failed GUARDED_BY(mu) = false;      // a delivery failed: rewind to `acked`
   struct InFlight {
     uint64_t added_id;
     bool done;
     int64_t offset;
     int32_t partition;
   };
-  std::deque<InFlight> inflight;
-  std::map<int32_t, int64_t> batch_offsets;  // partition -> highest acknowledged offset
+  std::deque<InFlight> inflight GUARDED_BY(mu);
+  // partition -> highest acknowledged offset
+  std::map<int32_t, int64_t> batch_offsets GUARDED_BY(mu);
 
   // Delivery report for (generation, added_id). Returns true if it advanced `acked`.
   bool OnDelivered(uint64_t gen, uint64_t added_id, int64_t offset) {
-    std::lock_guard<std::mutex> lock(mu);
-    delivered.notify_all();
+    MutexLock lock(&mu);
+    delivered.NotifyAll();
     if (gen != generation) return false;
     for (auto& f : inflight)
       if (f.added_id == added_id) {
@@ -77,13 +78,13 @@ struct HostStream {
     return advanced;
   }
   void OnFailed(uint64_t gen) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (gen == generation) failed = true;
-    delivered.notify_all();
+    delivered.NotifyAll();
   }
   // Forgets everything not acknowledged; the next read starts after `acked`.
   void Rewind() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     ++generation;
     inflight.clear();
     read_pos = acked;

@@ -6,14 +6,15 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <shared_mutex>
 #include <thread>
 
 #include "base/log.h"
+#include "base/mutex.h"
+#include "base/shared_mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/cell_event.h"
 #include "changelog/internal/host_stream.h"
 #include "changelog/internal/published_tail.h"
@@ -95,8 +96,8 @@ struct Relay::Impl {
   std::string relay_id;
   const ClusterConfig& config;
   RelayCallbacks callbacks;
-  std::shared_mutex producer_mu;  // exclusive only while replacing the producer
-  std::unique_ptr<RdKafka::Producer> producer;
+  SharedMutex producer_mu;  // exclusive only while replacing the producer
+  std::unique_ptr<RdKafka::Producer> producer GUARDED_BY(producer_mu);
   std::unique_ptr<RelayMembership> membership;
   std::atomic<bool> stopping{false};      // host threads stop
   std::atomic<bool> stop_polling{false};  // delivery reports stop (after host threads)
@@ -105,16 +106,17 @@ struct Relay::Impl {
   std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
   std::thread poll_thread;
   std::thread checkpoint_thread;
-  std::mutex checkpoint_mu;
-  std::condition_variable checkpoint_cv;
-  bool stop_checkpoints = false;  // guarded by checkpoint_mu
+  Mutex checkpoint_mu;
+  CondVar checkpoint_cv;
+  bool stop_checkpoints GUARDED_BY(checkpoint_mu) = false;
   std::vector<std::thread> host_threads;
   std::unique_ptr<RelayProbe> probe;  // null without a registry
   std::thread metrics_thread;         // runs MetricsLoop when probe is set
 
   size_t total_streams = 0;  // hosts x datastores
-  std::mutex streams_mu;
-  std::map<std::string, std::shared_ptr<HostStream>> owned;  // lock name -> stream
+  Mutex streams_mu;
+  // lock name -> stream
+  std::map<std::string, std::shared_ptr<HostStream>> owned GUARDED_BY(streams_mu);
 
   Impl(CellStore* s, std::string id, MetricsRegistry* metrics)
       : store(s), relay_id(std::move(id)), config(s->config()) {
@@ -153,7 +155,7 @@ struct Relay::Impl {
   void PollLoop() {
     while (!stop_polling) {
       {
-        std::shared_lock<std::shared_mutex> lock(producer_mu);
+        ReaderMutexLock lock(&producer_mu);
         producer->poll(50);
       }
       if (callbacks.fatal.exchange(false)) ReplaceProducer();
@@ -163,9 +165,9 @@ struct Relay::Impl {
   // After a fatal producer error: every stream rewinds to what Kafka
   // acknowledged and a new producer republishes from there.
   void ReplaceProducer() {
-    std::unique_lock<std::shared_mutex> lock(producer_mu);
+    WriterMutexLock lock(&producer_mu);
     {
-      std::lock_guard<std::mutex> g(streams_mu);
+      MutexLock g(&streams_mu);
       for (auto& [name, s] : owned) s->Rewind();
     }
     producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
@@ -177,7 +179,7 @@ struct Relay::Impl {
   }
 
   std::shared_ptr<HostStream> Stream(const std::string& lock_name) {
-    std::lock_guard<std::mutex> g(streams_mu);
+    MutexLock g(&streams_mu);
     auto it = owned.find(lock_name);
     return it == owned.end() ? nullptr : it->second;
   }
@@ -192,7 +194,7 @@ struct Relay::Impl {
     const std::string topic = ChangeLogTopic(config.kafka, datastore);
     int64_t high;
     {
-      std::shared_lock<std::shared_mutex> lock(producer_mu);
+      ReaderMutexLock lock(&producer_mu);
       CELLAR_ASSIGN_OR_RETURN(high, PartitionHighWatermark(producer.get(), topic,
                                                            cp->kafka_partition, kKafkaTimeoutMs));
     }
@@ -253,10 +255,13 @@ struct Relay::Impl {
       CELLAR_RETURN_IF_ERROR(
           ResetIfBrokerLost(**lease, s->database, hc.name, datastore, &cp).status());
     }
-    s->read_pos = s->acked = s->saved = cp.after_added_id;
-    s->acked_offset = cp.kafka_offset;
-    s->acked_partition = cp.kafka_partition;
-    std::lock_guard<std::mutex> g(streams_mu);
+    {
+      MutexLock lock(&s->mu);  // not shared yet; taken for the analysis
+      s->read_pos = s->acked = s->saved = cp.after_added_id;
+      s->acked_offset = cp.kafka_offset;
+      s->acked_partition = cp.kafka_partition;
+    }
+    MutexLock g(&streams_mu);
     owned[s->lock_name] = std::move(s);
     return Status::Ok();
   }
@@ -269,7 +274,7 @@ struct Relay::Impl {
 
   // The checkpoint `s` should have, if it is ahead of what is saved.
   static std::optional<RelayCheckpoint> Unsaved(HostStream& s) {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     if (s.acked <= s.saved) return std::nullopt;
     RelayCheckpoint cp;
     cp.after_added_id = s.acked;
@@ -279,7 +284,7 @@ struct Relay::Impl {
     return cp;
   }
   static void MarkSaved(HostStream& s, uint64_t acked) {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     s.saved = std::max(s.saved, acked);
   }
 
@@ -299,17 +304,17 @@ struct Relay::Impl {
   // Saves checkpoints every kSaveIntervalMs on its own thread, so that log
   // flushes never delay publishing.
   void CheckpointLoop() {
-    std::unique_lock<std::mutex> lock(checkpoint_mu);
+    MutexLock lock(&checkpoint_mu);
     while (!stop_checkpoints) {
-      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kSaveIntervalMs));
-      lock.unlock();
+      checkpoint_cv.WaitFor(&checkpoint_mu, std::chrono::milliseconds(kSaveIntervalMs));
+      lock.Unlock();
       std::vector<std::shared_ptr<HostStream>> streams;
       {
-        std::lock_guard<std::mutex> g(streams_mu);
+        MutexLock g(&streams_mu);
         for (auto& [name, s] : owned) streams.push_back(s);
       }
       for (auto& s : streams) SaveStream(*s);
-      lock.lock();
+      lock.Lock();
     }
   }
 
@@ -321,7 +326,7 @@ struct Relay::Impl {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(kFlushOnReleaseMs);
       while (std::chrono::steady_clock::now() < deadline) {
         {
-          std::lock_guard<std::mutex> lock(s->mu);
+          MutexLock lock(&s->mu);
           if (s->inflight.empty()) break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));  // waiting on delivery reports
@@ -329,13 +334,14 @@ struct Relay::Impl {
       SaveStream(*s);
       if (s->exactly_once && !s->fenced) ReleaseFenced(*s);
     }
-    std::lock_guard<std::mutex> g(streams_mu);
+    MutexLock g(&streams_mu);
     owned.erase(lock_name);
   }
 
   // Hands one cell to the producer with the stream headers
-  // (internal/published_tail.h). REQUIRES: producer_mu held shared.
-  RdKafka::ErrorCode Produce(HostStream& s, const Cell& c, DeliveryTag* tag) {
+  // (internal/published_tail.h).
+  RdKafka::ErrorCode Produce(HostStream& s, const Cell& c, DeliveryTag* tag)
+      REQUIRES_SHARED(producer_mu) {
     const std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
     const std::string key = c.row_key.ToString();
     RdKafka::Headers* headers = RdKafka::Headers::create();
@@ -360,7 +366,7 @@ struct Relay::Impl {
     if (s.exactly_once) return PumpFenced(sp);
     bool failed;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       failed = s.failed;
     }
     if (failed) {
@@ -372,7 +378,7 @@ struct Relay::Impl {
     }
     uint64_t after, gen;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       if (s.inflight.size() >= kMaxInFlightPerStream) return 0;
       after = s.read_pos;
       gen = s.generation;
@@ -380,11 +386,11 @@ struct Relay::Impl {
     auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
     if (!page.ok()) return 0;
     size_t produced = 0;
-    std::shared_lock<std::shared_mutex> plock(producer_mu);
+    ReaderMutexLock plock(&producer_mu);
     for (const Cell& c : page->cells) {
       const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
       {
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(&s.mu);
         if (s.generation != gen) return produced;  // rewound meanwhile
         s.inflight.push_back({c.added_id, false, -1, partition});
       }
@@ -393,13 +399,13 @@ struct Relay::Impl {
       if (err != RdKafka::ERR_NO_ERROR) {
         // Queue full or similar: take the record back and try again later.
         delete tag;
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(&s.mu);
         if (!s.inflight.empty() && s.inflight.back().added_id == c.added_id) s.inflight.pop_back();
         published += produced;
         return produced;
       }
       {
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(&s.mu);
         if (s.generation == gen) s.read_pos = c.added_id;
       }
       ++produced;
@@ -407,7 +413,7 @@ struct Relay::Impl {
     // Past the last cell: positions up to next_after are final and hold no
     // cell (rolled-back or failed inserts), so the read may skip them.
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       if (s.generation == gen && s.read_pos < page->next_after) {
         s.read_pos = page->next_after;
         if (s.inflight.empty() && s.acked < s.read_pos) s.acked = s.read_pos;

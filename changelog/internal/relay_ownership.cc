@@ -30,7 +30,7 @@ std::string RelayMembership::SlotName(int k) const {
 }
 
 int RelayMembership::Refresh() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!locks_.connected()) slot_ = -1;  // a new connection holds no slot
   if (!locks_.EnsureConnected().ok()) return 1;
   if (slot_ < 0) {
@@ -52,7 +52,7 @@ int RelayMembership::Refresh() {
 }
 
 void RelayMembership::Leave() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (slot_ >= 0) locks_.Release(SlotName(slot_)).IgnoreError();
   slot_ = -1;
   locks_.Disconnect();

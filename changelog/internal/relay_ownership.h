@@ -3,10 +3,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "cells/mysql_client.h"
 
 namespace cellar::internal {
@@ -48,10 +49,10 @@ class RelayMembership {
 
  private:
   std::string SlotName(int k) const;
-  std::mutex mu_;
-  NamedLocks locks_;
+  Mutex mu_;
+  NamedLocks locks_ GUARDED_BY(mu_);
   std::string prefix_;
-  int slot_ = -1;
+  int slot_ GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace cellar::internal

@@ -1,7 +1,6 @@
 #include "triggers/internal/trigger_runner.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <random>
 
 #include "base/log.h"
@@ -132,7 +131,7 @@ bool TriggerRunner::Process(Work& w) {
   // set-aside events, in order (otherwise they could never be retried).
   bool blocked = false;
   if (w.source_topic != retry_topic_) {
-    std::lock_guard<std::mutex> lock(dead_mu_);
+    MutexLock lock(&dead_mu_);
     blocked = blocked_rows_.count(row) > 0;
   }
   if (blocked)
@@ -197,7 +196,7 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
            {"ref_key", std::to_string(w.event.cell.ref_key)},
            {"attempts", std::to_string(attempts)},
            {"error", d.error}});
-  std::lock_guard<std::mutex> lock(dead_mu_);
+  MutexLock lock(&dead_mu_);
   if (spec_.options.dead_letter.later_events_of_row == LaterEventsPolicy::kSetAside)
     blocked_rows_.insert(key);
   const MicrosSinceEpoch now = NowMicros();
@@ -222,9 +221,9 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
 Status TriggerRunner::Replay(const ReplayFrom& from) {
   // Shared with the submitted tasks, which may outlive an interrupted replay.
   struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t outstanding = 0;
+    Mutex mu;
+    CondVar cv;
+    size_t outstanding GUARDED_BY(mu) = 0;
   };
   auto state = std::make_shared<State>();
   auto interrupted = [&]() -> std::optional<Status> {
@@ -253,28 +252,28 @@ Status TriggerRunner::Replay(const ReplayFrom& from) {
         work->source_topic = "replay";
         work->partition_label = "replay";
         {
-          std::unique_lock<std::mutex> lock(state->mu);
+          MutexLock lock(&state->mu);
           while (state->outstanding >= static_cast<size_t>(spec_.options.max_pending)) {
             if (auto s = interrupted()) return *s;
-            state->cv.wait_for(lock, std::chrono::milliseconds(100));
+            state->cv.WaitFor(&state->mu, std::chrono::milliseconds(100));
           }
           ++state->outstanding;
         }
         ++submitted;
         consumer_->Submit(work->event.cell.row_key.ToString(), [this, work, state] {
           if (!Process(*work)) return;  // abandoned: the replay is interrupted
-          std::lock_guard<std::mutex> lock(state->mu);
+          MutexLock lock(&state->mu);
           --state->outstanding;
-          state->cv.notify_all();
+          state->cv.NotifyAll();
         });
       }
     }
   }
   // Wait for every replayed event (an abandoned one, on stop or pause, never finishes).
-  std::unique_lock<std::mutex> lock(state->mu);
+  MutexLock lock(&state->mu);
   while (state->outstanding > 0) {
     if (auto s = interrupted()) return *s;
-    state->cv.wait_for(lock, std::chrono::milliseconds(100));
+    state->cv.WaitFor(&state->mu, std::chrono::milliseconds(100));
   }
   LogInfo("trigger", "replay done",
           {{"trigger", spec_.name}, {"events", std::to_string(submitted)}});

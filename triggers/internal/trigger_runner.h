@@ -8,11 +8,12 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "changelog/keyed_consumer.h"
 #include "changelog/record_writer.h"
 #include "triggers/trigger_probe.h"
@@ -73,9 +74,10 @@ class TriggerRunner {
   const std::string cells_topic_, dlq_topic_, retry_topic_;
   std::unique_ptr<KeyedConsumer> consumer_;
 
-  std::mutex dead_mu_;
-  std::deque<MicrosSinceEpoch> recent_dead_;  // set-aside times within the window
-  std::set<std::string> blocked_rows_;        // LaterEventsPolicy::kSetAside
+  Mutex dead_mu_;
+  // set-aside times within the window
+  std::deque<MicrosSinceEpoch> recent_dead_ GUARDED_BY(dead_mu_);
+  std::set<std::string> blocked_rows_ GUARDED_BY(dead_mu_);  // LaterEventsPolicy::kSetAside
 };
 
 }  // namespace cellar::internal
