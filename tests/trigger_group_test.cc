@@ -70,7 +70,8 @@ TEST(TriggerTest, StatusReportsCommitsAndLagAndACleanStopLeavesNothingToRedelive
       30s, 50ms);
   EXPECT_TRUE(caught_up) << why;
   uint64_t handled = 0;
-  for (const auto& p : a->status()[0].partitions) {
+  const auto status = a->status();  // the loop below must not outlive it
+  for (const auto& p : status[0].partitions) {
     handled += p.handled;
     if (p.handled > 0) {
       EXPECT_GT(p.latency_p50_ms, 0) << p.partition;
