@@ -433,17 +433,20 @@ struct Relay::Impl {
   // Every kRelayMetricsIntervalMs until the checkpoint thread stops: the owned
   // stream count and every stream's lag and checkpoint age (ReadRelayStatus).
   void MetricsLoop() {
-    std::unique_lock<std::mutex> lock(checkpoint_mu);
+    MutexLock lock(&checkpoint_mu);
     while (!stop_checkpoints) {
-      lock.unlock();
+      lock.Unlock();
       {
-        std::lock_guard<std::mutex> g(streams_mu);
+        MutexLock g(&streams_mu);
         probe->OwnedStreams().Set(static_cast<double>(owned.size()));
       }
       probe->UpdateStreams(ReadRelayStatus(*store), NowMicros());
-      lock.lock();
-      checkpoint_cv.wait_for(lock, std::chrono::milliseconds(kRelayMetricsIntervalMs),
-                             [this] { return stop_checkpoints; });
+      lock.Lock();
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(kRelayMetricsIntervalMs);
+      // Woken early only by a stop (or spuriously): then wait out the interval.
+      while (!stop_checkpoints && checkpoint_cv.WaitUntil(&checkpoint_mu, deadline)) {
+      }
     }
   }
 };
