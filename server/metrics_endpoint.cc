@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <iostream>
 #include <thread>
 
 #include "base/log.h"
@@ -58,6 +59,20 @@ void MetricsEndpoint::Stop() {
   if (!impl_) return;
   impl_->server.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+bool StartMetricsEndpointForMain(const MetricsRegistry* registry, const std::string& address,
+                                 const std::string& program,
+                                 std::unique_ptr<MetricsEndpoint>* endpoint, int* exit_code) {
+  if (address.empty()) return true;
+  auto started = MetricsEndpoint::Start(registry, address);
+  if (!started.ok()) {
+    std::cerr << program << ": " << started.status().ToString() << "\n";
+    *exit_code = started.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    return false;
+  }
+  *endpoint = std::move(started).value();
+  return true;
 }
 
 }  // namespace cellar

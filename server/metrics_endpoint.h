@@ -43,4 +43,12 @@ class MetricsEndpoint {
   int port_ = 0;
 };
 
+// A main's --metrics-address: leaves *endpoint null when `address` is empty,
+// else starts one into it. Returns false when it could not start, after
+// printing "<program>: <status>" on stderr and setting *exit_code to 2 for a
+// malformed address (InvalidArgument) or 1 otherwise.
+bool StartMetricsEndpointForMain(const MetricsRegistry* registry, const std::string& address,
+                                 const std::string& program,
+                                 std::unique_ptr<MetricsEndpoint>* endpoint, int* exit_code);
+
 }  // namespace cellar

@@ -35,14 +35,9 @@ int main(int argc, char** argv) {
   cellar::TriggerWorkerOptions opts;
   cellar::MetricsRegistry metrics;
   std::unique_ptr<cellar::MetricsEndpoint> endpoint;
-  if (!metrics_address.empty()) {
-    auto e = cellar::MetricsEndpoint::Start(&metrics, metrics_address);
-    if (!e.ok()) {
-      std::cerr << "cellar-trigger: " << e.status().ToString() << "\n";
-      return e.status().code() == cellar::StatusCode::kInvalidArgument ? 2 : 1;
-    }
-    endpoint = std::move(e).value();
-  }
+  if (int code = 0; !cellar::StartMetricsEndpointForMain(&metrics, metrics_address,
+                                                         "cellar-trigger", &endpoint, &code))
+    return code;
   opts.metrics = &metrics;
   cellar::TriggerWorker worker(*config, opts);
   for (const auto& d : *defs)
