@@ -29,6 +29,13 @@
 // overhead (queueing, validation, encoding, waking callers) costs. Same rounds
 // and median as phase A.
 //
+// Phase C' (the closed-loop ceiling, plain SQL): as phase C, but with exactly
+// C rows in flight per host: W connections, C / W rows per transaction. C
+// callers each blocked in Put() never offer the server more than C cells at
+// once, so no group commit of theirs can beat this; phase C's W x 32 rows in
+// flight are out of their reach. cells/s against it is Cellar's own overhead
+// for blocking callers.
+//
 // Phase B (the store): C caller threads each call CellStore::Put for one cell
 // at a time (distinct random rows, trip-like bodies). The clock covers the
 // whole Put: validation, encoding, queueing and the group-committed
@@ -43,6 +50,10 @@
 // Phase E (latency at half the maximum rate): C callers put --half-rate-cells
 // cells paced at half phase B's cells/s; a put's latency runs from when it was
 // due, so falling behind counts.
+//
+// Phase F (--async-window K > 0): the same C callers each keep up to K
+// CellStore::PutAsync calls in flight, so the group commit can fill its
+// transactions as phase C does. Latency runs from PutAsync to its callback.
 //
 // Targets (issue 13, same run): single puts >= 0.5 x raw and >= 2 x the
 // single-row baseline; put_batch >= 0.8 x raw; p99 <= 20 ms at half rate.
@@ -79,6 +90,7 @@ struct PutOptions {
   int ceiling_rows_per_tx = 32;  // cells per transaction of the plain-SQL ceiling
   int batch_cells_per_row = 10;
   int half_rate_cells = 0;  // 0: N / 2
+  int async_window = 8;     // PutAsync calls in flight per caller in phase F (0: no phase F)
 };
 
 // The issue's targets.
@@ -152,9 +164,10 @@ void AddStorePhaseRows(Table& t, const StorePhase& p, const std::string& call) {
 // ---- The run --------------------------------------------------------------------
 
 struct PutRun {
-  RawRounds raw, ceiling;
+  RawRounds raw, ceiling, closed_loop;
+  int closed_loop_rows_per_tx = 0;    // phase C': callers / writer threads
   std::optional<PhaseResult> single;  // with --single-row-baseline
-  StorePhase put, batch, half;
+  StorePhase put, batch, half, async;
   double half_rate = 0;                                   // cells/s phase E was paced at
   uint64_t cells = 0, json_bytes = 0, encoded_bytes = 0;  // of phase B's cells
 };
@@ -213,6 +226,19 @@ void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& 
   AddUsageRows(t, run.ceiling.usage, static_cast<double>(run.ceiling.total.rows),
                run.ceiling.total.seconds);
 
+  t.Section("phase C': closed-loop ceiling in plain SQL (as phase C, " + std::to_string(o.callers) +
+            " rows in flight per host)");
+  t.Add("transactions", std::to_string(run.closed_loop_rows_per_tx) +
+                            "-row INSERT ... RETURNING on " +
+                            std::to_string(cfg.group_commit.writer_threads_per_host) +
+                            " connection(s) per host: what C blocked callers can offer at once");
+  t.Add("rounds of N rows", std::to_string(run.closed_loop.rates.size()) +
+                                " (rows/s: " + JoinRates(run.closed_loop.rates) + ")");
+  t.Add("closed-loop ceiling rows/s (median round)",
+        FormatNumber(run.closed_loop.median_rows_per_s, 0));
+  AddUsageRows(t, run.closed_loop.usage, static_cast<double>(run.closed_loop.total.rows),
+               run.closed_loop.total.seconds);
+
   t.Section("phase B: CellStore::Put, group commit, " + std::to_string(o.callers) + " callers");
   AddStorePhaseRows(t, run.put, "put");
   t.Section("phase D: CellStore::PutBatch, one row of " + std::to_string(o.batch_cells_per_row) +
@@ -223,6 +249,11 @@ void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& 
     t.Add("paced at",
           FormatNumber(run.half_rate, 0) + " cells/s (latency from when a put was due)");
     AddStorePhaseRows(t, run.half, "put");
+  }
+  if (run.async.ran) {
+    t.Section("phase F: CellStore::PutAsync, " + std::to_string(o.callers) + " callers x " +
+              std::to_string(o.async_window) + " puts in flight");
+    AddStorePhaseRows(t, run.async, "put");
   }
 
   const double ratio = run.put.cells_per_s / raw;
@@ -245,8 +276,26 @@ void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& 
     t.Add("put p99 ms at half rate",
           Judged(run.half.p99, 2, "<= " + FormatNumber(kTargetHalfRateP99Ms, 0),
                  run.half.p99 <= kTargetHalfRateP99Ms));
+  if (run.async.ran) {
+    const double async_ratio = run.async.cells_per_s / raw;
+    t.Add(
+        "async puts / raw rows/s (phase F)",
+        Judged(async_ratio, 3, ">= " + FormatNumber(kTargetRatio, 1), async_ratio >= kTargetRatio));
+    if (run.single) {
+      const double r = run.async.cells_per_s / SingleRowRate(run);
+      t.Add(
+          "async puts / single-row rows/s (phase F)",
+          Judged(r, 2, ">= " + FormatNumber(kTargetSingleRowRatio, 1), r >= kTargetSingleRowRatio));
+    }
+  }
   t.Section("result");
   t.Add("ratio (cells/s / raw rows/s)", FormatNumber(ratio, 3));
+  t.Add("closed-loop ceiling / raw rows/s",
+        FormatNumber(run.closed_loop.median_rows_per_s / raw, 3) + " (the best " +
+            std::to_string(o.callers) + " blocked callers can get, in plain SQL)");
+  t.Add("cells/s / closed-loop ceiling",
+        FormatNumber(run.put.cells_per_s / run.closed_loop.median_rows_per_s, 3) +
+            " (1 - this = Cellar's own overhead for blocking callers)");
   t.Add("ceiling / raw rows/s", FormatNumber(ceiling / raw, 3) + " (the design's own best, at " +
                                     std::to_string(o.ceiling_rows_per_tx) +
                                     " cells per transaction)");
@@ -307,8 +356,23 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
     j["half_rate_p50_ms"] = Round(run.half.p50, 3);
     j["half_rate_p99_ms"] = Round(run.half.p99, 3);
   }
+  const double closed = run.closed_loop.median_rows_per_s;
+  j["closed_loop_ceiling_rows_per_s"] = Round(closed, 1);
+  j["closed_loop_ceiling_ratio"] = Round(closed / raw, 3);
+  j["closed_loop_rows_per_transaction"] = run.closed_loop_rows_per_tx;
+  j["ratio_to_closed_loop_ceiling"] = Round(run.put.cells_per_s / closed, 3);
+  if (run.async.ran) {
+    j["async_window"] = o.async_window;
+    j["async_cells_per_s"] = Round(run.async.cells_per_s, 1);
+    j["async_ratio"] = Round(run.async.cells_per_s / raw, 3);
+    j["async_p50_ms"] = Round(run.async.p50, 3);
+    j["async_p99_ms"] = Round(run.async.p99, 3);
+    j["async_cells_per_transaction"] = Round(CellsPerTransaction(run.async.r), 2);
+    if (run.single)
+      j["async_single_row_ratio"] = Round(run.async.cells_per_s / SingleRowRate(run), 3);
+  }
   j["targets_met"] = met;
-  j["errors"] = put.errors + run.batch.r.errors + run.half.r.errors;
+  j["errors"] = put.errors + run.batch.r.errors + run.half.r.errors + run.async.r.errors;
   PrintJsonLine(j);
 }
 
@@ -333,6 +397,16 @@ int RunRawPhases(const BenchCluster& cluster, const PutOptions& o, std::mt19937_
                                       o.body_bytes, rng);
       });
   if (run.ceiling.exit_code != 0) return run.ceiling.exit_code;
+
+  const int writers = std::max(1, cfg.group_commit.writer_threads_per_host);
+  run.closed_loop_rows_per_tx = std::max(1, o.callers / writers);
+  run.closed_loop =
+      RunRawRounds(cluster, "phase C'", o.raw_rounds,
+                   {.connections_per_host = writers, .register_writers = true}, [&] {
+                     return PlanFencedTransactions(cfg, datastore, column, o.cells,
+                                                   run.closed_loop_rows_per_tx, o.body_bytes, rng);
+                   });
+  if (run.closed_loop.exit_code != 0) return run.closed_loop.exit_code;
 
   if (!o.single_row_baseline) return 0;
   RawWork statements = PlanRawStatements(cfg, datastore, column, o.cells, 1, o.body_bytes, rng);
@@ -388,7 +462,17 @@ int RunStorePhases(const BenchCluster& cluster, const PutOptions& o, CellStore& 
   run.half = TimeStorePhase(cluster, [&] {
     return RunPutPhase(store, datastore, half_cells_v, o.callers, run.half_rate);
   });
-  return run.half.r.interrupted ? 130 : 0;
+  if (run.half.r.interrupted) return 130;
+
+  if (o.async_window <= 0) return 0;
+  std::vector<CellWrite> async_cells =
+      MakeTripCells(o.cells, 1, column, o.body_bytes, rng, &unused_json, &unused_encoded);
+  Progress("phase F: " + std::to_string(o.callers) + " callers doing PutAsync, up to " +
+           std::to_string(o.async_window) + " in flight each");
+  run.async = TimeStorePhase(cluster, [&] {
+    return RunPutAsyncPhase(store, datastore, async_cells, o.callers, o.async_window);
+  });
+  return run.async.r.interrupted ? 130 : 0;
 }
 
 int RunPut(const PutOptions& o) {
@@ -420,7 +504,7 @@ int RunPut(const PutOptions& o) {
 
   PrintTable(cluster, o, run);
   PrintJson(cluster, o, run);
-  return run.put.r.errors + run.batch.r.errors + run.half.r.errors ? 1 : 0;
+  return run.put.r.errors + run.batch.r.errors + run.half.r.errors + run.async.r.errors ? 1 : 0;
 }
 
 }  // namespace
@@ -448,7 +532,7 @@ void AddPutCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--raw-rounds", o->raw_rounds,
-                  "rounds of N rows of phases A and C; the median round's rate counts")
+                  "rounds of N rows of phases A, C and C'; the median round's rate counts")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_flag("--single-row-baseline", o->single_row_baseline,
@@ -464,6 +548,10 @@ void AddPutCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--half-rate-cells", o->half_rate_cells,
                   "puts of the half-rate latency phase E (0: N / 2)")
       ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
+  cmd->add_option("--async-window", o->async_window,
+                  "PutAsync calls each caller keeps in flight in phase F (0: skip phase F)")
+      ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = RunPut(*o); });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <latch>
 #include <map>
 #include <mutex>
@@ -42,9 +43,10 @@ void CountTransactions(const std::vector<Committed>& committed, StorePhaseResult
 }
 
 // Runs `callers` threads calling call(i, latencies) for i = 0, 1, ... < `calls`
-// and times the whole phase.
-template <typename Call>
-void RunCallers(int callers, size_t calls, StorePhaseResult& result, Call call) {
+// (each i once, shared out as threads come for it), then finish(caller) on
+// each thread before it ends, and times the whole phase.
+template <typename Call, typename Finish>
+void RunCallers(int callers, size_t calls, StorePhaseResult& result, Call call, Finish finish) {
   std::vector<std::vector<double>> latencies(static_cast<size_t>(callers));
   std::atomic<size_t> next{0};
   std::latch start(callers + 1);
@@ -57,8 +59,9 @@ void RunCallers(int callers, size_t calls, StorePhaseResult& result, Call call) 
       while (!StopRequested()) {
         const size_t i = next.fetch_add(1);
         if (i >= calls) break;
-        call(i, mine);
+        call(static_cast<size_t>(c), i, mine);
       }
+      finish(static_cast<size_t>(c));
     });
   }
   start.arrive_and_wait();
@@ -68,6 +71,13 @@ void RunCallers(int callers, size_t calls, StorePhaseResult& result, Call call) 
   result.interrupted = StopRequested();
   for (auto& l : latencies)
     result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
+}
+
+template <typename Call>
+void RunCallers(int callers, size_t calls, StorePhaseResult& result, Call call) {
+  RunCallers(
+      callers, calls, result,
+      [&](size_t, size_t i, std::vector<double>& latencies) { call(i, latencies); }, [](size_t) {});
 }
 
 }  // namespace
@@ -115,6 +125,56 @@ StorePhaseResult RunPutPhase(CellStore& store, const std::string& datastore,
     }
     committed[i] = {cfg.HostIndexForShard(r->shard), r->created_at};
   });
+  for (const auto& c : committed)
+    if (c.created_at >= 0) ++result.rows;
+  CountTransactions(committed, result);
+  return result;
+}
+
+StorePhaseResult RunPutAsyncPhase(CellStore& store, const std::string& datastore,
+                                  const std::vector<CellWrite>& cells, int callers, int window) {
+  StorePhaseResult result;
+  const ClusterConfig& cfg = store.config();
+  std::mutex mu;  // errors
+  std::vector<Committed> committed(cells.size());
+  std::vector<double> latencies(cells.size(), -1);  // by cell: written by the callbacks
+  // Unanswered puts per caller thread.
+  struct Window {
+    std::mutex mu;
+    std::condition_variable cv;
+    int in_flight = 0;
+    void WaitBelow(int n) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return in_flight < n; });
+    }
+  };
+  std::vector<Window> windows(static_cast<size_t>(callers));
+  auto put = [&](size_t caller, size_t i, std::vector<double>&) {
+    Window* w = &windows[caller];
+    w->WaitBelow(window);
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      ++w->in_flight;
+    }
+    const Clock::time_point begin = Clock::now();
+    store.PutAsync(datastore, cells[i], [&, i, w, begin](Result<PutResult> r) {
+      latencies[i] = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+      if (r.ok()) {
+        committed[i] = {cfg.HostIndexForShard(r->shard), r->created_at};
+      } else {
+        std::lock_guard<std::mutex> lock(mu);
+        if (result.errors++ == 0) result.first_error = r.status().ToString();
+      }
+      std::lock_guard<std::mutex> lock(w->mu);  // notified under the lock: w outlives it
+      --w->in_flight;
+      w->cv.notify_all();
+    });
+  };
+  // The clock stops once every caller's puts are answered.
+  RunCallers(callers, cells.size(), result, put,
+             [&](size_t caller) { windows[caller].WaitBelow(1); });
+  for (double l : latencies)
+    if (l >= 0) result.latencies_ms.push_back(l);
   for (const auto& c : committed)
     if (c.created_at >= 0) ++result.rows;
   CountTransactions(committed, result);

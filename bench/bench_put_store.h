@@ -46,6 +46,14 @@ StorePhaseResult RunPutPhase(CellStore& store, const std::string& datastore,
                              const std::vector<CellWrite>& cells, int callers,
                              double rate_per_s = 0);
 
+// `callers` threads each keep up to `window` CellStore::PutAsync calls in
+// flight (a caller issues the next put as soon as fewer than `window` of its
+// puts are unanswered) until `cells` are done; the phase ends when every put
+// is answered. A put's latency runs from PutAsync to its callback.
+// REQUIRES: window >= 1.
+StorePhaseResult RunPutAsyncPhase(CellStore& store, const std::string& datastore,
+                                  const std::vector<CellWrite>& cells, int callers, int window);
+
 // `callers` threads each PutBatch one row (`cells_per_row` consecutive cells
 // of `cells`, see MakeTripCells) at a time. rows = cells written.
 StorePhaseResult RunPutBatchPhase(CellStore& store, const std::string& datastore,

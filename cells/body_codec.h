@@ -33,8 +33,15 @@ int JsonDepth(const nlohmann::json& value);
 // REQUIRES: JsonDepth(body) <= kMaxBodyDepth (deeper input may exhaust the stack).
 // Thread-safe; each thread keeps one zstd context for its calls.
 std::string EncodeBody(const nlohmann::json& body);
-// The same, from the body's MessagePack bytes (nlohmann::json::to_msgpack).
-std::string EncodePackedBody(const std::vector<uint8_t>& msgpack);
+
+// EncodeBody's bytes with the size of the body's MessagePack encoding (what
+// a size limit is checked against), from one serialisation of the body.
+struct EncodedBody {
+  std::string stored;        // == EncodeBody(body)
+  size_t msgpack_bytes = 0;  // == nlohmann::json::to_msgpack(body).size()
+};
+// Same contract as EncodeBody.
+EncodedBody EncodeBodyMeasured(const nlohmann::json& body);
 
 // Compact JSON text (dump() without indentation) is at most this many bytes
 // per byte of the same value's MessagePack: the worst cases are `false,` in

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cells/internal/cell_validation.h"
 #include "cells/internal/cells_purge.h"
 #include "cells/internal/cells_table.h"
@@ -65,22 +66,75 @@ struct CellStore::Impl {
     return col.ttl_ms > 0 ? NowMicros() - col.ttl_ms * 1000 : 0;
   }
 
-  std::vector<Result<PutResult>> Submit(std::vector<std::unique_ptr<WriteUnit>>& units) {
-    std::vector<std::future<void>> waits;
+  // Hands `units` to their hosts' committers; each unit's completion must be set.
+  void Enqueue(const std::vector<WriteUnit*>& units) {
     std::vector<std::vector<WriteUnit*>> by_host(committers.size());
-    for (auto& u : units) {
-      waits.push_back(u->done.get_future());
-      by_host[host_of_shard[u->shard]].push_back(u.get());
-    }
+    for (WriteUnit* u : units) by_host[host_of_shard[u->shard]].push_back(u);
     for (size_t h = 0; h < by_host.size(); ++h)
       if (!by_host[h].empty()) committers[h]->Submit(by_host[h]);
-    for (auto& w : waits) w.wait();
+  }
+
+  // Submits `units` and blocks until every one is answered.
+  std::vector<Result<PutResult>> Submit(std::vector<std::unique_ptr<WriteUnit>>& units) {
+    UnitsWaiter waiter(units.size());
+    std::vector<WriteUnit*> raw;
+    raw.reserve(units.size());
+    for (auto& u : units) {
+      u->completion = &waiter;
+      raw.push_back(u.get());
+    }
+    Enqueue(raw);
+    waiter.Wait();
     std::vector<Result<PutResult>> out;
     for (auto& u : units)
       for (auto& r : u->results) out.push_back(std::move(r));
     return out;
   }
+
+ private:
+  // One wake-up per call, whatever the number of units.
+  class UnitsWaiter final : public internal::UnitCompletion {
+   public:
+    explicit UnitsWaiter(size_t units) : remaining_(units) {}
+    void UnitDone(WriteUnit*) override {
+      // Signalled under the lock: Wait() cannot return (and destroy this)
+      // before the signal is done.
+      MutexLock lock(&mu_);
+      if (--remaining_ == 0) cv_.NotifyAll();
+    }
+    void Wait() {
+      MutexLock lock(&mu_);
+      while (remaining_ > 0) cv_.Wait(&mu_);
+    }
+
+   private:
+    Mutex mu_;
+    CondVar cv_;
+    size_t remaining_ GUARDED_BY(mu_);
+  };
 };
+
+namespace {
+// A PutAsync in flight: owns its unit and deletes itself once answered.
+class AsyncPut final : public internal::UnitCompletion {
+ public:
+  explicit AsyncPut(CellStore::PutCallback done) : done_(std::move(done)) {
+    unit.completion = this;
+  }
+  void UnitDone(WriteUnit*) override {
+    Result<PutResult> r = unit.results.size() == 1
+                              ? std::move(unit.results[0])
+                              : Result<PutResult>(Internal("put not answered"));
+    CellStore::PutCallback done = std::move(done_);
+    delete this;
+    done(std::move(r));
+  }
+  WriteUnit unit;
+
+ private:
+  CellStore::PutCallback done_;
+};
+}  // namespace
 
 CellStore::CellStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CellStore::~CellStore() { Close(); }
@@ -188,6 +242,19 @@ Result<PutResult> CellStore::Put(const std::string& datastore, const CellWrite& 
   units[0]->cells.push_back(std::move(p));
   auto results = impl_->Submit(units);
   return std::move(results[0]);
+}
+
+void CellStore::PutAsync(const std::string& datastore, const CellWrite& cell, PutCallback done) {
+  Result<PendingCell> p = ValidateWrite(impl_->config, datastore, cell);
+  if (!p.ok()) {
+    done(p.status());
+    return;
+  }
+  auto* put = new AsyncPut(std::move(done));  // deletes itself when answered
+  put->unit.datastore = datastore;
+  put->unit.shard = ShardForRow(cell.row_key, impl_->config.shards);
+  put->unit.cells.push_back(std::move(p).value());
+  impl_->Enqueue({&put->unit});
 }
 
 std::vector<Result<PutResult>> CellStore::PutBatch(const std::string& datastore,

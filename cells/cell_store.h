@@ -113,6 +113,23 @@ class CellStore : public CellService {
   // with created=false (a retried write); with a different body, Conflict.
   [[nodiscard]] Result<PutResult> Put(const std::string& datastore, const CellWrite& cell) override;
 
+  // Put without waiting: a caller may keep many puts in flight, so the group
+  // commit fills its transactions from few callers (a caller blocked in Put()
+  // offers one cell at a time; see BENCHMARKS.md, "closed loop").
+  // `done` is called exactly once with what Put() would have returned:
+  //  - on this thread, before PutAsync returns, for invalid input
+  //    (InvalidArgument, nothing written) and when the store is closed
+  //    (Unavailable);
+  //  - otherwise on a committer thread of the cell's host, after the
+  //    transaction committed or failed.
+  // `done` must not block (it holds up the host's commits) and must not call
+  // Put()/PutBatch()/Erase() (a committer waiting on itself); it may call
+  // PutAsync(). Close() returns only after every accepted put was answered.
+  // Puts in flight together commit in any order; each put's result is
+  // final when `done` runs.
+  using PutCallback = std::function<void(Result<PutResult>)>;
+  void PutAsync(const std::string& datastore, const CellWrite& cell, PutCallback done);
+
   // Appends many cells. All cells of one row commit atomically (one
   // transaction on its shard): if one of them is rejected, none of that row is
   // written and its other cells report Aborted. Rows are independent of each

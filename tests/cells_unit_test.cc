@@ -328,7 +328,20 @@ TEST(BodyCodecTest, PackedEncodingMatchesAndIsSafeFromManyThreads) {
   std::mt19937 rng(5);
   std::vector<json> bodies;
   for (int i = 0; i < 64; ++i) bodies.push_back({{"i", i}, {"v", RandomJson(rng, 1)}});
-  for (const json& b : bodies) EXPECT_EQ(EncodeBody(b), EncodePackedBody(json::to_msgpack(b)));
+  bodies.push_back({{"big", std::string(4000, 'x')}});  // compressed
+  for (const json& b : bodies) {
+    const EncodedBody measured = EncodeBodyMeasured(b);
+    const std::vector<uint8_t> packed = json::to_msgpack(b);
+    EXPECT_EQ(packed.size(), measured.msgpack_bytes);
+    if (packed.size() < kCompressFromBytes)  // format 0x02: the MessagePack itself
+      EXPECT_EQ(std::string(1, '\x02') + std::string(packed.begin(), packed.end()),
+                measured.stored);
+    else
+      EXPECT_EQ('\x01', measured.stored[0]);
+    auto decoded = DecodeBody(measured.stored);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(b, *decoded);
+  }
   // Each thread reuses its own zstd context: interleaved calls stay correct.
   std::vector<std::thread> threads;
   std::atomic<int> wrong{0};

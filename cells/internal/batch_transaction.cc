@@ -227,17 +227,17 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     for (size_t ci = 0; ci < cells.size() && unit_error.ok(); ++ci) {
       const PendingCell& c = *cells[ci];
       Address addr{c.row_key.ToBytes(), c.column, c.ref_key};
-      const std::string where = CellAddress(datastore, c.row_key, c.column, c.ref_key);
+      auto where = [&] { return CellAddress(datastore, c.row_key, c.column, c.ref_key); };
       if (auto it = existing.find(addr); it != existing.end()) {
         if (!SameBody(c, it->second.encoded_body, it->second.tombstone)) {
-          unit_error = Conflict("cell " + where + " already exists with a different body");
+          unit_error = Conflict("cell " + where() + " already exists with a different body");
           bad_cell = ci;
         } else {
           d.found[ci] = it->second;
         }
       } else if (auto pit = planned.find(addr); pit != planned.end()) {
         if (!SameBody(c, pit->second.cell->encoded_body, pit->second.cell->tombstone)) {
-          unit_error = Conflict("cell " + where + " is being written with a different body");
+          unit_error = Conflict("cell " + where() + " is being written with a different body");
           bad_cell = ci;
         } else {
           d.insert_index[ci] = static_cast<long>(pit->second.insert_index);
@@ -246,7 +246,8 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
         for (const auto& [prev_ci, prev_addr] : new_cells)
           if (prev_addr == addr &&
               !SameBody(c, cells[prev_ci]->encoded_body, cells[prev_ci]->tombstone)) {
-            unit_error = InvalidArgument("cell " + where + " appears twice with different bodies");
+            unit_error =
+                InvalidArgument("cell " + where() + " appears twice with different bodies");
             bad_cell = ci;
           }
         new_cells.emplace_back(ci, addr);
@@ -298,13 +299,25 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     // up: the caller retries the transaction with look_up_existing.
     auto rows = conn.Query(sql, params);
     if (!rows.ok()) return rows.status();
-    std::map<Address, uint64_t> by_address;
-    for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
-    for (size_t i = 0; i < inserts.size(); ++i) {
-      auto it = by_address.find(
-          Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
-      if (it == by_address.end()) return Internal("INSERT ... RETURNING missed a row");
-      ids[i] = it->second;
+    // MariaDB returns a multi-row INSERT's rows in VALUES order; each row's
+    // address is still checked, and any other order is matched by address.
+    auto same_address = [](const SqlRow& r, const PendingCell& c) {
+      return r.Int(2) == c.ref_key && r.Bytes(1) == c.column && r.Bytes(0) == c.row_key.ToBytes();
+    };
+    bool in_order = rows->size() == inserts.size();
+    for (size_t i = 0; in_order && i < inserts.size(); ++i) {
+      in_order = same_address((*rows)[i], *inserts[i]);
+      if (in_order) ids[i] = (*rows)[i].Uint(3);
+    }
+    if (!in_order) {
+      std::map<Address, uint64_t> by_address;
+      for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
+      for (size_t i = 0; i < inserts.size(); ++i) {
+        auto it = by_address.find(
+            Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
+        if (it == by_address.end()) return Internal("INSERT ... RETURNING missed a row");
+        ids[i] = it->second;
+      }
     }
   }
 

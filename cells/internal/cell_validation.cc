@@ -27,25 +27,26 @@ Result<PendingCell> ValidateWrite(const ClusterConfig& config, const std::string
                                   const CellWrite& cell) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(config, datastore));
   CELLAR_RETURN_IF_ERROR(ValidateColumn(*ds, cell.column).status());
-  const std::string where = CellAddress(datastore, cell.row_key, cell.column, cell.ref_key);
+  // The address is formatted only for an error: a put that passes pays nothing for it.
+  auto where = [&] { return CellAddress(datastore, cell.row_key, cell.column, cell.ref_key); };
   if (cell.ref_key < 0)
-    return InvalidArgument("cell " + where + ": ref_key must be >= 0, got " +
+    return InvalidArgument("cell " + where() + ": ref_key must be >= 0, got " +
                            std::to_string(cell.ref_key));
   if (!cell.body.is_object())
-    return InvalidArgument("cell " + where + ": body must be a JSON object, got " +
+    return InvalidArgument("cell " + where() + ": body must be a JSON object, got " +
                            std::string(cell.body.type_name()));
   if (JsonDepth(cell.body) > kMaxBodyDepth)
-    return InvalidArgument("cell " + where + ": body nests deeper than " +
+    return InvalidArgument("cell " + where() + ": body nests deeper than " +
                            std::to_string(kMaxBodyDepth) + " levels");
   // The limit is on the body as a client sends it: compact JSON text. The
   // MessagePack size bounds it, so only bodies near the limit are dumped.
-  std::vector<uint8_t> packed = nlohmann::json::to_msgpack(cell.body);
+  EncodedBody encoded = EncodeBodyMeasured(cell.body);
   const size_t limit = static_cast<size_t>(config.limits.max_body_bytes);
-  if (packed.size() * kMaxJsonBytesPerMsgpackByte > limit) {
+  if (encoded.msgpack_bytes * kMaxJsonBytesPerMsgpackByte > limit) {
     const size_t size =
         cell.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
     if (size > limit)
-      return InvalidArgument("cell " + where + ": body is " + std::to_string(size) +
+      return InvalidArgument("cell " + where() + ": body is " + std::to_string(size) +
                              " bytes, over the limit of " + std::to_string(limit) +
                              " bytes (limits.max_body_bytes)");
   }
@@ -53,7 +54,7 @@ Result<PendingCell> ValidateWrite(const ClusterConfig& config, const std::string
   p.row_key = cell.row_key;
   p.column = cell.column;
   p.ref_key = cell.ref_key;
-  p.encoded_body = EncodePackedBody(packed);
+  p.encoded_body = std::move(encoded.stored);
   return p;
 }
 

@@ -13,7 +13,7 @@ void Finish(WriteUnit* u, const Status& error) {
     u->results.clear();
     for (size_t i = 0; i < u->cells.size(); ++i) u->results.emplace_back(error);
   }
-  u->done.set_value();
+  u->completion->UnitDone(u);
 }
 
 constexpr int kDeadlockRetries = 3;
@@ -36,21 +36,29 @@ void GroupCommitter::Stop() {
   cv_.NotifyAll();
   for (auto& t : threads_) t.join();
   threads_.clear();
-  MutexLock lock(&mu_);
-  for (WriteUnit* u : queue_) Finish(u, Unavailable("the cell store is closing"));
-  queue_.clear();
-  queued_cells_ = 0;
+  std::deque<WriteUnit*> left;
+  {
+    MutexLock lock(&mu_);
+    left.swap(queue_);
+    queued_cells_ = 0;
+  }
+  // Outside the lock: a completion may submit again (and be refused).
+  for (WriteUnit* u : left) Finish(u, Unavailable("the cell store is closing"));
 }
 
 void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
+  bool refused = false;
   {
     MutexLock lock(&mu_);
-    if (stopping_) {
-      for (WriteUnit* u : units) Finish(u, Unavailable("the cell store is closed"));
-      return;
+    refused = stopping_;
+    if (!refused) {
+      queue_.insert(queue_.end(), units.begin(), units.end());
+      for (WriteUnit* u : units) queued_cells_ += u->cells.size();
     }
-    queue_.insert(queue_.end(), units.begin(), units.end());
-    for (WriteUnit* u : units) queued_cells_ += u->cells.size();
+  }
+  if (refused) {
+    for (WriteUnit* u : units) Finish(u, Unavailable("the cell store is closed"));
+    return;
   }
   cv_.NotifyOne();
 }

@@ -11,8 +11,9 @@
 // cost the server far more per cell than the wait for the running commit. In
 // flight transactions never wait for each other's commit (write_fence.h).
 //
-// Threading: Submit() is thread-safe. The destructor stops the threads and
-// fails still-queued units with Unavailable.
+// Threading: Submit() is thread-safe. Stop() (and the destructor) lets the
+// running transactions end, then fails still-queued units with Unavailable:
+// once it returns, every submitted unit's completion has been told.
 #pragma once
 
 #include <deque>
@@ -45,8 +46,10 @@ class GroupCommitter {
   ~GroupCommitter();
 
   // Queues `units` together (a put_batch's rows land in one transaction when
-  // they fit); each unit's `done` promise is set once its results are final.
-  // REQUIRES: each unit outlives its promise being set; unit->cells not empty.
+  // they fit); each unit's completion is told once its results are final
+  // (Unavailable results, at once on this thread, when the committer stopped).
+  // REQUIRES: each unit lives until its completion is told; unit->cells not
+  // empty; unit->completion set.
   void Submit(const std::vector<WriteUnit*>& units);
 
   // Fails queued units and joins the threads. Idempotent.

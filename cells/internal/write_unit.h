@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +20,19 @@ struct PendingCell {
   bool tombstone = false;
 };
 
+struct WriteUnit;
+
+// Told once that a unit's results are final (WriteUnit::completion).
+class UnitCompletion {
+ public:
+  virtual ~UnitCompletion() = default;
+  // Called exactly once per unit, on a committer thread (or on the thread
+  // that submitted or stopped, when the committer is closed), never with a
+  // committer lock held. The unit may be destroyed by this call: the caller
+  // touches it no more. Must not block: it stalls the host's commits.
+  virtual void UnitDone(WriteUnit* unit) = 0;
+};
+
 struct WriteUnit {
   std::string datastore;
   uint32_t shard = 0;
@@ -30,9 +42,9 @@ struct WriteUnit {
   std::optional<int64_t> expected_ref_key;  // erase only: the caller's expected latest
   int64_t ttl_ms = 0;                       // erase only: the column's TTL (0: none)
   std::vector<PendingCell> cells;
-  // Filled by the committer, one per cell, before `done` is set.
+  // Filled by the committer, one per cell, before `completion` is told.
   std::vector<Result<PutResult>> results;
-  std::promise<void> done;
+  UnitCompletion* completion = nullptr;  // not owned; set before Submit
 };
 
 }  // namespace cellar::internal
