@@ -26,7 +26,9 @@ inline constexpr size_t kCompressFromBytes = 1024;
 // refused at write (InvalidArgument) and at read (never a stack overflow).
 inline constexpr int kMaxBodyDepth = 100;
 
-// Nesting depth of `value` (0 for a scalar, 1 for {} or []), computed without recursion.
+// Nesting depth of `value` (0 for a scalar, 1 for {} or []), counted up to
+// kMaxBodyDepth + 1: anything deeper reports kMaxBodyDepth + 1. Recurses at
+// most kMaxBodyDepth + 1 frames, whatever the input.
 int JsonDepth(const nlohmann::json& value);
 
 // Encodes any JSON value. Never fails for a valid nlohmann::json.

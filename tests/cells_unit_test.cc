@@ -505,6 +505,15 @@ TEST(BodyCodecTest, DepthLimitIsExact) {
   EXPECT_EQ(JsonDepth(deeper), kMaxBodyDepth + 1);
   EXPECT_FALSE(DecodeBody(EncodeBody(deeper)).ok());
   EXPECT_EQ(JsonDepth(nlohmann::json(3)), 0);
+  EXPECT_EQ(JsonDepth(nlohmann::json::object()), 1);
+  // Far deeper input is counted only to the limit, and a deep branch is found
+  // beside shallow ones.
+  nlohmann::json far = nlohmann::json::array();
+  for (int i = 0; i < 5000; ++i) far = nlohmann::json::array({far});
+  EXPECT_EQ(JsonDepth(far), kMaxBodyDepth + 1);
+  EXPECT_EQ(JsonDepth(nlohmann::json{{"x", 1}, {"y", {{"z", nlohmann::json::array({deep})}}}}),
+            kMaxBodyDepth + 1);
+  EXPECT_EQ(JsonDepth(nlohmann::json{{"x", 1}, {"y", {{"z", nlohmann::json::array({1})}}}}), 3);
 }
 
 }  // namespace
