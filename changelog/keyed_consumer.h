@@ -66,7 +66,7 @@
 #include "base/status.h"
 #include "cells/cell_store.h"
 #include "changelog/cell_event.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 
 namespace cellar {
 

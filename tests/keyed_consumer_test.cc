@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "changelog/consumer_group_lag.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "gtest/gtest.h"
 #include "tests/trigger_test_util.h"
 

@@ -1,6 +1,6 @@
 // `cellar log tail` and `cellar relay status`.
 #include "base/signal_wait.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay.h"
 #include "workers/cli/cli_common.h"
 

@@ -5,8 +5,8 @@
 
 #include "base/signal_wait.h"
 #include "changelog/cell_event.h"
-#include "changelog/consumer_group_lag.h"
 #include "changelog/consumer_groups.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"

@@ -1,11 +1,11 @@
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 
 #include <librdkafka/rdkafkacpp.h>
 
 #include <exception>
 
 #include "base/log.h"
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 namespace cellar {
 namespace {

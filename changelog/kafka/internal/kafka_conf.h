@@ -1,5 +1,8 @@
-// Building librdkafka configurations and managing change-log topics.
-// librdkafka is only touched through this module's files.
+// Building librdkafka configurations and managing change-log topics: the
+// helpers of changelog/kafka/'s implementation files. Private to
+// changelog/kafka/: this is the one Cellar header that names librdkafka
+// types, and only changelog/kafka/*.cc include it (rdkafka is linked PRIVATE
+// to cellar_changelog).
 #pragma once
 
 #include <librdkafka/rdkafkacpp.h>

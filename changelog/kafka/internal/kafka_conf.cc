@@ -1,4 +1,4 @@
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 #include <librdkafka/rdkafka.h>
 

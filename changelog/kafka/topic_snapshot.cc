@@ -1,11 +1,11 @@
-#include "changelog/topic_snapshot.h"
+#include "changelog/kafka/topic_snapshot.h"
 
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
 #include <map>
 
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 namespace cellar {
 
