@@ -29,4 +29,8 @@ int Fail(const Status& status) {
   return 1;
 }
 
+void OrFail(const Status& status) {
+  if (!status.ok()) throw CLI::RuntimeError(Fail(status));
+}
+
 }  // namespace cellar::cli
