@@ -105,6 +105,17 @@ Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partit
   return CheckPartitions(topic, created, partitions);
 }
 
+ConsumedRecord RecordOf(const RdKafka::Message& m) {
+  ConsumedRecord r;
+  r.topic = m.topic_name();
+  r.partition = m.partition();
+  r.offset = m.offset();
+  if (m.key()) r.key = *m.key();
+  r.value.assign(static_cast<const char*>(m.payload()), m.len());
+  r.broker_timestamp_ms = m.timestamp().timestamp;
+  return r;
+}
+
 Result<int64_t> PartitionHighWatermark(RdKafka::Handle* handle, const std::string& topic,
                                        int32_t partition, int timeout_ms) {
   int64_t low = 0, high = 0;

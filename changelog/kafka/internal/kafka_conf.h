@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "config/cluster_config.h"
 
 namespace cellar {
@@ -40,6 +41,9 @@ Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partit
 // The partition count of `topic` (0 when it does not exist; a broker with
 // auto-creation creates it). Unavailable when the broker does not answer.
 Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms);
+
+// The record a consumer returned, copied (key, value, position, timestamp).
+ConsumedRecord RecordOf(const RdKafka::Message& m);
 
 // The high watermark (offset of the next record) of one partition.
 Result<int64_t> PartitionHighWatermark(RdKafka::Handle* handle, const std::string& topic,
