@@ -76,12 +76,19 @@ std::string DumpJson(const nlohmann::json& j) {
 }
 
 nlohmann::json PutResultToJson(const PutResult& r, const std::string& address) {
-  return {{"address", address},
-          {"shard", r.shard},
-          {"added_id", r.added_id},
-          {"ref_key", r.ref_key},
-          {"created_at", FormatRfc3339(r.created_at)},
-          {"created", r.created}};
+  nlohmann::json j = {{"shard", r.shard},
+                      {"added_id", r.added_id},
+                      {"ref_key", r.ref_key},
+                      {"created_at", FormatRfc3339(r.created_at)},
+                      {"created", r.created}};
+  if (!address.empty()) j["address"] = address;
+  return j;
+}
+
+nlohmann::json CellsToJson(const std::vector<Cell>& cells) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const Cell& c : cells) arr.push_back(CellToJson(c));
+  return arr;
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "cells/cell.h"
@@ -39,7 +40,10 @@ nlohmann::json ErrorJson(std::string_view code, std::string_view message,
 // Compact JSON text; invalid UTF-8 in strings is replaced, never thrown on.
 std::string DumpJson(const nlohmann::json& j);
 
+// The put result; without "address" when `address` is empty (the CLI's shape).
 nlohmann::json PutResultToJson(const PutResult& r, const std::string& address);
+// A JSON array of CellToJson(cell), in order.
+nlohmann::json CellsToJson(const std::vector<Cell>& cells);
 // InvalidArgument when a field is missing or of the wrong type.
 Result<PutResult> PutResultFromJson(const nlohmann::json& j);
 // Inverse of CellToJson. InvalidArgument when a field is missing or malformed.

@@ -54,12 +54,6 @@ Result<std::map<std::string, std::string>> QueryParams(
   return out;
 }
 
-json CellsJson(const std::vector<Cell>& cells) {
-  json arr = json::array();
-  for (const Cell& c : cells) arr.push_back(CellToJson(c));
-  return arr;
-}
-
 Result<VersionQuery> ParseVersionQuery(const std::map<std::string, std::string>& p) {
   VersionQuery q;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -208,7 +202,7 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
     if (!params.ok()) return Error(params.status());
     auto cells = cells_->Row(ds.name, *row);
     if (!cells.ok()) return Error(cells.status(), shard);
-    return Json(200, {{"row_key", row->ToString()}, {"cells", CellsJson(*cells)}});
+    return Json(200, {{"row_key", row->ToString()}, {"cells", CellsToJson(*cells)}});
   }
   if (Status s = CheckColumn(ds, route.column); !s.ok()) return InputError(s);
   const std::string& column = route.column;
@@ -220,7 +214,7 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
       if (!q.ok()) return Error(q.status());
       auto cells = cells_->Versions(ds.name, *row, column, *q);
       if (!cells.ok()) return Error(cells.status(), shard);
-      return Json(200, {{"cells", CellsJson(*cells)}});
+      return Json(200, {{"cells", CellsToJson(*cells)}});
     }
     case RouteKind::kLatest: {
       auto params = QueryParams(req, {});
@@ -335,7 +329,7 @@ ApiResponse CellApi::HandleShardLog(const RouteMatch& route, const DatastoreConf
   if (!page.ok()) return Error(page.status(), *shard);
   return Json(
       200,
-      {{"shard", *shard}, {"cells", CellsJson(page->cells)}, {"next_after", page->next_after}});
+      {{"shard", *shard}, {"cells", CellsToJson(page->cells)}, {"next_after", page->next_after}});
 }
 
 ApiResponse CellApi::HandleIndexQuery(const RouteMatch& route, const DatastoreConfig& ds,

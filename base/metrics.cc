@@ -17,6 +17,8 @@ void Histogram::Observe(double s) {
   MutexLock lock(&mu_);
   counts_[i]++;
   sum_ += s;
+  max_ = empty_ ? s : std::max(max_, s);
+  empty_ = false;
 }
 
 uint64_t Histogram::count() const {
@@ -26,18 +28,25 @@ uint64_t Histogram::count() const {
   return n;
 }
 
-double Histogram::Quantile(double q) const {
+double Histogram::max() const {
   MutexLock lock(&mu_);
-  uint64_t total = 0;
-  for (auto c : counts_) total += c;
+  return max_;
+}
+
+double Histogram::Quantile(double q) const {
+  double sum = 0;
+  const std::vector<uint64_t> cumulative = CumulativeCounts(&sum);
+  return BucketQuantile(bounds_, cumulative, q, max());
+}
+
+double BucketQuantile(const std::vector<double>& bounds, const std::vector<uint64_t>& cumulative,
+                      double q, double overflow) {
+  const uint64_t total = cumulative.empty() ? 0 : cumulative.back();
   if (total == 0) return 0;
   const double want = q * static_cast<double>(total);
-  uint64_t seen = 0;
-  for (size_t i = 0; i < counts_.size(); ++i) {
-    seen += counts_[i];
-    if (static_cast<double>(seen) >= want) return i < bounds_.size() ? bounds_[i] : bounds_.back();
-  }
-  return bounds_.back();
+  for (size_t i = 0; i < bounds.size() && i < cumulative.size(); ++i)
+    if (static_cast<double>(cumulative[i]) >= want) return bounds[i];
+  return overflow;
 }
 
 std::vector<uint64_t> Histogram::CumulativeCounts(double* sum) const {

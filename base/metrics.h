@@ -51,8 +51,13 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds_seconds);
   void Observe(double seconds);
-  // Upper bound of the bucket holding quantile q (0..1); 0 when empty.
+  // Quantile q (0..1) as BucketQuantile answers it: the upper bound of the
+  // bucket holding it, or, when it falls above the top bound, the largest
+  // value observed (finite, unlike Prometheus' histogram_quantile, which
+  // answers +Inf there: the callers print it into JSON and logs). 0 when empty.
   double Quantile(double q) const;
+  // The largest value observed; 0 when empty.
+  double max() const;
   uint64_t count() const;
   const std::vector<double>& bounds() const { return bounds_; }
   // Cumulative counts per bound plus +Inf, and the sum.
@@ -63,7 +68,17 @@ class Histogram {
   mutable Mutex mu_;
   std::vector<uint64_t> counts_ GUARDED_BY(mu_);  // per bucket, last is +Inf
   double sum_ GUARDED_BY(mu_) = 0;
+  double max_ GUARDED_BY(mu_) = 0;
+  bool empty_ GUARDED_BY(mu_) = true;
 };
+
+// The upper bound of the bucket holding quantile q (0..1) of observations
+// counted cumulatively in `cumulative` (one count per bound of `bounds`, then
+// the +Inf bucket's, as Histogram::CumulativeCounts gives them); `overflow`
+// when it falls in the +Inf bucket; 0 when nothing was counted.
+// REQUIRES: cumulative.size() == bounds.size() + 1.
+double BucketQuantile(const std::vector<double>& bounds, const std::vector<uint64_t>& cumulative,
+                      double q, double overflow);
 
 // Default latency buckets: 0.5 ms .. 30 s.
 std::vector<double> LatencyBuckets();

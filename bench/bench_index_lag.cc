@@ -21,9 +21,9 @@
 #include "bench/bench_load.h"
 #include "cells/cell_store.h"
 #include "changelog/cell_event.h"
-#include "changelog/change_log_consumer.h"
-#include "changelog/consumer_group_lag.h"
 #include "changelog/consumer_groups.h"
+#include "changelog/kafka/change_log_consumer.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "changelog/relay.h"
 #include "indexes/index_query.h"
 #include "indexes/index_worker.h"
@@ -32,20 +32,17 @@ namespace cellar::bench::index_phases {
 namespace {
 
 // Quantile q of what `h` observed since `before` (its CumulativeCounts() then),
-// answered as Histogram::Quantile does (the upper bound of the bucket holding
-// it), in ms; 0 when it observed nothing since. The worker's histogram counts
-// from its start, and against a used cluster that includes the catch-up on
-// earlier runs' cells (their lag is their age): phase A reads its own window.
+// answered as Histogram::Quantile does (BucketQuantile: the upper bound of the
+// bucket holding it; above the top bound, the largest value `h` ever
+// observed), in ms; 0 when it observed nothing since. The worker's histogram
+// counts from its start, and against a used cluster that includes the
+// catch-up on earlier runs' cells (their lag is their age): phase A reads its
+// own window.
 double QuantileSinceMs(const Histogram& h, const std::vector<uint64_t>& before, double q) {
   double sum = 0;
-  const std::vector<uint64_t> now = h.CumulativeCounts(&sum);
-  const uint64_t total = now.back() - before.back();
-  if (total == 0) return 0;
-  const std::vector<double>& bounds = h.bounds();
-  for (size_t i = 0; i < now.size(); ++i)
-    if (static_cast<double>(now[i] - before[i]) >= q * static_cast<double>(total))
-      return (i < bounds.size() ? bounds[i] : bounds.back()) * 1000;
-  return bounds.back() * 1000;
+  std::vector<uint64_t> since = h.CumulativeCounts(&sum);
+  for (size_t i = 0; i < since.size() && i < before.size(); ++i) since[i] -= before[i];
+  return BucketQuantile(h.bounds(), since, q, h.max()) * 1000;
 }
 
 // ---- A bare consumer next to the worker ------------------------------------------

@@ -47,7 +47,6 @@
 //
 // Cells of this run carry "bench_run" and "bench_phase" fields in their body,
 // so the consumer ignores anything else the topic holds.
-#include <librdkafka/rdkafkacpp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -75,8 +74,7 @@
 #include "cells/cell_store.h"
 #include "cells/mysql_client.h"
 #include "changelog/cell_event.h"
-#include "changelog/change_log_consumer.h"
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
 #include "testing/local_broker.h"

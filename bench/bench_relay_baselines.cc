@@ -1,7 +1,5 @@
 #include "bench/bench_relay_baselines.h"
 
-#include <librdkafka/rdkafkacpp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,8 +24,8 @@
 #include "cells/cell_store.h"
 #include "cells/mysql_client.h"
 #include "changelog/cell_event.h"
-#include "changelog/change_log_consumer.h"
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/change_log_consumer.h"
+#include "changelog/kafka/kafka_producer.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
 #include "testing/local_broker.h"
@@ -38,11 +36,11 @@ namespace cellar::bench::relay_parts {
 // CreateTopics (the local broker auto-creates topics with its own default
 // partition count): then the baseline spreads its records over the partitions
 // the topic has, and says so.
-Result<int> BaselinePartitions(RdKafka::Handle* handle, const std::string& topic, int want) {
-  Status s = EnsureTopic(handle, topic, want, 5000);
+Result<int> BaselinePartitions(KafkaProducer& producer, const std::string& topic, int want) {
+  Status s = producer.EnsureTopic(topic, want, 5000);
   if (s.ok()) return want;
   if (s.code() != StatusCode::kFailedPrecondition) return s;
-  CELLAR_ASSIGN_OR_RETURN(int have, TopicPartitions(handle, topic, 5000));
+  CELLAR_ASSIGN_OR_RETURN(int have, producer.TopicPartitions(topic, 5000));
   if (have <= 0) return s;
   Progress("baseline topic " + topic + " has " + std::to_string(have) +
            " partitions (auto-created by the broker), not " + std::to_string(want) +
@@ -51,18 +49,6 @@ Result<int> BaselinePartitions(RdKafka::Handle* handle, const std::string& topic
 }
 
 // ---- Baseline: a bare producer ------------------------------------------------
-
-namespace {
-
-class CountingReports : public RdKafka::DeliveryReportCb {
- public:
-  std::atomic<uint64_t> ok{0}, failed{0};
-  void dr_cb(RdKafka::Message& m) override {
-    (m.err() == RdKafka::ERR_NO_ERROR ? ok : failed).fetch_add(1, std::memory_order_relaxed);
-  }
-};
-
-}  // namespace
 
 BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroker* broker,
                                    const std::string& topic, const std::vector<Payload>& payloads) {
@@ -73,29 +59,24 @@ BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroke
       return out;
     }
   }
-  CountingReports reports;
-  // The relay's producer settings (changelog/relay.cc).
-  auto conf = MakeKafkaConf(cfg.kafka, {{"enable.idempotence", "true"},
-                                        {"acks", "all"},
-                                        {"linger.ms", "1"},
-                                        {"message.timeout.ms", "30000"},
-                                        {"queue.buffering.max.messages", "1000000"},
-                                        {"allow.auto.create.topics", "false"},
-                                        {"client.id", "cellar-bench-baseline"}});
-  if (!conf.ok()) {
-    out.error = conf.status().ToString();
+  // The relay's producer settings (changelog/internal/relay_impl.h).
+  ProducerOptions options;
+  options.settings = {{"enable.idempotence", "true"},
+                      {"acks", "all"},
+                      {"linger.ms", "1"},
+                      {"message.timeout.ms", "30000"},
+                      {"queue.buffering.max.messages", "1000000"},
+                      {"allow.auto.create.topics", "false"},
+                      {"client.id", "cellar-bench-baseline"}};
+  auto created = KafkaProducer::Create(cfg.kafka, std::move(options));
+  if (!created.ok()) {
+    out.error = created.status().ToString();
     return out;
   }
-  std::string err;
-  (*conf)->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&reports), err);
-  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf->get(), err));
-  if (!p) {
-    out.error = "Kafka producer: " + err;
-    return out;
-  }
+  KafkaProducer& p = **created;
   int parts = cfg.kafka.partitions;
   if (!broker) {
-    auto have = BaselinePartitions(p.get(), topic, cfg.kafka.partitions);
+    auto have = BaselinePartitions(p, topic, cfg.kafka.partitions);
     if (!have.ok()) {
       out.error = have.status().ToString();
       return out;
@@ -104,31 +85,28 @@ BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroke
   }
   // Warm-up: connection, metadata and producer id before the clock starts.
   for (int32_t part = 0; part < parts; ++part)
-    p->produce(topic, part, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>("warm-up"), 7,
-               nullptr, 0, 0, nullptr);
-  p->flush(10000);
-  const uint64_t warm = reports.ok.load();
+    p.Produce(topic, part, /*key=*/"", "warm-up", /*timestamp_ms=*/0).IgnoreError();
+  p.Flush(10000).IgnoreError();
+  const uint64_t warm = p.delivered();
   Stopwatch clock;
   size_t i = 0;
   while (i < payloads.size() && !StopRequested()) {
     const Payload& m = payloads[i];
-    RdKafka::ErrorCode e = p->produce(topic, m.partition % parts, RdKafka::Producer::RK_MSG_COPY,
-                                      const_cast<char*>(m.value.data()), m.value.size(),
-                                      m.key.data(), m.key.size(), m.timestamp_ms, nullptr);
-    if (e == RdKafka::ERR__QUEUE_FULL) {
-      p->poll(1);
+    Status s = p.Produce(topic, m.partition % parts, m.key, m.value, m.timestamp_ms);
+    if (s.code() == StatusCode::kResourceExhausted) {  // local queue full
+      p.Poll(1);
       continue;
     }
-    if (e != RdKafka::ERR_NO_ERROR) {
-      out.error = "produce: " + RdKafka::err2str(e);
+    if (!s.ok()) {
+      out.error = s.message();
       break;
     }
-    if (++i % 1000 == 0) p->poll(0);
+    if (++i % 1000 == 0) p.Poll(0);
   }
-  while (!StopRequested() && p->outq_len() > 0) p->flush(100);
+  while (!StopRequested() && p.Outstanding() > 0) p.Flush(100).IgnoreError();
   out.seconds = clock.Seconds();
-  out.acknowledged = reports.ok.load() - warm;
-  out.failed = reports.failed.load();
+  out.acknowledged = p.delivered() - warm;
+  out.failed = p.failed();
   return out;
 }
 
@@ -214,18 +192,16 @@ Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::Lo
                                            const std::string& topic, double rate, double seconds,
                                            const std::string& payload) {
   if (broker) CELLAR_RETURN_IF_ERROR(broker->CreateTopic(topic, cfg.kafka.partitions));
-  CELLAR_ASSIGN_OR_RETURN(auto conf,
-                          MakeKafkaConf(cfg.kafka, {{"enable.idempotence", "true"},
-                                                    {"acks", "all"},
-                                                    {"linger.ms", "1"},
-                                                    {"message.timeout.ms", "30000"},
-                                                    {"client.id", "cellar-bench-probe"}}));
-  std::string err;
-  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
-  if (!p) return InvalidArgument("Kafka producer: " + err);
+  ProducerOptions options;
+  options.settings = {{"enable.idempotence", "true"},
+                      {"acks", "all"},
+                      {"linger.ms", "1"},
+                      {"message.timeout.ms", "30000"},
+                      {"client.id", "cellar-bench-probe"}};
+  CELLAR_ASSIGN_OR_RETURN(auto p, KafkaProducer::Create(cfg.kafka, std::move(options)));
   int parts = cfg.kafka.partitions;
   if (!broker) {
-    CELLAR_ASSIGN_OR_RETURN(parts, BaselinePartitions(p.get(), topic, parts));
+    CELLAR_ASSIGN_OR_RETURN(parts, BaselinePartitions(*p, topic, parts));
   }
   ConsumerOptions copts;
   copts.from_beginning = true;
@@ -248,9 +224,8 @@ Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::Lo
     }
   });
   // Warm-up: connections and metadata.
-  p->produce(topic, 0, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>("warm-up"), 7, nullptr, 0,
-             0, nullptr);
-  p->flush(5000);
+  p->Produce(topic, 0, /*key=*/"", "warm-up", /*timestamp_ms=*/0).IgnoreError();
+  p->Flush(5000).IgnoreError();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const int64_t total = static_cast<int64_t>(rate * seconds);
   const auto start = Stopwatch::Clock::now();
@@ -259,12 +234,11 @@ Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::Lo
         start + std::chrono::duration_cast<Stopwatch::Clock::duration>(
                     std::chrono::duration<double>(static_cast<double>(k) / rate)));
     const std::string key = std::to_string(NowMicros());
-    p->produce(topic, static_cast<int32_t>(k % parts), RdKafka::Producer::RK_MSG_COPY,
-               const_cast<char*>(payload.data()), payload.size(), key.data(), key.size(), 0,
-               nullptr);
-    p->poll(0);
+    p->Produce(topic, static_cast<int32_t>(k % parts), key, payload, /*timestamp_ms=*/0)
+        .IgnoreError();
+    p->Poll(0);
   }
-  p->flush(10000);
+  p->Flush(10000).IgnoreError();
   WaitUntil([&] { return received.load() >= static_cast<uint64_t>(total); }, 10);
   reader.request_stop();
   reader.join();

@@ -3,8 +3,6 @@
 // and the relay's per-round database work timed on its own.
 #pragma once
 
-#include <librdkafka/rdkafkacpp.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +13,7 @@
 #include "bench/bench_common.h"
 #include "cells/cell_store.h"
 #include "cells/mysql_client.h"
+#include "changelog/kafka/kafka_producer.h"
 #include "changelog/relay_checkpoint.h"
 #include "config/cluster_config.h"
 #include "testing/local_broker.h"
@@ -25,7 +24,7 @@ namespace cellar::bench::relay_parts {
 // CreateTopics (the local broker auto-creates topics with its own default
 // partition count): then the baseline spreads its records over the partitions
 // the topic has, and says so.
-Result<int> BaselinePartitions(RdKafka::Handle* handle, const std::string& topic, int want);
+Result<int> BaselinePartitions(KafkaProducer& producer, const std::string& topic, int want);
 
 struct Payload {
   std::string key, value;

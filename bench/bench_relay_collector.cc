@@ -13,7 +13,7 @@
 #include "base/time.h"
 #include "bench/bench_common.h"
 #include "changelog/cell_event.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 
 namespace cellar::bench::relay_parts {
 namespace {

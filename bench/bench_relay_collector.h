@@ -16,7 +16,7 @@
 
 #include "base/time.h"
 #include "bench/bench_common.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 
 namespace cellar::bench::relay_parts {
 

@@ -57,7 +57,7 @@
 #include "bench/bench_load.h"
 #include "cells/cell_store.h"
 #include "changelog/cell_event.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay.h"
 #include "testing/local_broker.h"
 #include "triggers/trigger_worker.h"

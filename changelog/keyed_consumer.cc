@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "changelog/consumer_probe.h"
 #include "changelog/keyed_executor.h"
 #include "changelog/partition_offsets.h"
 
@@ -49,6 +50,7 @@ struct KeyedConsumer::Impl {
   CellStore* const store;
   const KeyedConsumerOptions o;
   const KeyedConsumerCallbacks cb;
+  std::unique_ptr<ConsumerProbe> probe;  // null without o.metrics; outlives the pool
   KeyedExecutor pool;
   std::unique_ptr<ChangeLogConsumer> consumer;
   std::thread poll_thread;
@@ -68,15 +70,12 @@ struct KeyedConsumer::Impl {
   bool fetch_paused = false;  // polling thread only: the assignment is paused
 
   Impl(CellStore* s, KeyedConsumerOptions opts, KeyedConsumerCallbacks c)
-      : store(s), o(std::move(opts)), cb(std::move(c)), pool(std::max(1, o.concurrency)) {}
+      : store(s), o(std::move(opts)), cb(std::move(c)), pool(std::max(1, o.concurrency)) {
+    if (o.metrics) probe = std::make_unique<ConsumerProbe>(o.metrics, o.group_id);
+  }
 
-  void Count(const char* outcome) {
-    if (!o.metrics) return;
-    o.metrics
-        ->GetCounter("cellar_consumer_body_rereads_total",
-                     "Reads of cell bodies left out of the change log, by outcome",
-                     {{"group", o.group_id}, {"outcome", outcome}})
-        .Increment();
+  void Count(BodyRereadOutcome outcome) {
+    if (probe) probe->BodyRereads(outcome).Increment();
   }
 
   // --- offsets ----------------------------------------------------------------
@@ -191,12 +190,7 @@ struct KeyedConsumer::Impl {
       return;
     }
     fetch_paused = want;
-    if (o.metrics)
-      o.metrics
-          ->GetGauge("cellar_consumer_fetch_paused",
-                     "1 while the consumer does not fetch (back-pressure or paused)",
-                     {{"group", o.group_id}})
-          .Set(want ? 1 : 0);
+    if (probe) probe->FetchPaused().Set(want ? 1 : 0);
     Log(LogLevel::kDebug, o.log_component, want ? "fetching paused" : "fetching resumed",
         {{"group", o.group_id}, {"pending", std::to_string(pending)}});
   }
@@ -311,7 +305,7 @@ struct KeyedConsumer::Impl {
     for (int attempt = 0;; ++attempt) {
       auto full = store->Get(e.event.datastore, c.row_key, c.column, c.ref_key);
       if (full.ok()) {
-        Count("ok");
+        Count(BodyRereadOutcome::kOk);
         e.event.cell.body = std::move(full->body);
         e.event.body_omitted = false;
         e.body_reread = true;
@@ -320,10 +314,10 @@ struct KeyedConsumer::Impl {
       const Status& s = full.status();
       const std::string address = c.Address(e.event.datastore);
       if (IsTransient(s.code())) {
-        Count("retry");
+        Count(BodyRereadOutcome::kRetry);
       } else {
         const bool not_found = s.code() == StatusCode::kNotFound;
-        Count(not_found ? "not_found" : "error");
+        Count(not_found ? BodyRereadOutcome::kNotFound : BodyRereadOutcome::kError);
         std::optional<Disposition> decided;
         if (cb.unreadable) {
           decided = Guarded(e, [&] { return cb.unreadable(e, s); });

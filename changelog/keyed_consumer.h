@@ -45,7 +45,7 @@
 //   abandons the event, or returns nullopt to have the read waited for and
 //   tried again like a transient one. Without `unreadable`, NotFound passes
 //   the event by (logged) and other errors are tried again.
-// Metrics (when `metrics` is set): cellar_consumer_body_rereads_total{group,
+// Metrics (when `metrics` is set; consumer_probe.h): cellar_consumer_body_rereads_total{group,
 // outcome=ok|retry|not_found|error}, one per read attempt;
 // cellar_consumer_fetch_paused{group}, 1 while the assignment is paused.
 //
@@ -66,7 +66,7 @@
 #include "base/status.h"
 #include "cells/cell_store.h"
 #include "changelog/cell_event.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 
 namespace cellar {
 

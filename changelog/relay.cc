@@ -139,8 +139,8 @@ Status Relay::Start() {
     WriterMutexLock lock(&m.producer_mu);  // no other thread yet
     CELLAR_ASSIGN_OR_RETURN(m.producer, m.MakeProducer());
     for (const auto& ds : m.config.datastores)
-      CELLAR_RETURN_IF_ERROR(EnsureTopic(m.producer.get(), ChangeLogTopic(m.config.kafka, ds.name),
-                                         m.config.kafka.partitions, kKafkaTimeoutMs));
+      CELLAR_RETURN_IF_ERROR(m.producer->EnsureTopic(ChangeLogTopic(m.config.kafka, ds.name),
+                                                     m.config.kafka.partitions, kKafkaTimeoutMs));
   }
   m.CheckAllCheckpoints();
   m.membership = std::make_unique<RelayMembership>(
@@ -176,10 +176,9 @@ void Relay::Stop() {
   m.stop_polling = true;
   if (m.poll_thread.joinable()) m.poll_thread.join();
   {
-    WriterMutexLock lock(&m.producer_mu);  // every other user is joined
-    m.producer->flush(kFlushOnReleaseMs);
-    m.producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
-    m.producer->poll(0);
+    WriterMutexLock lock(&m.producer_mu);                // every other user is joined
+    m.producer->Flush(kFlushOnReleaseMs).IgnoreError();  // what is left is purged
+    m.producer->PurgeAll();
   }
   if (m.membership) m.membership->Leave();
   LogInfo("relay", "stopped",

@@ -19,9 +19,9 @@ Status Relay::Impl::ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheck
   if (claim.scan_offsets.empty()) {
     {
       ReaderMutexLock lock(&producer_mu);
-      CELLAR_ASSIGN_OR_RETURN(claim.scan_offsets,
-                              internal::PartitionEnds(producer.get(), s.topic,
-                                                      config.kafka.partitions, kKafkaTimeoutMs));
+      CELLAR_ASSIGN_OR_RETURN(
+          claim.scan_offsets,
+          internal::PartitionEnds(*producer, s.topic, config.kafka.partitions, kKafkaTimeoutMs));
     }
     CELLAR_RETURN_IF_ERROR(internal::BeginFencedBatch(conn, s.database, s.datastore, claim.epoch));
     CELLAR_RETURN_IF_ERROR(
@@ -49,8 +49,7 @@ bool Relay::Impl::Reconcile(HostStream& s) {
   Result<internal::ScanOffsets> ends = Unavailable("no producer");
   {
     ReaderMutexLock lock(&producer_mu);
-    ends =
-        internal::PartitionEnds(producer.get(), s.topic, config.kafka.partitions, kKafkaTimeoutMs);
+    ends = internal::PartitionEnds(*producer, s.topic, config.kafka.partitions, kKafkaTimeoutMs);
   }
   auto tail = ends.ok() ? internal::ReadPublishedTail(config.kafka, s.topic, *ends, s.database,
                                                       s.scan_offsets, kTailReadTimeoutMs)
@@ -138,7 +137,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
           s.inflight.push_back({c.added_id, false, -1, partition});
         }
         auto* tag = new DeliveryTag{sp, gen, c.added_id};
-        if (Produce(s, c, tag) != RdKafka::ERR_NO_ERROR) {
+        if (!Produce(s, c, tag).ok()) {
           delete tag;
           MutexLock lock(&s.mu);
           s.inflight.pop_back();

@@ -8,6 +8,10 @@
 
 namespace cellar {
 
+PurgeScheduler::PurgeScheduler(CellStore* store, MetricsRegistry* metrics) : store_(store) {
+  if (metrics) probe_ = std::make_unique<PurgeProbe>(metrics, PurgedDatastores(store_->config()));
+}
+
 PurgeScheduler::~PurgeScheduler() { Stop(); }
 
 Status PurgeScheduler::Start() {
@@ -45,54 +49,45 @@ void PurgeScheduler::Loop() {
   }
 }
 
-void PurgeScheduler::RunOnce() {
-  Purger purger(store_);
-  for (const DatastoreConfig& ds : store_->config().datastores) {
+std::vector<std::string> PurgeScheduler::PurgedDatastores(const ClusterConfig& config) {
+  std::vector<std::string> out;
+  for (const DatastoreConfig& ds : config.datastores) {
     bool has_ttl = false;
     for (const ColumnConfig& c : ds.columns) has_ttl |= c.ttl_ms > 0;
-    if (!has_ttl) continue;
+    if (has_ttl) out.push_back(ds.name);
+  }
+  return out;
+}
+
+void PurgeScheduler::RunOnce() {
+  Purger purger(store_);
+  for (const std::string& datastore : PurgedDatastores(store_->config())) {
     if (stop_) return;
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = purger.Run(ds.name, &stop_);
+    auto r = purger.Run(datastore, &stop_);
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
             .count();
-    const MetricLabels labels{{"datastore", ds.name}};
     const bool failed = !r.ok() || r->hosts_failed > 0;
-    if (metrics_) {
-      metrics_->GetCounter("cellar_purge_runs_total", "Background purge runs", labels).Increment();
-      // Created at 0 on the first run, so that a rate() over it exists.
-      Counter& failures =
-          metrics_->GetCounter("cellar_purge_failures_total",
-                               "Background purge runs with an error or a failed host", labels);
-      if (failed) failures.Increment();
+    if (const PurgeProbe::Series* m = probe_ ? probe_->For(datastore) : nullptr) {
+      m->runs->Increment();
+      if (failed) m->failures->Increment();
       if (r.ok()) {
-        metrics_
-            ->GetCounter("cellar_purge_cells_deleted_total", "Expired cells deleted by purge",
-                         labels)
-            .Increment(r->deleted);
-        metrics_
-            ->GetCounter("cellar_purge_index_entries_removed_total",
-                         "Index entries removed with the cells purge deleted", labels)
-            .Increment(r->index_entries_removed);
-        metrics_
-            ->GetGauge("cellar_purge_held_back_cells",
-                       "Expired cells kept at the last purge because the relay had not "
-                       "published them",
-                       labels)
-            .Set(static_cast<double>(r->held_back));
+        m->cells_deleted->Increment(r->deleted);
+        m->index_entries_removed->Increment(r->index_entries_removed);
+        m->held_back->Set(static_cast<double>(r->held_back));
       }
     }
     if (!r.ok()) {
       LogWarn(
           "purge", "run failed",
-          {{"datastore", ds.name}, {"error", r.status().ToString()}, {"ms", std::to_string(ms)}});
+          {{"datastore", datastore}, {"error", r.status().ToString()}, {"ms", std::to_string(ms)}});
     } else {
       std::string errors;
       for (const HostPurge& h : r->hosts)
         if (!h.error.empty()) errors += (errors.empty() ? "" : "; ") + h.host + ": " + h.error;
       Log(failed ? LogLevel::kWarn : LogLevel::kInfo, "purge", "run",
-          {{"datastore", ds.name},
+          {{"datastore", datastore},
            {"deleted", std::to_string(r->deleted)},
            {"held_back", std::to_string(r->held_back)},
            {"index_entries_removed", std::to_string(r->index_entries_removed)},

@@ -7,32 +7,31 @@
 // Purger's per-host lock lets one of them purge a host at a time, the others
 // find it busy and skip it. Each datastore's run logs one line (component
 // "purge", message "run": datastore, deleted, held_back,
-// index_entries_removed, hosts_busy, hosts_failed, ms) and updates, labelled
-// by datastore:
-//   cellar_purge_runs_total                   runs
-//   cellar_purge_failures_total               runs with an error or a failed host
-//   cellar_purge_cells_deleted_total          cells deleted
-//   cellar_purge_index_entries_removed_total  index entries removed with them
-//   cellar_purge_held_back_cells              expired cells the relay had not
-//                                             published at the last run (kept)
+// index_entries_removed, hosts_busy, hosts_failed, ms) and, with a metrics
+// registry, updates its cellar_purge_* series (purge_probe.h; they exist at 0
+// from construction for each datastore it purges).
 // Threading: Start/Stop from one thread; runs() from any.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "base/metrics.h"
 #include "base/mutex.h"
 #include "base/status.h"
 #include "cells/cell_store.h"
+#include "retention/purge_probe.h"
 
 namespace cellar {
 
 class PurgeScheduler {
  public:
   // Neither is owned; both must outlive the scheduler. metrics may be null.
-  PurgeScheduler(CellStore* store, MetricsRegistry* metrics) : store_(store), metrics_(metrics) {}
+  PurgeScheduler(CellStore* store, MetricsRegistry* metrics);
   ~PurgeScheduler();  // Stop()
   PurgeScheduler(const PurgeScheduler&) = delete;
   PurgeScheduler& operator=(const PurgeScheduler&) = delete;
@@ -47,12 +46,15 @@ class PurgeScheduler {
   // Datastore runs completed since Start (with or without failures).
   uint64_t runs() const { return runs_.load(); }
 
+  // The datastores a run purges: those with a column with a TTL, in config order.
+  static std::vector<std::string> PurgedDatastores(const ClusterConfig& config);
+
  private:
   void Loop();
   void RunOnce();
 
   CellStore* store_;
-  MetricsRegistry* metrics_;
+  std::unique_ptr<PurgeProbe> probe_;  // null without a registry
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> runs_{0};
   Mutex mu_;  // pairs Stop() with the wait on wake_ (stop_ itself is atomic)

@@ -1,6 +1,5 @@
 #include "server/serve_command.h"
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -8,6 +7,7 @@
 #include "api/cell_api.h"
 #include "api/index_backend.h"
 #include "api/token_auth.h"
+#include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
@@ -125,11 +125,7 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
     }
   }
   const std::string bound = options.host + ":" + std::to_string((*server)->port());
-  if (!f.ready_file.empty()) {
-    const std::string tmp = f.ready_file + ".tmp";
-    std::ofstream(tmp) << bound << "\n";
-    std::rename(tmp.c_str(), f.ready_file.c_str());  // appears whole
-  }
+  if (!f.ready_file.empty()) WriteFileAtomically(f.ready_file, bound + "\n").IgnoreError();
   int sig = 0;
   while ((sig = WaitForTerminationSignal(1000)) == 0) {
   }

@@ -10,8 +10,10 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "base/listening_sockets.h"
+#include "base/metrics.h"
 #include "base/status.h"
 #include "base/time.h"
 #include "base/uuid.h"
@@ -279,6 +281,36 @@ TEST(DurationTest, RejectsOverflow) {
     Result<int64_t> r = ParseDurationMillis(text);
     EXPECT_FALSE(r.ok()) << text << " parsed as " << *r;
   }
+}
+
+TEST(HistogramTest, QuantileIsTheUpperBoundOfItsBucket) {
+  Histogram h({0.01, 0.1, 1});
+  EXPECT_EQ(h.Quantile(0.5), 0) << "empty";
+  EXPECT_EQ(h.max(), 0);
+  for (int i = 0; i < 90; ++i) h.Observe(0.005);  // bucket <= 0.01
+  for (int i = 0; i < 10; ++i) h.Observe(0.5);    // bucket <= 1
+  EXPECT_EQ(h.Quantile(0.5), 0.01);
+  EXPECT_EQ(h.Quantile(0.9), 0.01);
+  EXPECT_EQ(h.Quantile(0.95), 1);
+  EXPECT_EQ(h.Quantile(1), 1);
+  EXPECT_EQ(h.max(), 0.5);
+}
+
+// Above the top bound a quantile is the largest value observed, not the top
+// bound (which understated it: an index lag of minutes read as 30 s).
+TEST(HistogramTest, QuantileAboveTheTopBoundIsTheLargestObservation) {
+  Histogram h({0.01, 0.1, 1});
+  for (int i = 0; i < 50; ++i) h.Observe(0.05);
+  for (int i = 0; i < 50; ++i) h.Observe(2 + i);  // 2 .. 51 s, all in the +Inf bucket
+  EXPECT_EQ(h.Quantile(0.5), 0.1);
+  EXPECT_EQ(h.Quantile(0.51), 51);
+  EXPECT_EQ(h.Quantile(0.99), 51);
+  EXPECT_EQ(h.max(), 51);
+  double sum = 0;
+  EXPECT_EQ(h.CumulativeCounts(&sum), (std::vector<uint64_t>{0, 50, 50, 100}));
+  // The same answer from counts taken apart (a window of a histogram).
+  EXPECT_EQ(BucketQuantile(h.bounds(), {0, 50, 50, 100}, 0.99, h.max()), 51);
+  EXPECT_EQ(BucketQuantile(h.bounds(), {0, 0, 0, 0}, 0.99, 7), 0) << "nothing counted";
 }
 
 }  // namespace

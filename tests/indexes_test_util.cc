@@ -7,8 +7,8 @@
 
 #include "base/time.h"
 #include "cells/shard_map.h"
-#include "changelog/consumer_group_lag.h"
 #include "changelog/consumer_groups.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "gtest/gtest.h"
 #include "indexes/index_entry.h"
 #include "testing/cluster_environment.h"

@@ -14,14 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "changelog/consumer_group_lag.h"
+#include "changelog/consumer_probe.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "gtest/gtest.h"
+#include "testing/metric_value.h"
 #include "tests/trigger_test_util.h"
 
 namespace cellar::trigtest {
 namespace {
 
 using namespace std::chrono_literals;
+
+using ::cellar::testing::MetricValue;
 
 int64_t GroupLag(const ClusterConfig& config, const std::string& group) {
   auto lag = ReadGroupLag(config, group, {ChangeLogTopic(config.kafka, "trips")});
@@ -79,8 +83,9 @@ TEST(KeyedConsumerTest, BackPressureLosesNothingAndKeepsEachRowInOrder) {
   options.metrics = &metrics;
   KeyedConsumer kc(c->store.get(), options, cb);
   auto fetch_paused = [&] {
-    return metrics.GetGauge("cellar_consumer_fetch_paused", "", {{"group", group}}).value();
+    return MetricValue(metrics.Render(), "cellar_consumer_fetch_paused", {{"group", group}});
   };
+  EXPECT_EQ(fetch_paused(), 0) << "the probe registers the gauge at construction";
   ASSERT_TRUE(kc.Start().ok());
   EXPECT_TRUE(WaitFor([&] { return fetch_paused() == 1; }, 30s))
       << "a pool full for over a second did not pause fetching";
@@ -99,6 +104,9 @@ TEST(KeyedConsumerTest, BackPressureLosesNothingAndKeepsEachRowInOrder) {
   ASSERT_TRUE(WaitFor([&] { return GroupLag(c->config, group) == 0; }, 30s));
   EXPECT_EQ(fetch_paused(), 0) << "fetching was not resumed";
   kc.Stop(5000);
+  // No body was left out of these events: nothing was read again.
+  EXPECT_EQ(MetricValue(metrics.Render(), "cellar_consumer_body_rereads_total", {{"group", group}}),
+            0);
 
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(total, rows.size() * kVersions) << "an event was handled twice";
@@ -157,6 +165,40 @@ TEST(KeyedConsumerTest, StopAbandonsWhatItCannotFinishAndTheGroupsNextMemberGets
   EXPECT_TRUE(WaitFor([&] { return stuck_seen == 1; }, 30s)) << "the abandoned event was lost";
   EXPECT_TRUE(WaitFor([&] { return GroupLag(c->config, group) == 0; }, 30s));
   second.Stop(5000);
+}
+
+// The consumer's probe registers each series of its group once, at 0, and
+// hands out the same series to every update.
+TEST(KeyedConsumerTest, ProbeRegistersTheGroupsSeriesAtZero) {
+  MetricsRegistry metrics;
+  ConsumerProbe probe(&metrics, "g1");
+  auto rereads = [&](const std::string& outcome) {
+    return MetricValue(metrics.Render(), "cellar_consumer_body_rereads_total",
+                       {{"group", "g1"}, {"outcome", outcome}});
+  };
+  auto paused = [&] {
+    return MetricValue(metrics.Render(), "cellar_consumer_fetch_paused", {{"group", "g1"}});
+  };
+  for (const char* outcome : {"ok", "retry", "not_found", "error"})
+    EXPECT_EQ(rereads(outcome), 0) << outcome;
+  EXPECT_EQ(paused(), 0);
+
+  probe.BodyRereads(BodyRereadOutcome::kRetry).Increment(2);
+  probe.BodyRereads(BodyRereadOutcome::kOk).Increment();
+  probe.BodyRereads(BodyRereadOutcome::kError).Increment();
+  probe.FetchPaused().Set(1);
+  EXPECT_EQ(rereads("ok"), 1);
+  EXPECT_EQ(rereads("retry"), 2);
+  EXPECT_EQ(rereads("not_found"), 0);
+  EXPECT_EQ(rereads("error"), 1);
+  EXPECT_EQ(paused(), 1);
+  // Another group's series are apart.
+  ConsumerProbe other(&metrics, "g2");
+  other.BodyRereads(BodyRereadOutcome::kNotFound).Increment();
+  EXPECT_EQ(rereads("not_found"), 0);
+  EXPECT_EQ(MetricValue(metrics.Render(), "cellar_consumer_body_rereads_total",
+                        {{"group", "g2"}, {"outcome", "not_found"}}),
+            1);
 }
 
 }  // namespace

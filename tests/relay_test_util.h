@@ -33,7 +33,7 @@
 #include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay_checkpoint.h"
 #include "config/cluster_config.h"
 #include "gtest/gtest.h"

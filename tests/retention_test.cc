@@ -18,6 +18,7 @@
 #include "indexes/index_writer.h"
 #include "retention/purge_scheduler.h"
 #include "retention/purger.h"
+#include "testing/metric_value.h"
 #include "testing/status_printing.h"
 #include "testing/test_cluster.h"
 #include "tests/relay_test_util.h"
@@ -25,6 +26,7 @@
 namespace cellar::relaytest {
 namespace {
 
+using ::cellar::testing::MetricValue;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -341,12 +343,25 @@ TEST(RetentionTest, BackgroundSchedulePurges) {
   ASSERT_EQ(c->config.purge.interval_ms, 100);
   MetricsRegistry metrics;
   PurgeScheduler scheduler(c->store.get(), &metrics);
+  // The probe registers every series of the purged datastores at 0 up front.
+  EXPECT_EQ(PurgeScheduler::PurgedDatastores(c->config), std::vector<std::string>{kDatastore});
+  const std::map<std::string, std::string> trips{{"datastore", kDatastore}};
+  for (const char* name :
+       {"cellar_purge_runs_total", "cellar_purge_failures_total",
+        "cellar_purge_cells_deleted_total", "cellar_purge_index_entries_removed_total",
+        "cellar_purge_held_back_cells"})
+    EXPECT_EQ(MetricValue(metrics.Render(), name, trips), 0) << name << " before the first run";
   ASSERT_TRUE(scheduler.Start().ok());
   const Written w = Put(*c->store, kDatastore, "EPHEMERAL", 16, "scheduled");
   EXPECT_TRUE(WaitFor([&] { return CountStored(Stored(*c->store), w.ids) == 0; }, seconds(30)));
   scheduler.Stop();
   EXPECT_GE(scheduler.runs(), 1u);
   const std::string text = metrics.Render();
+  // trips is the only datastore purged, so every run counted is one of its.
+  EXPECT_EQ(MetricValue(text, "cellar_purge_runs_total", trips),
+            static_cast<double>(scheduler.runs()));
+  // Without Kafka there is no relay bound: nothing is held back.
+  EXPECT_EQ(MetricValue(text, "cellar_purge_held_back_cells", trips), 0);
   EXPECT_THAT(text, ::testing::HasSubstr("cellar_purge_runs_total{datastore=\"trips\"}"));
   EXPECT_THAT(text, ::testing::HasSubstr("cellar_purge_cells_deleted_total{datastore=\"trips\"} " +
                                          std::to_string(w.ids.size())));

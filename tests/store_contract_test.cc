@@ -4,12 +4,16 @@
 // servers) and the in-memory model (MemoryCellStore). The same input must give
 // the same Status code from each; the suite says which implementation
 // answered otherwise.
+#include <httplib.h>
+
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "api/api_wire.h"
 #include "cells/body_codec.h"
 #include "cells/cell_store.h"
 #include "cells/testing/memory_cell_store.h"
@@ -136,6 +140,52 @@ TYPED_TEST(StoreContractTest, UnknownDatastoreIsInvalidArgument) {
   EXPECT_EQ(StatusCode::kInvalidArgument,
             this->cells_->Latest("nope", this->row_, "BASE").status().code());
   EXPECT_EQ(StatusCode::kInvalidArgument, this->cells_->Row("nope", this->row_).status().code());
+}
+
+// A row key that is not a UUID. The contract takes a Uuid, so no
+// implementation can be handed one: text becomes a row key only through
+// Uuid::Parse, the one parse every caller uses (the CLI, the HTTP API's
+// ParseRowKey, the wire format), and it is InvalidArgument naming the text.
+// Over HTTP the worker node parses the path and the batch body itself: 400
+// with code InvalidArgument, which Client maps back (StatusCodeForHttp), and
+// nothing is written.
+TYPED_TEST(StoreContractTest, BadUuidIsInvalidArgument) {
+  const std::vector<std::string> bad = {
+      "not-a-uuid",
+      "123e4567-e89b-12d3-a456-42661417400",    // one digit short
+      "123e4567-e89b-12d3-a456-4266141740000",  // one digit too many
+      "123e4567e89b-12d3-a456-4266141740000",   // a dash misplaced
+      "123e4567-e89b-12d3-a456-42661417400g",   // not hex
+  };
+  for (const std::string& text : bad) {
+    auto row = Uuid::Parse(text);
+    ASSERT_FALSE(row.ok()) << text;
+    EXPECT_EQ(StatusCode::kInvalidArgument, row.status().code()) << text;
+    EXPECT_NE(std::string::npos, row.status().message().find(text)) << row.status().ToString();
+  }
+  EXPECT_EQ(StatusCode::kInvalidArgument, Uuid::Parse("").status().code());
+  if constexpr (std::is_same_v<TypeParam, HttpClient>) {
+    httplib::Client raw(Implementations::Get().cellard->url());
+    for (const std::string& text : bad) {
+      const std::string path = "/v1/trips/cells/" + text + "/BASE/1";
+      auto put = raw.Put(path, R"({"a":1})", "application/json");
+      ASSERT_TRUE(put) << path;
+      EXPECT_EQ(400, put->status) << put->body;
+      const json error = json::parse(put->body).at("error");
+      EXPECT_EQ(StatusCode::kInvalidArgument,
+                StatusCodeForHttp(put->status, error.at("code").get<std::string>()))
+          << put->body;
+      auto get = raw.Get(path);
+      ASSERT_TRUE(get) << path;
+      EXPECT_EQ(400, get->status) << get->body;
+      const json cell = {
+          {"row_key", text}, {"column", "BASE"}, {"ref_key", 1}, {"body", json::object()}};
+      auto batch = raw.Post("/v1/trips/cells:batch", json{{"cells", json::array({cell})}}.dump(),
+                            "application/json");
+      ASSERT_TRUE(batch);
+      EXPECT_EQ(400, batch->status) << batch->body;
+    }
+  }
 }
 
 TYPED_TEST(StoreContractTest, UnknownColumnIsInvalidArgument) {

@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include "changelog/consumer_group_lag.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "client/cellar_client.h"
 #include "testing/test_cluster.h"
 #include "testing/wait_for.h"

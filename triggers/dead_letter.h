@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "changelog/cell_event.h"
-#include "changelog/record_writer.h"  // KafkaRecordWriter, which writes dead letters
+#include "changelog/kafka/record_writer.h"  // KafkaRecordWriter, which writes dead letters
 #include "config/cluster_config.h"
 
 namespace cellar {

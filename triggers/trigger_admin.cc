@@ -1,8 +1,8 @@
 #include "triggers/trigger_admin.h"
 
 #include "changelog/consumer_groups.h"
-#include "changelog/record_writer.h"
-#include "changelog/topic_snapshot.h"
+#include "changelog/kafka/record_writer.h"
+#include "changelog/kafka/topic_snapshot.h"
 
 namespace cellar {
 

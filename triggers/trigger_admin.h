@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "changelog/consumer_group_lag.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "config/cluster_config.h"
 #include "triggers/dead_letter.h"
 

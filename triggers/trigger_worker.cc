@@ -9,7 +9,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
-#include "changelog/record_writer.h"
+#include "changelog/kafka/record_writer.h"
 #include "triggers/internal/trigger_runner.h"
 #include "triggers/trigger_probe.h"
 #include "triggers/webhook.h"

@@ -9,7 +9,6 @@
 // until SIGTERM or SIGINT, then removes the file and exits 0. Exits 1 if it
 // cannot start. All messages live in memory and are lost on exit. Unknown
 // topics are auto-created with 4 partitions when a client asks for them.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/signal_wait.h"
 #include "testing/local_broker.h"
@@ -55,22 +55,6 @@ std::string ParseTopic(const std::string& arg, TopicSpec* out) {
     return "partitions must be 1-10000, got '" + count + "' in '" + arg + "'";
   out->partitions = static_cast<int>(n);
   return "";
-}
-
-// Writes `contents` to `path` via a temp file in the same directory and rename(2),
-// so a reader sees either no file or the whole line.
-bool WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
-  ok = fsync(fd) == 0 && ok;
-  ok = close(fd) == 0 && ok;
-  if (ok && rename(tmp.c_str(), path.c_str()) == 0) return true;
-  int saved = errno;
-  unlink(tmp.c_str());
-  errno = saved;
-  return false;
 }
 
 }  // namespace
@@ -120,9 +104,12 @@ int main(int argc, char** argv) {
   }
 
   const std::string bootstrap = broker->bootstrap();
-  if (!bootstrap_file.empty() && !WriteFileAtomically(bootstrap_file, bootstrap + "\n")) {
+  if (cellar::Status s = bootstrap_file.empty()
+                             ? cellar::Status::Ok()
+                             : cellar::WriteFileAtomically(bootstrap_file, bootstrap + "\n");
+      !s.ok()) {
     cellar::LogError(kComponent, "cannot write bootstrap file",
-                     {{"path", bootstrap_file}, {"error", std::strerror(errno)}});
+                     {{"path", bootstrap_file}, {"error", s.message()}});
     return 1;
   }
   std::printf("%s\n", bootstrap.c_str());

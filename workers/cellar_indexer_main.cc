@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "config/config_for_main.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_worker.h"
 #include "server/metrics_endpoint.h"
@@ -25,11 +26,8 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", opts.concurrency, "rows applied in parallel")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  auto config = cellar::LoadClusterConfig(config_path);
-  if (!config.ok()) {
-    std::cerr << "cellar-indexer: invalid config:\n" << config.status().message() << "\n";
-    return 2;
-  }
+  auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-indexer");
+  if (!config) return 2;
   auto defs = cellar::LoadIndexDefinitions(indexes_path, *config);
   if (!defs.ok()) {
     std::cerr << "cellar-indexer: invalid index definitions:\n" << defs.status().message() << "\n";

@@ -13,6 +13,7 @@
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
 #include "changelog/relay.h"
+#include "config/config_for_main.h"
 #include "server/metrics_endpoint.h"
 
 int main(int argc, char** argv) {
@@ -28,11 +29,8 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   CLI11_PARSE(app, argc, argv);
 
-  auto config = cellar::LoadClusterConfig(config_path);
-  if (!config.ok()) {
-    std::cerr << "cellar-relay: invalid config:\n" << config.status().message() << "\n";
-    return 2;
-  }
+  auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-relay");
+  if (!config) return 2;
   cellar::MetricsRegistry metrics;
   std::unique_ptr<cellar::MetricsEndpoint> endpoint;
   if (int code = 0; !cellar::StartMetricsEndpointForMain(&metrics, metrics_address, "cellar-relay",

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "base/signal_wait.h"
+#include "config/config_for_main.h"
 #include "server/metrics_endpoint.h"
 #include "triggers/trigger_worker.h"
 
@@ -21,11 +22,8 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "run only these triggers (repeatable)");
   CLI11_PARSE(app, argc, argv);
 
-  auto config = cellar::LoadClusterConfig(config_path);
-  if (!config.ok()) {
-    std::cerr << "cellar-trigger: invalid config:\n" << config.status().message() << "\n";
-    return 2;
-  }
+  auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-trigger");
+  if (!config) return 2;
   auto defs = cellar::LoadTriggerDefinitions(triggers_path, *config);
   if (!defs.ok()) {
     std::cerr << "cellar-trigger: invalid trigger definitions:\n"

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/signal_wait.h"
 
@@ -61,10 +62,7 @@ int main(int argc, char** argv) {
   }
   std::thread t([&] { server.listen_after_bind(); });
   const std::string addr = host + ":" + std::to_string(port);
-  if (!ready_file.empty()) {
-    std::ofstream(ready_file + ".tmp") << addr << "\n";
-    std::rename((ready_file + ".tmp").c_str(), ready_file.c_str());
-  }
+  if (!ready_file.empty()) cellar::WriteFileAtomically(ready_file, addr + "\n").IgnoreError();
   cellar::LogInfo("webhook_sink", "listening", {{"address", addr}});
   while (cellar::WaitForTerminationSignal(1000) == 0) {
   }

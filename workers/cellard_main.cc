@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "config/config_for_main.h"
 #include "server/serve_command.h"
 
 int main(int argc, char** argv) {
@@ -18,10 +19,7 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  auto config = cellar::LoadClusterConfig(config_path);
-  if (!config.ok()) {
-    std::cerr << "cellard: invalid config:\n" << config.status().message() << "\n";
-    return 2;
-  }
+  auto config = cellar::LoadClusterConfigForMain(config_path, "cellard");
+  if (!config) return 2;
   return cellar::RunServe(*config, flags);
 }

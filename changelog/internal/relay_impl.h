@@ -3,8 +3,6 @@
 // batches of relay.exactly_once). Private to the changelog module.
 #pragma once
 
-#include <librdkafka/rdkafkacpp.h>
-
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -17,10 +15,10 @@
 #include "base/thread_annotations.h"
 #include "changelog/cell_event.h"
 #include "changelog/internal/host_stream.h"
-#include "changelog/internal/published_tail.h"
 #include "changelog/internal/relay_ownership.h"
 #include "changelog/internal/stream_claim.h"
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/published_tail.h"
+#include "changelog/kafka/kafka_producer.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
 #include "changelog/relay_probe.h"
@@ -48,7 +46,8 @@ inline constexpr int kTakeoverGraceMs = kFencedBatchMs + kFencedMessageTimeoutMs
 inline constexpr int kTailReadTimeoutMs = 10000;
 inline constexpr int kMaxPagesPerFencedBatch = 16;  // of relay.batch_cells each
 
-class RelayCallbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
+// The producer's callbacks, on the poll thread (KafkaProducer::Poll).
+class RelayCallbacks {
  public:
   std::atomic<uint64_t> acknowledged{0};
   std::atomic<bool> outage{false};
@@ -56,11 +55,11 @@ class RelayCallbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb
   std::string relay_id;
   RelayProbe* probe = nullptr;  // may be null
 
-  void dr_cb(RdKafka::Message& m) override {
-    auto* tag = static_cast<DeliveryTag*>(m.msg_opaque());
+  void OnDelivery(void* opaque, const Status& status, int64_t offset) {
+    auto* tag = static_cast<DeliveryTag*>(opaque);
     if (!tag) return;
-    if (m.err() == RdKafka::ERR_NO_ERROR) {
-      tag->stream->OnDelivered(tag->generation, tag->added_id, m.offset());
+    if (status.ok()) {
+      tag->stream->OnDelivered(tag->generation, tag->added_id, offset);
       acknowledged.fetch_add(1, std::memory_order_relaxed);
       // Exactly-once records count when their batch commits (PumpFenced).
       if (probe && !tag->stream->exactly_once) probe->Published(tag->stream->datastore);
@@ -72,17 +71,16 @@ class RelayCallbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb
     delete tag;
   }
 
-  void event_cb(RdKafka::Event& e) override {
-    if (e.type() != RdKafka::Event::EVENT_ERROR) return;
-    if (e.fatal()) {
+  void OnError(const ProducerError& e) {
+    if (e.fatal) {
       fatal = true;
-      LogError("relay", "Kafka producer fatal error", {{"error", e.str()}, {"relay", relay_id}});
+      LogError("relay", "Kafka producer fatal error", {{"error", e.text}, {"relay", relay_id}});
       return;
     }
-    if (e.err() == RdKafka::ERR__ALL_BROKERS_DOWN || e.err() == RdKafka::ERR__TRANSPORT) {
+    if (e.unreachable) {
       if (!outage.exchange(true))
         LogWarn("relay", "Kafka unreachable; writes continue, publishing retries",
-                {{"error", e.str()}, {"relay", relay_id}});
+                {{"error", e.text}, {"relay", relay_id}});
     }
   }
 };
@@ -97,7 +95,7 @@ struct Relay::Impl {
   const ClusterConfig& config;
   RelayCallbacks callbacks;
   SharedMutex producer_mu;  // exclusive only while replacing the producer
-  std::unique_ptr<RdKafka::Producer> producer GUARDED_BY(producer_mu);
+  std::unique_ptr<KafkaProducer> producer GUARDED_BY(producer_mu);
   std::unique_ptr<RelayMembership> membership;
   std::atomic<bool> stopping{false};      // host threads stop
   std::atomic<bool> stop_polling{false};  // delivery reports stop (after host threads)
@@ -125,38 +123,35 @@ struct Relay::Impl {
     callbacks.probe = probe.get();
   }
 
-  Result<std::unique_ptr<RdKafka::Producer>> MakeProducer() {
-    CELLAR_ASSIGN_OR_RETURN(
-        auto conf,
-        MakeKafkaConf(
-            config.kafka,
-            {{"enable.idempotence", "true"},
-             {"acks", "all"},
-             // An exactly-once batch waits for its acknowledgements, so
-             // lingering only adds latency (cellar-bench relay, commit-ack to
-             // consume p99: 15 ms with 0, 30 ms with 1).
-             {"linger.ms", config.relay.exactly_once ? "0" : "1"},
-             // Small produce requests go out at once (the broker side of the
-             // same ~40 ms Nagle delay: base/listening_sockets.h).
-             {"socket.nagle.disable", "true"},
-             {"message.timeout.ms",
-              config.relay.exactly_once ? std::to_string(kFencedMessageTimeoutMs) : "30000"},
-             {"queue.buffering.max.messages", "1000000"},
-             {"allow.auto.create.topics", "false"},
-             {"client.id", "cellar-relay-" + relay_id}}));
-    std::string err;
-    conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&callbacks), err);
-    conf->set("event_cb", static_cast<RdKafka::EventCb*>(&callbacks), err);
-    std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
-    if (!p) return InvalidArgument("Kafka producer: " + err);
-    return p;
+  Result<std::unique_ptr<KafkaProducer>> MakeProducer() {
+    ProducerOptions options;
+    options.settings = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        // An exactly-once batch waits for its acknowledgements, so
+        // lingering only adds latency (cellar-bench relay, commit-ack to
+        // consume p99: 15 ms with 0, 30 ms with 1).
+        {"linger.ms", config.relay.exactly_once ? "0" : "1"},
+        // Small produce requests go out at once (the broker side of the
+        // same ~40 ms Nagle delay: base/listening_sockets.h).
+        {"socket.nagle.disable", "true"},
+        {"message.timeout.ms",
+         config.relay.exactly_once ? std::to_string(kFencedMessageTimeoutMs) : "30000"},
+        {"queue.buffering.max.messages", "1000000"},
+        {"allow.auto.create.topics", "false"},
+        {"client.id", "cellar-relay-" + relay_id}};
+    options.on_delivery = [this](void* opaque, const Status& status, int64_t offset) {
+      callbacks.OnDelivery(opaque, status, offset);
+    };
+    options.on_error = [this](const ProducerError& e) { callbacks.OnError(e); };
+    return KafkaProducer::Create(config.kafka, std::move(options));
   }
 
   void PollLoop() {
     while (!stop_polling) {
       {
         ReaderMutexLock lock(&producer_mu);
-        producer->poll(50);
+        producer->Poll(50);
       }
       if (callbacks.fatal.exchange(false)) ReplaceProducer();
     }
@@ -170,8 +165,7 @@ struct Relay::Impl {
       MutexLock g(&streams_mu);
       for (auto& [name, s] : owned) s->Rewind();
     }
-    producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
-    producer->poll(0);  // frees the purged records' tags (stale generation: ignored)
+    producer->PurgeAll();  // frees the purged records' tags (stale generation: ignored)
     auto p = MakeProducer();
     if (p.ok()) producer = std::move(p).value();
     rewinds++;
@@ -195,8 +189,8 @@ struct Relay::Impl {
     int64_t high;
     {
       ReaderMutexLock lock(&producer_mu);
-      CELLAR_ASSIGN_OR_RETURN(high, PartitionHighWatermark(producer.get(), topic,
-                                                           cp->kafka_partition, kKafkaTimeoutMs));
+      CELLAR_ASSIGN_OR_RETURN(
+          high, producer->PartitionHighWatermark(topic, cp->kafka_partition, kKafkaTimeoutMs));
     }
     if (high > cp->kafka_offset) return false;
     LogWarn("relay",
@@ -339,20 +333,15 @@ struct Relay::Impl {
   }
 
   // Hands one cell to the producer with the stream headers
-  // (internal/published_tail.h).
-  RdKafka::ErrorCode Produce(HostStream& s, const Cell& c, DeliveryTag* tag)
-      REQUIRES_SHARED(producer_mu) {
+  // (kafka/internal/published_tail.h). ResourceExhausted when its queue is full.
+  Status Produce(HostStream& s, const Cell& c, DeliveryTag* tag) REQUIRES_SHARED(producer_mu) {
     const std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
     const std::string key = c.row_key.ToString();
-    RdKafka::Headers* headers = RdKafka::Headers::create();
-    headers->add(internal::kStreamHeader, s.database);
-    headers->add(internal::kAddedIdHeader, std::to_string(c.added_id));
-    RdKafka::ErrorCode err =
-        producer->produce(s.topic, ChangeLogPartition(config.kafka, c.shard),
-                          RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
-                          value.size(), key.data(), key.size(), c.created_at / 1000, headers, tag);
-    if (err != RdKafka::ERR_NO_ERROR) delete headers;  // not taken over by librdkafka
-    return err;
+    const std::string added_id = std::to_string(c.added_id);
+    const RecordHeader headers[] = {{internal::kStreamHeader, s.database},
+                                    {internal::kAddedIdHeader, added_id}};
+    return producer->Produce(s.topic, ChangeLogPartition(config.kafka, c.shard), key, value,
+                             c.created_at / 1000, headers, tag);
   }
 
   size_t PumpFenced(const std::shared_ptr<HostStream>& sp);
@@ -395,8 +384,7 @@ struct Relay::Impl {
         s.inflight.push_back({c.added_id, false, -1, partition});
       }
       auto* tag = new DeliveryTag{sp, gen, c.added_id};
-      RdKafka::ErrorCode err = Produce(s, c, tag);
-      if (err != RdKafka::ERR_NO_ERROR) {
+      if (!Produce(s, c, tag).ok()) {
         // Queue full or similar: take the record back and try again later.
         delete tag;
         MutexLock lock(&s.mu);

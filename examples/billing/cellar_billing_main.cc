@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "config/config_for_main.h"
 #include "server/metrics_endpoint.h"
 #include "triggers/trigger_worker.h"
 
@@ -44,11 +45,8 @@ int main(int argc, char** argv) {
   app.add_option("--replay", replay, "replay this trigger from the cell tables, then exit");
   app.add_option("--from", from, "replay start: beginning | RFC 3339 time | shard:added_id,...");
   CLI11_PARSE(app, argc, argv);
-  auto config = cellar::LoadClusterConfig(config_path);
-  if (!config.ok()) {
-    std::cerr << "cellar-billing: invalid config:\n" << config.status().message() << "\n";
-    return 2;
-  }
+  auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-billing");
+  if (!config) return 2;
   cellar::TriggerWorkerOptions opts;
   cellar::MetricsRegistry metrics;
   std::unique_ptr<cellar::MetricsEndpoint> endpoint;

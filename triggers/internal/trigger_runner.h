@@ -14,8 +14,8 @@
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "changelog/kafka/record_writer.h"
 #include "changelog/keyed_consumer.h"
-#include "changelog/record_writer.h"
 #include "triggers/trigger_probe.h"
 #include "triggers/trigger_worker.h"
 

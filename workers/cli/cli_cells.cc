@@ -3,6 +3,7 @@
 #include <iterator>
 #include <optional>
 
+#include "api/api_wire.h"
 #include "cells/cell_store.h"
 #include "cells/shard_map.h"
 #include "retention/purger.h"
@@ -20,8 +21,6 @@ struct CellArgs {
   uint64_t after = 0;
 };
 
-Result<Uuid> ParseRow(const std::string& s) { return Uuid::Parse(s); }
-
 Result<nlohmann::json> ParseBody(const std::string& text) {
   std::string src = text;
   if (text == "-") src.assign(std::istreambuf_iterator<char>(std::cin), {});
@@ -30,25 +29,11 @@ Result<nlohmann::json> ParseBody(const std::string& text) {
   return j;
 }
 
-nlohmann::json PutResultJson(const PutResult& r) {
-  return {{"shard", r.shard},
-          {"added_id", r.added_id},
-          {"ref_key", r.ref_key},
-          {"created_at", FormatRfc3339(r.created_at)},
-          {"created", r.created}};
-}
-
 }  // namespace
 
 void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   auto a = std::make_shared<CellArgs>();
   auto open = [&g] { return CellStore::Open(LoadConfigOrExit(g)); };
-  auto run = [](auto fn) {
-    return [fn] {
-      int rc = fn();
-      if (rc != 0) throw CLI::RuntimeError(rc);
-    };
-  };
   auto add_addr = [a](CLI::App* c, bool column, bool ref) {
     c->add_option("-d,--datastore", a->datastore, "datastore name")->required();
     c->add_option("-r,--row", a->row, "row key (UUID)")->required();
@@ -56,63 +41,42 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     if (ref) c->add_option("--ref", a->ref_key, "ref_key (>= 0)")->required();
   };
 
-  app.add_subcommand("init", "create the host databases and tables (idempotent)")
-      ->callback(run([open] {
-        auto store = open();
-        Status s = store->Init();
-        if (!s.ok()) return Fail(s);
-        PrintJson({{"initialised_shards", store->config().shards}});
-        return 0;
-      }));
+  app.add_subcommand("init", "create the host databases and tables (idempotent)")->callback([open] {
+    auto store = open();
+    OrFail(store->Init());
+    PrintJson({{"initialised_shards", store->config().shards}});
+  });
 
   auto* put = app.add_subcommand("put", "write one cell version");
   add_addr(put, true, true);
   put->add_option("-b,--body", a->body, "JSON object, or - for stdin")->required();
-  put->callback(run([a, open] {
-    auto row = ParseRow(a->row);
-    if (!row.ok()) return Fail(row.status());
-    auto body = ParseBody(a->body);
-    if (!body.ok()) return Fail(body.status());
-    auto r = open()->Put(a->datastore, CellWrite{*row, a->column, a->ref_key, *body});
-    if (!r.ok()) return Fail(r.status());
-    PrintJson(PutResultJson(*r));
-    return 0;
-  }));
+  put->callback([a, open] {
+    const Uuid row = OrFail(Uuid::Parse(a->row));
+    nlohmann::json body = OrFail(ParseBody(a->body));
+    auto r = OrFail(open()->Put(a->datastore, CellWrite{row, a->column, a->ref_key, body}));
+    PrintJson(PutResultToJson(r, /*address=*/""));
+  });
 
   auto* get = app.add_subcommand("get", "read one cell version");
   add_addr(get, true, true);
-  get->callback(run([a, open] {
-    auto row = ParseRow(a->row);
-    if (!row.ok()) return Fail(row.status());
-    auto r = open()->Get(a->datastore, *row, a->column, a->ref_key);
-    if (!r.ok()) return Fail(r.status());
-    PrintJson(CellToJson(*r));
-    return 0;
-  }));
+  get->callback([a, open] {
+    const Uuid row = OrFail(Uuid::Parse(a->row));
+    PrintJson(CellToJson(OrFail(open()->Get(a->datastore, row, a->column, a->ref_key))));
+  });
 
   auto* latest = app.add_subcommand("latest", "read the latest version of a column");
   add_addr(latest, true, false);
-  latest->callback(run([a, open] {
-    auto row = ParseRow(a->row);
-    if (!row.ok()) return Fail(row.status());
-    auto r = open()->Latest(a->datastore, *row, a->column);
-    if (!r.ok()) return Fail(r.status());
-    PrintJson(CellToJson(*r));
-    return 0;
-  }));
+  latest->callback([a, open] {
+    const Uuid row = OrFail(Uuid::Parse(a->row));
+    PrintJson(CellToJson(OrFail(open()->Latest(a->datastore, row, a->column))));
+  });
 
   auto* rowc = app.add_subcommand("row", "read the latest version of every column of a row");
   add_addr(rowc, false, false);
-  rowc->callback(run([a, open] {
-    auto row = ParseRow(a->row);
-    if (!row.ok()) return Fail(row.status());
-    auto r = open()->Row(a->datastore, *row);
-    if (!r.ok()) return Fail(r.status());
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& c : *r) out.push_back(CellToJson(c));
-    PrintJson(out);
-    return 0;
-  }));
+  rowc->callback([a, open] {
+    const Uuid row = OrFail(Uuid::Parse(a->row));
+    PrintJson(CellsToJson(OrFail(open()->Row(a->datastore, row))));
+  });
 
   auto* versions = app.add_subcommand("versions", "list versions of a column, newest first");
   add_addr(versions, true, false);
@@ -120,67 +84,49 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   versions->add_option("--min-ref", a->min_ref, "only ref_key >= this");
   versions->add_option("--as-of", a->as_of, "only versions created at or before (RFC 3339)");
   versions->add_option("--limit", a->limit, "at most this many (1-10000)");
-  versions->callback(run([a, open] {
-    auto row = ParseRow(a->row);
-    if (!row.ok()) return Fail(row.status());
+  versions->callback([a, open] {
+    const Uuid row = OrFail(Uuid::Parse(a->row));
     VersionQuery q;
     q.max_ref = a->max_ref;
     q.min_ref = a->min_ref;
     q.limit = a->limit;
-    if (!a->as_of.empty()) {
-      auto t = ParseRfc3339(a->as_of);
-      if (!t.ok()) return Fail(t.status());
-      q.as_of = *t;
-    }
-    auto r = open()->Versions(a->datastore, *row, a->column, q);
-    if (!r.ok()) return Fail(r.status());
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& c : *r) out.push_back(CellToJson(c));
-    PrintJson(out);
-    return 0;
-  }));
+    if (!a->as_of.empty()) q.as_of = OrFail(ParseRfc3339(a->as_of));
+    PrintJson(CellsToJson(OrFail(open()->Versions(a->datastore, row, a->column, q))));
+  });
 
   auto* erase = app.add_subcommand(
       "erase", "append a tombstone to a column (created:false if it already reads as erased)");
   add_addr(erase, true, false);
   erase->add_option("--expected-ref", a->expected_ref,
                     "erase only if this ref_key is the latest version (else Conflict)");
-  erase->callback(run([a, open] {
-    auto row = ParseRow(a->row);
-    if (!row.ok()) return Fail(row.status());
-    auto r = open()->Erase(a->datastore, *row, a->column, a->expected_ref);
-    if (!r.ok()) return Fail(r.status());
-    PrintJson(PutResultJson(*r));
-    return 0;
-  }));
+  erase->callback([a, open] {
+    const Uuid row = OrFail(Uuid::Parse(a->row));
+    auto r = OrFail(open()->Erase(a->datastore, row, a->column, a->expected_ref));
+    PrintJson(PutResultToJson(r, /*address=*/""));
+  });
 
   auto* log = app.add_subcommand("log", "read a shard's cells in added_id order (or: log tail)");
   log->add_option("-d,--datastore", a->datastore, "datastore name");
   auto* shard_opt = log->add_option("-s,--shard", a->shard, "shard number");
   log->add_option("--after", a->after, "start after this added_id (default 0)");
   log->add_option("--limit", a->limit, "at most this many cells");
-  log->callback(run([a, open, log, shard_opt] {
-    if (log->got_subcommand("tail")) return 0;  // handled by `log tail`
+  log->callback([a, open, log, shard_opt] {
+    if (log->got_subcommand("tail")) return;  // handled by `log tail`
     if (a->datastore.empty() || shard_opt->count() == 0)
-      return Fail(InvalidArgument("log needs --datastore and --shard (or use `log tail`)"));
-    auto r = open()->ShardLog(a->datastore, a->shard, a->after, a->limit);
-    if (!r.ok()) return Fail(r.status());
-    nlohmann::json cells = nlohmann::json::array();
-    for (const auto& c : r->cells) cells.push_back(CellToJson(c));
-    PrintJson({{"cells", cells}, {"next_after", r->next_after}});
-    return 0;
-  }));
+      OrFail(InvalidArgument("log needs --datastore and --shard (or use `log tail`)"));
+    auto r = OrFail(open()->ShardLog(a->datastore, a->shard, a->after, a->limit));
+    PrintJson({{"cells", CellsToJson(r.cells)}, {"next_after", r.next_after}});
+  });
 
   auto* purge = app.add_subcommand(
       "purge",
       "delete expired versions of TTL columns the relay has published, with their index entries");
   purge->add_option("-d,--datastore", a->datastore, "datastore name")->required();
-  purge->callback(run([a, open] {
+  purge->callback([a, open] {
     auto store = open();
-    auto r = Purger(store.get()).Run(a->datastore);
-    if (!r.ok()) return Fail(r.status());
+    const PurgeReport r = OrFail(Purger(store.get()).Run(a->datastore));
     nlohmann::json hosts = nlohmann::json::array();
-    for (const HostPurge& h : r->hosts) {
+    for (const HostPurge& h : r.hosts) {
       nlohmann::json j = {{"host", h.host},
                           {"deleted", h.deleted},
                           {"held_back", h.held_back},
@@ -191,20 +137,20 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
       hosts.push_back(std::move(j));
     }
     // held_back: expired, but above the relay's published position: kept.
-    PrintJson({{"datastore", r->datastore},
-               {"deleted", r->deleted},
-               {"held_back", r->held_back},
-               {"index_entries_removed", r->index_entries_removed},
-               {"hosts_busy", r->hosts_busy},
-               {"hosts_failed", r->hosts_failed},
+    PrintJson({{"datastore", r.datastore},
+               {"deleted", r.deleted},
+               {"held_back", r.held_back},
+               {"index_entries_removed", r.index_entries_removed},
+               {"hosts_busy", r.hosts_busy},
+               {"hosts_failed", r.hosts_failed},
                {"hosts", hosts}});
-    return r->hosts_failed ? 1 : 0;
-  }));
+    if (r.hosts_failed) throw CLI::RuntimeError(1);
+  });
 
   auto* shards = app.add_subcommand("shards", "show the shard map (and a row's shard)");
   shards->add_option("-r,--row", a->row, "also print the shard of this row key");
-  shards->callback(run([a, shards, &g] {
-    if (shards->get_subcommands().size() > 0) return 0;  // `shards move` printed its own
+  shards->callback([a, shards, &g] {
+    if (shards->get_subcommands().size() > 0) return;  // `shards move` printed its own
     ClusterConfig cfg = LoadConfigOrExit(g);
     nlohmann::json hosts = nlohmann::json::array();
     for (const auto& h : cfg.mysql.hosts)
@@ -213,17 +159,15 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
                        {"shards", h.ShardList()}});
     nlohmann::json out = {{"shards", cfg.shards}, {"hosts", hosts}};
     if (!a->row.empty()) {
-      auto row = ParseRow(a->row);
-      if (!row.ok()) return Fail(row.status());
-      uint32_t s = ShardForRow(*row, cfg.shards);
-      out["row"] = {{"row_key", row->ToString()},
+      const Uuid row = OrFail(Uuid::Parse(a->row));
+      uint32_t s = ShardForRow(row, cfg.shards);
+      out["row"] = {{"row_key", row.ToString()},
                     {"shard", s},
                     {"database", cfg.DatabaseForShard(s)},
                     {"host", cfg.HostForShard(s).name}};
     }
     PrintJson(out);
-    return 0;
-  }));
+  });
 }
 
 }  // namespace cellar::cli

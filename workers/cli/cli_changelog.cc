@@ -1,6 +1,6 @@
 // `cellar log tail` and `cellar relay status`.
 #include "base/signal_wait.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay.h"
 #include "workers/cli/cli_common.h"
 
@@ -22,13 +22,12 @@ void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g) {
     ClusterConfig cfg = LoadConfigOrExit(g);
     ConsumerOptions opts;
     opts.from_beginning = *from_beginning;
-    auto consumer = ChangeLogConsumer::Create(cfg, {*datastore}, opts);
-    if (!consumer.ok()) throw CLI::RuntimeError(Fail(consumer.status()));
+    auto consumer = OrFail(ChangeLogConsumer::Create(cfg, {*datastore}, opts));
     long seen = 0;
     int idle = 0;
     while (*max_events < 0 || seen < *max_events) {
       if (WaitForTerminationSignal(0)) break;
-      auto ev = (*consumer)->Poll(200);
+      auto ev = consumer->Poll(200);
       if (!ev.ok()) {
         Fail(ev.status());
         continue;

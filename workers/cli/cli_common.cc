@@ -5,15 +5,14 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "config/config_for_main.h"
+
 namespace cellar::cli {
 
 ClusterConfig LoadConfigOrExit(const GlobalOptions& g) {
-  auto cfg = LoadClusterConfig(g.config_path);
-  if (!cfg.ok()) {
-    std::cerr << "cellar: invalid config:\n" << cfg.status().message() << "\n";
-    std::exit(2);
-  }
-  return std::move(cfg).value();
+  auto cfg = LoadClusterConfigForMain(g.config_path, "cellar");
+  if (!cfg) std::exit(2);
+  return std::move(*cfg);
 }
 
 void PrintJson(const nlohmann::json& j) {
@@ -28,6 +27,10 @@ int Fail(const Status& status) {
     if (c == '\n') c = ' ';
   std::cerr << "cellar: " << msg << std::endl;
   return 1;
+}
+
+void OrFail(const Status& status) {
+  if (!status.ok()) throw CLI::RuntimeError(Fail(status));
 }
 
 }  // namespace cellar::cli

@@ -25,6 +25,16 @@ void PrintJson(const nlohmann::json& j);
 // Prints "cellar: <Code>: <message>" to stderr and returns the exit code 1.
 int Fail(const Status& status);
 
+// A command's error exit: on an error prints it (Fail) and ends the command
+// with exit code 1 by throwing CLI::RuntimeError, which cellar's main turns
+// into the exit code. OrFail(result) returns the value otherwise.
+void OrFail(const Status& status);
+template <typename T>
+T OrFail(Result<T> result) {
+  OrFail(result.status());
+  return std::move(result).value();
+}
+
 // Registers the cell commands (init put get latest row versions log erase purge shards).
 void AddCellCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `log tail` (REQUIRES: AddCellCommands first) and `relay status`.

@@ -3,10 +3,11 @@
 
 #include <cstdio>
 
+#include "api/index_request.h"
 #include "base/signal_wait.h"
 #include "changelog/cell_event.h"
-#include "changelog/consumer_group_lag.h"
 #include "changelog/consumer_groups.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"
@@ -24,9 +25,7 @@ struct IndexArgs {
 };
 
 std::vector<IndexDefinition> LoadDefsOrExit(const ClusterConfig& cfg, const IndexArgs& a) {
-  auto defs = LoadIndexDefinitions(a.indexes_path, cfg);
-  if (!defs.ok()) throw CLI::RuntimeError(Fail(defs.status()));
-  return std::move(defs).value();
+  return OrFail(LoadIndexDefinitions(a.indexes_path, cfg));
 }
 
 const IndexDefinition& FindOrExit(const std::vector<IndexDefinition>& defs,
@@ -53,12 +52,11 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
         IndexCatalog catalog(store.get());
         nlohmann::json out = nlohmann::json::array();
         for (const auto& d : LoadDefsOrExit(cfg, *a)) {
-          auto r = catalog.Apply(d);
-          if (!r.ok()) throw CLI::RuntimeError(Fail(r.status()));
+          auto r = OrFail(catalog.Apply(d));
           out.push_back({{"index", d.table},
-                         {"version", r->version.version},
-                         {"state", IndexStateName(r->version.state)},
-                         {"created", r->created}});
+                         {"version", r.version.version},
+                         {"state", IndexStateName(r.version.state)},
+                         {"created", r.created}});
         }
         PrintJson(out);
       });
@@ -80,11 +78,7 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     IndexQuery q;
     q.index = a->name;
     q.shard_value = a->shard_value;
-    for (const auto& w : a->where) {
-      auto f = ParseIndexFilter(def, w);
-      if (!f.ok()) throw CLI::RuntimeError(Fail(f.status()));
-      q.filters.push_back(std::move(f).value());
-    }
+    for (const auto& w : a->where) q.filters.push_back(OrFail(ParseIndexFilter(def, w)));
     q.fields = a->fields;
     q.order_by = a->order_by;
     q.descending = !a->ascending;
@@ -93,17 +87,8 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     q.verify = a->verify;
     auto store = CellStore::Open(cfg);
     IndexReader reader(store.get(), defs);
-    auto r = reader.Query(q);
-    if (!r.ok()) throw CLI::RuntimeError(Fail(r.status()));
-    nlohmann::json hits = nlohmann::json::array();
-    for (const auto& h : r->hits)
-      hits.push_back({{"row_key", h.row_key.ToString()},
-                      {"column", h.column_key},
-                      {"ref_key", h.ref_key},
-                      {"fields", h.fields}});
-    nlohmann::json out = {{"hits", hits}, {"version", r->version}};
-    if (!r->next_cursor.empty()) out["next_cursor"] = r->next_cursor;
-    if (a->verify) out["dropped_by_verify"] = r->dropped_by_verify;
+    nlohmann::json out = IndexQueryResultToJson(a->name, OrFail(reader.Query(q)), a->verify);
+    out.erase("index");  // the HTTP answer's; the command line never printed it
     PrintJson(out);
   });
 
@@ -130,7 +115,7 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
         },
         &stop);
     if (tty) std::fprintf(stderr, "\n");
-    if (!s.ok()) throw CLI::RuntimeError(Fail(s));
+    OrFail(s);
     PrintJson({{"index", a->name}, {"backfilled", true}});
   });
 
@@ -141,18 +126,17 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     ClusterConfig cfg = LoadConfigOrExit(g);
     auto defs = LoadDefsOrExit(cfg, *a);
     auto store = CellStore::Open(cfg);
-    auto r = CheckIndex(store.get(), FindOrExit(defs, a->name), a->repair);
-    if (!r.ok()) throw CLI::RuntimeError(Fail(r.status()));
+    auto r = OrFail(CheckIndex(store.get(), FindOrExit(defs, a->name), a->repair));
     PrintJson({{"index", a->name},
-               {"version", r->version},
-               {"expected", r->expected},
-               {"present", r->present},
-               {"missing", r->missing},
-               {"stale", r->stale},
-               {"extra", r->extra},
-               {"repaired", r->repaired},
-               {"examples", r->examples}});
-    if (!a->repair && (r->missing || r->stale || r->extra)) throw CLI::RuntimeError(1);
+               {"version", r.version},
+               {"expected", r.expected},
+               {"present", r.present},
+               {"missing", r.missing},
+               {"stale", r.stale},
+               {"extra", r.extra},
+               {"repaired", r.repaired},
+               {"examples", r.examples}});
+    if (!a->repair && (r.missing || r.stale || r.extra)) throw CLI::RuntimeError(1);
   });
 
   idx->add_subcommand("status", "versions, states and the index worker's lag")->callback([a, &g] {
@@ -163,10 +147,9 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     nlohmann::json indexes = nlohmann::json::array();
     std::vector<std::string> topics;
     for (const auto& d : defs) {
-      auto versions = catalog.Versions(d.table);
-      if (!versions.ok()) throw CLI::RuntimeError(Fail(versions.status()));
+      auto versions = OrFail(catalog.Versions(d.table));
       nlohmann::json vs = nlohmann::json::array();
-      for (const auto& v : *versions)
+      for (const auto& v : versions)
         vs.push_back({{"version", v.version},
                       {"state", IndexStateName(v.state)},
                       {"fingerprint", v.fingerprint},

@@ -21,12 +21,11 @@ void AddLayoutCommands(CLI::App& app, const GlobalOptions& g) {
                      "host logs: resumable, verified; stop the old Cellar first")
       ->callback([&g] {
         auto store = CellStore::Open(LoadConfigOrExit(g));
-        auto stats = MigrateShardLayout(*store, Say);
-        if (!stats.ok()) throw CLI::RuntimeError(Fail(stats.status()));
-        if (Status s = store->Init(); !s.ok()) throw CLI::RuntimeError(Fail(s));
-        PrintJson({{"tables_migrated", stats->tables_migrated},
-                   {"cells_copied", stats->cells_copied},
-                   {"cells_verified", stats->cells_verified}});
+        auto stats = OrFail(MigrateShardLayout(*store, Say));
+        OrFail(store->Init());
+        PrintJson({{"tables_migrated", stats.tables_migrated},
+                   {"cells_copied", stats.cells_copied},
+                   {"cells_verified", stats.cells_verified}});
       });
 
   struct MoveArgs {
@@ -53,7 +52,7 @@ void AddLayoutCommands(CLI::App& app, const GlobalOptions& g) {
       r = FinishShardMove(cfg, a->shard, a->from, Say);
     else if (!a->finish && !a->to.empty())
       r = CopyAndFreezeShard(cfg, a->shard, a->to, Say);
-    if (!r.ok()) throw CLI::RuntimeError(Fail(r.status()));
+    OrFail(r.status());
     PrintJson({{"shard", r->shard},
                {"from", {{"host", r->from_host}, {"shards", r->from_shards_after}}},
                {"to", {{"host", r->to_host}, {"shards", r->to_shards_after}}},

@@ -61,12 +61,10 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
   status->add_option("--metrics-url", a->metrics_url, "a running worker's /metrics URL");
   status->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
-    auto ds = DatastoreOf(cfg, *a);
-    if (!ds.ok()) throw CLI::RuntimeError(Fail(ds.status()));
-    auto lag = ReadTriggerLag(cfg, *ds, a->name);
-    if (!lag.ok()) throw CLI::RuntimeError(Fail(lag.status()));
+    auto ds = OrFail(DatastoreOf(cfg, *a));
+    auto lag = OrFail(ReadTriggerLag(cfg, ds, a->name));
     nlohmann::json parts = nlohmann::json::array();
-    for (const auto& p : lag->partitions)
+    for (const auto& p : lag.partitions)
       parts.push_back({{"topic", p.topic},
                        {"partition", p.partition},
                        {"committed", p.committed},
@@ -75,8 +73,8 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
     nlohmann::json out = {{"trigger", a->name},
                           {"group", TriggerGroup(cfg.kafka, a->name)},
                           {"partitions", parts},
-                          {"total_lag", lag->total_lag},
-                          {"dead_letters", lag->dead_letters}};
+                          {"total_lag", lag.total_lag},
+                          {"dead_letters", lag.dead_letters}};
     if (!a->metrics_url.empty()) out["metrics"] = ScrapeTrigger(a->metrics_url, a->name);
     PrintJson(out);
   });
@@ -90,24 +88,18 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
   replay->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
     if (a->triggers_path.empty())
-      throw CLI::RuntimeError(
-          Fail(InvalidArgument("replay needs --triggers with the webhook definition")));
-    auto defs = LoadTriggerDefinitions(a->triggers_path, cfg);
-    if (!defs.ok()) throw CLI::RuntimeError(Fail(defs.status()));
-    auto from = ParseReplayFrom(a->from);
-    if (!from.ok()) throw CLI::RuntimeError(Fail(from.status()));
+      OrFail(InvalidArgument("replay needs --triggers with the webhook definition"));
+    auto defs = OrFail(LoadTriggerDefinitions(a->triggers_path, cfg));
+    auto from = OrFail(ParseReplayFrom(a->from));
     TriggerWorker w(cfg);
     bool found = false;
-    for (const auto& d : *defs)
+    for (const auto& d : defs)
       if (d.name == a->name) {
-        if (Status s = w.on_webhook(d); !s.ok()) throw CLI::RuntimeError(Fail(s));
+        OrFail(w.on_webhook(d));
         found = true;
       }
-    if (!found)
-      throw CLI::RuntimeError(
-          Fail(NotFound("no trigger '" + a->name + "' in " + a->triggers_path)));
-    Status s = w.Replay(a->name, *from);
-    if (!s.ok()) throw CLI::RuntimeError(Fail(s));
+    if (!found) OrFail(NotFound("no trigger '" + a->name + "' in " + a->triggers_path));
+    OrFail(w.Replay(a->name, from));
     auto st = w.status();
     PrintJson({{"trigger", a->name}, {"replayed", true}});
   });
@@ -118,12 +110,10 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
   common(list);
   list->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
-    auto ds = DatastoreOf(cfg, *a);
-    if (!ds.ok()) throw CLI::RuntimeError(Fail(ds.status()));
-    auto letters = ListDeadLetters(cfg, *ds, a->name);
-    if (!letters.ok()) throw CLI::RuntimeError(Fail(letters.status()));
+    auto ds = OrFail(DatastoreOf(cfg, *a));
+    auto letters = OrFail(ListDeadLetters(cfg, ds, a->name));
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& d : *letters) out.push_back(nlohmann::json::parse(EncodeDeadLetter(d)));
+    for (const auto& d : letters) out.push_back(nlohmann::json::parse(EncodeDeadLetter(d)));
     PrintJson(out);
   });
   auto* retry = dlq->add_subcommand(
@@ -131,11 +121,9 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
   common(retry);
   retry->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
-    auto ds = DatastoreOf(cfg, *a);
-    if (!ds.ok()) throw CLI::RuntimeError(Fail(ds.status()));
-    auto n = RetryDeadLetters(cfg, *ds, a->name);
-    if (!n.ok()) throw CLI::RuntimeError(Fail(n.status()));
-    PrintJson({{"trigger", a->name}, {"sent_for_retry", *n}});
+    auto ds = OrFail(DatastoreOf(cfg, *a));
+    auto n = OrFail(RetryDeadLetters(cfg, ds, a->name));
+    PrintJson({{"trigger", a->name}, {"sent_for_retry", n}});
   });
 }
 

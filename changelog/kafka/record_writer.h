@@ -26,7 +26,7 @@ class KafkaRecordWriter {
   Status Write(const std::string& topic, const std::string& key, const std::string& value);
 
   // Creates the topic with `partitions` partitions if it does not exist (see
-  // EnsureTopic in kafka_conf.h). Unavailable when Kafka does not answer.
+  // KafkaProducer::EnsureTopic). Unavailable when Kafka does not answer.
   Status EnsureTopic(const std::string& topic, int partitions);
 
  private:

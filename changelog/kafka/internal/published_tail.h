@@ -8,9 +8,9 @@
 // added_id order and, with the idempotent producer, form a prefix of what
 // was produced; so the highest added_id found per partition tells exactly
 // which of the stream's next cells are already there.
+//
+// Private to changelog/ (the relay); no librdkafka type appears here.
 #pragma once
-
-#include <librdkafka/rdkafkacpp.h>
 
 #include <cstdint>
 #include <map>
@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "changelog/internal/stream_claim.h"
+#include "changelog/kafka/kafka_producer.h"
 #include "config/cluster_config.h"
 
 namespace cellar::internal {
@@ -27,7 +28,7 @@ inline constexpr const char* kAddedIdHeader = "cellar-added-id";
 
 // The current end offset of each of `partitions` partitions of `topic`.
 // Unavailable when the broker does not answer within timeout_ms.
-Result<ScanOffsets> PartitionEnds(RdKafka::Handle* handle, const std::string& topic, int partitions,
+Result<ScanOffsets> PartitionEnds(KafkaProducer& producer, const std::string& topic, int partitions,
                                   int timeout_ms);
 
 // For each partition p of `ends` (PartitionEnds, taken by the caller on an

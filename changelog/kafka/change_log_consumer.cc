@@ -1,11 +1,11 @@
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 
 #include <librdkafka/rdkafkacpp.h>
 
 #include <exception>
 
 #include "base/log.h"
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 namespace cellar {
 namespace {
@@ -149,14 +149,7 @@ Result<std::optional<ConsumedRecord>> ChangeLogConsumer::PollRecord(int timeout_
     default:
       return Unavailable("Kafka consume: " + m->errstr());
   }
-  ConsumedRecord r;
-  r.topic = m->topic_name();
-  r.partition = m->partition();
-  r.offset = m->offset();
-  if (m->key()) r.key = *m->key();
-  r.value.assign(static_cast<const char*>(m->payload()), m->len());
-  r.broker_timestamp_ms = m->timestamp().timestamp;
-  return std::optional<ConsumedRecord>(std::move(r));
+  return std::optional<ConsumedRecord>(RecordOf(*m));
 }
 
 Result<std::optional<ConsumedEvent>> ChangeLogConsumer::Poll(int timeout_ms) {

@@ -1,11 +1,13 @@
-#include "changelog/internal/published_tail.h"
+#include "changelog/kafka/internal/published_tail.h"
+
+#include <librdkafka/rdkafkacpp.h>
 
 #include <charconv>
 #include <chrono>
 #include <memory>
 #include <set>
 
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 namespace cellar::internal {
 namespace {
@@ -19,11 +21,11 @@ std::string HeaderValue(RdKafka::Headers* headers, const char* name) {
 
 }  // namespace
 
-Result<ScanOffsets> PartitionEnds(RdKafka::Handle* handle, const std::string& topic, int partitions,
+Result<ScanOffsets> PartitionEnds(KafkaProducer& producer, const std::string& topic, int partitions,
                                   int timeout_ms) {
   ScanOffsets ends;
   for (int32_t p = 0; p < partitions; ++p) {
-    CELLAR_ASSIGN_OR_RETURN(ends[p], PartitionHighWatermark(handle, topic, p, timeout_ms));
+    CELLAR_ASSIGN_OR_RETURN(ends[p], producer.PartitionHighWatermark(topic, p, timeout_ms));
   }
   return ends;
 }

@@ -1,5 +1,8 @@
-// Building librdkafka configurations and managing change-log topics.
-// librdkafka is only touched through this module's files.
+// Building librdkafka configurations and managing change-log topics: the
+// helpers of changelog/kafka/'s implementation files. Private to
+// changelog/kafka/: this is the one Cellar header that names librdkafka
+// types, and only changelog/kafka/*.cc include it (rdkafka is linked PRIVATE
+// to cellar_changelog).
 #pragma once
 
 #include <librdkafka/rdkafkacpp.h>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "config/cluster_config.h"
 
 namespace cellar {
@@ -37,6 +41,9 @@ Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partit
 // The partition count of `topic` (0 when it does not exist; a broker with
 // auto-creation creates it). Unavailable when the broker does not answer.
 Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms);
+
+// The record a consumer returned, copied (key, value, position, timestamp).
+ConsumedRecord RecordOf(const RdKafka::Message& m);
 
 // The high watermark (offset of the next record) of one partition.
 Result<int64_t> PartitionHighWatermark(RdKafka::Handle* handle, const std::string& topic,

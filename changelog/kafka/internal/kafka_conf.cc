@@ -1,4 +1,4 @@
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -103,6 +103,17 @@ Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partit
 
   CELLAR_ASSIGN_OR_RETURN(int created, TopicPartitions(handle, topic, timeout_ms));
   return CheckPartitions(topic, created, partitions);
+}
+
+ConsumedRecord RecordOf(const RdKafka::Message& m) {
+  ConsumedRecord r;
+  r.topic = m.topic_name();
+  r.partition = m.partition();
+  r.offset = m.offset();
+  if (m.key()) r.key = *m.key();
+  r.value.assign(static_cast<const char*>(m.payload()), m.len());
+  r.broker_timestamp_ms = m.timestamp().timestamp;
+  return r;
 }
 
 Result<int64_t> PartitionHighWatermark(RdKafka::Handle* handle, const std::string& topic,

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "changelog/change_log_consumer.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "config/cluster_config.h"
 
 namespace cellar {

@@ -1,8 +1,8 @@
-#include "changelog/consumer_group_lag.h"
+#include "changelog/kafka/consumer_group_lag.h"
 
 #include <librdkafka/rdkafkacpp.h>
 
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 namespace cellar {
 namespace {

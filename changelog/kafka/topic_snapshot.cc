@@ -1,11 +1,11 @@
-#include "changelog/topic_snapshot.h"
+#include "changelog/kafka/topic_snapshot.h"
 
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
 #include <map>
 
-#include "changelog/kafka_conf.h"
+#include "changelog/kafka/internal/kafka_conf.h"
 
 namespace cellar {
 
@@ -61,14 +61,7 @@ Status ReadTopicSnapshot(const ClusterConfig& config, const std::string& group,
       assigned = true;
       auto end = end_at_start.find(m->partition());
       if (end == end_at_start.end() || m->offset() >= end->second) continue;  // arrived later
-      ConsumedRecord r;
-      r.topic = m->topic_name();
-      r.partition = m->partition();
-      r.offset = m->offset();
-      if (m->key()) r.key = *m->key();
-      r.value.assign(static_cast<const char*>(m->payload()), m->len());
-      r.broker_timestamp_ms = m->timestamp().timestamp;
-      if (fn(r) && commit) c->commitSync(m.get());
+      if (fn(RecordOf(*m)) && commit) c->commitSync(m.get());
       last = now;
       --remaining;
       continue;
