@@ -3,11 +3,11 @@
 #include <map>
 
 #include "base/log.h"
-#include "base/mutex.h"
 #include "cells/internal/cell_validation.h"
 #include "cells/internal/cells_purge.h"
 #include "cells/internal/cells_table.h"
 #include "cells/internal/group_committer.h"
+#include "cells/internal/unit_completion.h"
 #include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
@@ -76,7 +76,7 @@ struct CellStore::Impl {
 
   // Submits `units` and blocks until every one is answered.
   std::vector<Result<PutResult>> Submit(std::vector<std::unique_ptr<WriteUnit>>& units) {
-    UnitsWaiter waiter(units.size());
+    internal::UnitsWaiter waiter(units.size());
     std::vector<WriteUnit*> raw;
     raw.reserve(units.size());
     for (auto& u : units) {
@@ -90,51 +90,7 @@ struct CellStore::Impl {
       for (auto& r : u->results) out.push_back(std::move(r));
     return out;
   }
-
- private:
-  // One wake-up per call, whatever the number of units.
-  class UnitsWaiter final : public internal::UnitCompletion {
-   public:
-    explicit UnitsWaiter(size_t units) : remaining_(units) {}
-    void UnitDone(WriteUnit*) override {
-      // Signalled under the lock: Wait() cannot return (and destroy this)
-      // before the signal is done.
-      MutexLock lock(&mu_);
-      if (--remaining_ == 0) cv_.NotifyAll();
-    }
-    void Wait() {
-      MutexLock lock(&mu_);
-      while (remaining_ > 0) cv_.Wait(&mu_);
-    }
-
-   private:
-    Mutex mu_;
-    CondVar cv_;
-    size_t remaining_ GUARDED_BY(mu_);
-  };
 };
-
-namespace {
-// A PutAsync in flight: owns its unit and deletes itself once answered.
-class AsyncPut final : public internal::UnitCompletion {
- public:
-  explicit AsyncPut(CellStore::PutCallback done) : done_(std::move(done)) {
-    unit.completion = this;
-  }
-  void UnitDone(WriteUnit*) override {
-    Result<PutResult> r = unit.results.size() == 1
-                              ? std::move(unit.results[0])
-                              : Result<PutResult>(Internal("put not answered"));
-    CellStore::PutCallback done = std::move(done_);
-    delete this;
-    done(std::move(r));
-  }
-  WriteUnit unit;
-
- private:
-  CellStore::PutCallback done_;
-};
-}  // namespace
 
 CellStore::CellStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CellStore::~CellStore() { Close(); }
@@ -250,7 +206,7 @@ void CellStore::PutAsync(const std::string& datastore, const CellWrite& cell, Pu
     done(p.status());
     return;
   }
-  auto* put = new AsyncPut(std::move(done));  // deletes itself when answered
+  auto* put = new internal::AsyncPut(std::move(done));  // deletes itself when answered
   put->unit.datastore = datastore;
   put->unit.shard = ShardForRow(cell.row_key, impl_->config.shards);
   put->unit.cells.push_back(std::move(p).value());
