@@ -40,11 +40,10 @@ class Answers {
       MutexLock lock(&mu_);
       calls_[i] += 1;
       results_.insert_or_assign(i, std::move(r));
-      cv_.NotifyAll();
     };
   }
   // Waits (bounded) until `n` answers arrived; false on timeout.
-  bool WaitFor(size_t n) {
+  bool WaitForAnswers(size_t n) {
     return testing::WaitFor(
         [&] {
           MutexLock lock(&mu_);
@@ -67,7 +66,6 @@ class Answers {
 
  private:
   Mutex mu_;
-  CondVar cv_;
   std::map<size_t, int> calls_ GUARDED_BY(mu_);
   std::map<size_t, Result<PutResult>> results_ GUARDED_BY(mu_);
 };
@@ -89,7 +87,7 @@ TEST_F(StoreTest, AsyncPutsInFlightFromFewCallersAreAllCommittedReadableAndLogge
       }
     });
   for (auto& t : callers) t.join();
-  ASSERT_TRUE(answers.WaitFor(writes.size()));
+  ASSERT_TRUE(answers.WaitForAnswers(writes.size()));
   EXPECT_THAT(answers.Repeated(), ::testing::IsEmpty());
 
   std::set<std::pair<uint32_t, uint64_t>> positions;  // (host, added_id) is unique
@@ -122,10 +120,10 @@ TEST_F(StoreTest, AsyncPutAnswersRetriesAndConflictsAsPutDoes) {
   const Uuid row = Uuid::Random();
   Answers answers;
   store_->PutAsync("trips", W(row, "BASE", 7, {{"v", 1}}), answers.For(0));
-  ASSERT_TRUE(answers.WaitFor(1));
+  ASSERT_TRUE(answers.WaitForAnswers(1));
   store_->PutAsync("trips", W(row, "BASE", 7, {{"v", 1}}), answers.For(1));  // a retry
   store_->PutAsync("trips", W(row, "BASE", 7, {{"v", 2}}), answers.For(2));  // a conflict
-  ASSERT_TRUE(answers.WaitFor(3));
+  ASSERT_TRUE(answers.WaitForAnswers(3));
   auto r = answers.results();
   ASSERT_TRUE(r.at(0).ok()) << r.at(0).status().ToString();
   EXPECT_TRUE(r.at(0)->created);
@@ -189,7 +187,7 @@ TEST_F(StoreTest, AsyncPutCallbackMayPutAgain) {
     });
   };
   put(0);
-  ASSERT_TRUE(answers.WaitFor(kChain));
+  ASSERT_TRUE(answers.WaitForAnswers(kChain));
   for (const auto& [k, r] : answers.results())
     EXPECT_TRUE(r.ok()) << k << ": " << r.status().ToString();
   Result<std::vector<Cell>> versions = store_->Versions("trips", row, "BASE", {});
