@@ -8,8 +8,8 @@
 #include <thread>
 #include <tuple>
 
-#include "tests/history/checks.h"
 #include "testing/plain_topic_reader.h"
+#include "tests/history/checks.h"
 
 namespace cellar::history {
 namespace {
@@ -19,6 +19,7 @@ using ::cellar::testing::TopicRecord;
 
 constexpr const char* kOnce = "change log: every stored cell exactly once";
 constexpr const char* kOrder = "change log: per row in ref_key order";
+constexpr const char* kWorkloadColumn = "BASE";  // the column the workload writes
 constexpr const char* kKey = "change log: key = row_key";
 constexpr const char* kEvent = "change log: event = stored cell";
 
@@ -120,6 +121,13 @@ void CheckChangeLog(const std::string& brokers, const std::string& topic, int pa
                                  ") after added_id " + std::to_string(last->second.second) +
                                  " of its row");
     row_last[row] = {e.record.partition, c.added_id};
+    // ref_key order follows from commit order only for a column whose writer
+    // writes it in ref_key order: the workload's BASE. STATUS is billing's:
+    // an event set aside while a MariaDB host was down (max_attempts spent)
+    // lets the row's later events go on (README, Triggers: Failures) and is
+    // billed when the trigger reads the topic again after a broker restart,
+    // so its STATUS commits after higher ref_keys (seed 1367425275 did this).
+    if (column != kWorkloadColumn) continue;
     auto col = column_last.find({row, column});
     if (col != column_last.end() && col->second >= ref)
       violations.Add(kOrder, Describe(e.address) + " after ref_key " + std::to_string(col->second) +

@@ -34,7 +34,9 @@ void CheckRowsThroughNodes(Client& client, const History& history, size_t sample
 void CheckTrigger(CellStore& store, std::chrono::seconds timeout, Violations& violations);
 
 // The change log as a plain Kafka client reads it holds every stored cell
-// exactly once, per row in ref_key order, keyed by row_key. Waits up to
+// exactly once, per row in commit (added_id) order on one partition, keyed by
+// row_key; the workload's BASE column (written in ref_key order) arrives in
+// ref_key order. Waits up to
 // `timeout` for the relay to publish every stored cell. (check_change_log.cc)
 void CheckChangeLog(const std::string& brokers, const std::string& topic, int partitions,
                     const std::vector<Cell>& stored, std::chrono::seconds timeout,
