@@ -143,19 +143,21 @@ StorePhaseResult RunPutAsyncPhase(CellStore& store, const std::string& datastore
     std::mutex mu;
     std::condition_variable cv;
     int in_flight = 0;
-    void WaitBelow(int n) {
+    // Waits until fewer than `n` are in flight, then counts one more.
+    void Enter(int n) {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return in_flight < n; });
+      ++in_flight;
+    }
+    void WaitAllAnswered() {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return in_flight == 0; });
     }
   };
   std::vector<Window> windows(static_cast<size_t>(callers));
   auto put = [&](size_t caller, size_t i, std::vector<double>&) {
     Window* w = &windows[caller];
-    w->WaitBelow(window);
-    {
-      std::lock_guard<std::mutex> lock(w->mu);
-      ++w->in_flight;
-    }
+    w->Enter(window);
     const Clock::time_point begin = Clock::now();
     store.PutAsync(datastore, cells[i], [&, i, w, begin](Result<PutResult> r) {
       latencies[i] = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
@@ -172,7 +174,7 @@ StorePhaseResult RunPutAsyncPhase(CellStore& store, const std::string& datastore
   };
   // The clock stops once every caller's puts are answered.
   RunCallers(callers, cells.size(), result, put,
-             [&](size_t caller) { windows[caller].WaitBelow(1); });
+             [&](size_t caller) { windows[caller].WaitAllAnswered(); });
   for (double l : latencies)
     if (l >= 0) result.latencies_ms.push_back(l);
   for (const auto& c : committed)

@@ -69,32 +69,33 @@ int JsonDepth(const nlohmann::json& value) {
 std::string EncodeBody(const nlohmann::json& body) { return EncodeBodyMeasured(body).stored; }
 
 EncodedBody EncodeBodyMeasured(const nlohmann::json& body) {
-  // The MessagePack goes straight behind the format byte.
   // nlohmann's writer appends byte by byte: into a per-thread scratch buffer
-  // that keeps its capacity, then one exact-size copy.
+  // that keeps its capacity, behind the format byte; then one copy (plain)
+  // or the compression (zstd) reads it from there.
   thread_local std::string scratch;
   scratch.assign(1, kPlainMsgpack);
   nlohmann::json::to_msgpack(body, nlohmann::detail::output_adapter<char>(scratch));
   EncodedBody out;
-  out.stored = scratch;
-  out.msgpack_bytes = out.stored.size() - 1;
+  out.msgpack_bytes = scratch.size() - 1;
+  if (out.msgpack_bytes < kCompressFromBytes) {
+    // zstd saves a few percent on a small body and costs more CPU than the
+    // rest of a put: small bodies are stored as plain MessagePack.
+    out.stored = scratch;
+  } else {
+    // A fresh context per call (what ZSTD_compress does) costs more than
+    // compressing a small body; one per thread is reused.
+    struct FreeContext {
+      void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+    };
+    thread_local std::unique_ptr<ZSTD_CCtx, FreeContext> context(ZSTD_createCCtx());
+    out.stored.assign(1 + ZSTD_compressBound(out.msgpack_bytes), '\0');
+    out.stored[0] = kZstdMsgpack;
+    size_t n = ZSTD_compressCCtx(context.get(), out.stored.data() + 1, out.stored.size() - 1,
+                                 scratch.data() + 1, out.msgpack_bytes, 3);
+    // Cannot fail with a bound-sized buffer and a valid context.
+    out.stored.resize(1 + n);
+  }
   if (scratch.capacity() > (1u << 20)) std::string().swap(scratch);  // do not pin a huge body
-  // zstd saves a few percent on a small body and costs more CPU than the
-  // rest of a put: small bodies are stored as plain MessagePack.
-  if (out.msgpack_bytes < kCompressFromBytes) return out;
-  // A fresh context per call (what ZSTD_compress does) costs more than
-  // compressing a small body; one per thread is reused.
-  struct FreeContext {
-    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-  };
-  thread_local std::unique_ptr<ZSTD_CCtx, FreeContext> context(ZSTD_createCCtx());
-  std::string compressed(1 + ZSTD_compressBound(out.msgpack_bytes), '\0');
-  compressed[0] = kZstdMsgpack;
-  size_t n = ZSTD_compressCCtx(context.get(), compressed.data() + 1, compressed.size() - 1,
-                               out.stored.data() + 1, out.msgpack_bytes, 3);
-  // Cannot fail with a bound-sized buffer and a valid context.
-  compressed.resize(1 + n);
-  out.stored = std::move(compressed);
   return out;
 }
 

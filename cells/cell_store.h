@@ -115,7 +115,7 @@ class CellStore : public CellService {
 
   // Put without waiting: a caller may keep many puts in flight, so the group
   // commit fills its transactions from few callers (a caller blocked in Put()
-  // offers one cell at a time; see BENCHMARKS.md, "closed loop").
+  // offers one cell at a time; README, Storage, "Puts in flight").
   // `done` is called exactly once with what Put() would have returned:
   //  - on this thread, before PutAsync returns, for invalid input
   //    (InvalidArgument, nothing written) and when the store is closed
