@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <map>
 #include <optional>
@@ -69,10 +70,29 @@ struct KeyedConsumer::Impl {
 
   bool fetch_paused = false;  // polling thread only: the assignment is paused
 
+  // Batch mode: events queued per lane; a lane is scheduled on the pool while
+  // its queue is non-empty (one RunLane at a time per lane).
+  struct QueuedEvent {
+    KeyedEvent e;
+    TopicPartitionId tp;
+    uint64_t generation = 0;
+  };
+  struct Lane {
+    std::deque<QueuedEvent> queue;
+  };
+  Mutex lanes_mu;
+  std::map<std::string, Lane> lanes GUARDED_BY(lanes_mu);  // non-empty queues
+  std::atomic<size_t> lane_events{0};  // queued, or in a call that has not returned
+
   Impl(CellStore* s, KeyedConsumerOptions opts, KeyedConsumerCallbacks c)
       : store(s), o(std::move(opts)), cb(std::move(c)), pool(std::max(1, o.concurrency)) {
     if (o.metrics) probe = std::make_unique<ConsumerProbe>(o.metrics, o.group_id);
   }
+
+  bool batch_mode() const { return static_cast<bool>(cb.handle_batch); }
+
+  // Events queued or running (back-pressure).
+  size_t Pending() const { return batch_mode() ? lane_events.load() : pool.pending(); }
 
   void Count(BodyRereadOutcome outcome) {
     if (probe) probe->BodyRereads(outcome).Increment();
@@ -220,6 +240,27 @@ struct KeyedConsumer::Impl {
       MarkDone(tp, generation, rec.offset);
       return;
     }
+    if (batch_mode()) {
+      QueuedEvent q;
+      q.e.event = std::move(**decoded);
+      q.e.topic = std::move(rec.topic);
+      q.e.partition = rec.partition;
+      q.e.offset = rec.offset;
+      q.e.broker_timestamp_ms = rec.broker_timestamp_ms;
+      q.tp = tp;
+      q.generation = generation;
+      std::string lane = cb.lane(q.e.event);
+      bool schedule = false;
+      {
+        MutexLock lock(&lanes_mu);
+        Lane& l = lanes[lane];
+        schedule = l.queue.empty();  // otherwise its RunLane is queued or running
+        l.queue.push_back(std::move(q));
+        ++lane_events;
+      }
+      if (schedule) pool.Submit(lane, [this, lane] { RunLane(lane); });
+      return;
+    }
     auto e = std::make_shared<KeyedEvent>();
     e->event = std::move(**decoded);
     e->topic = std::move(rec.topic);
@@ -237,7 +278,7 @@ struct KeyedConsumer::Impl {
     std::optional<Clock::time_point> full_since;
     while (!stop_polling) {
       const auto now = Clock::now();
-      const size_t pending = pool.pending();
+      const size_t pending = Pending();
       const bool full = pending >= max;
       if (!full) full_since.reset();
       if (full && !full_since) full_since = now;
@@ -267,7 +308,7 @@ struct KeyedConsumer::Impl {
     const int ms = drain_ms;
     if (!pool.WaitIdle(ms))
       LogWarn(o.log_component, "drain timed out; unfinished events will be delivered again",
-              {{"group", o.group_id}, {"pending", std::to_string(pool.pending())}});
+              {{"group", o.group_id}, {"pending", std::to_string(Pending())}});
     {
       MutexLock lock(&stop_mu);
       stopping = true;
@@ -355,6 +396,68 @@ struct KeyedConsumer::Impl {
     if (d == Disposition::kDone) MarkDone(tp, generation, e.offset);
   }
 
+  // Batch mode, pool thread: hands the lane's events on in calls of up to
+  // max_batch until its queue is empty. The pool runs one task per lane key
+  // at a time, so a RunLane scheduled while another runs (its queue was
+  // emptied meanwhile) waits for it and finds what it left.
+  void RunLane(const std::string& lane) {
+    const size_t max = static_cast<size_t>(std::max(1, o.max_batch));
+    while (true) {
+      std::vector<QueuedEvent> batch;
+      {
+        MutexLock lock(&lanes_mu);
+        auto it = lanes.find(lane);
+        if (it == lanes.end() || it->second.queue.empty()) {
+          if (it != lanes.end()) lanes.erase(it);
+          return;
+        }
+        auto& q = it->second.queue;
+        const size_t n = std::min(max, q.size());
+        batch.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+          batch.push_back(std::move(q.front()));
+          q.pop_front();
+        }
+      }
+      RunBatch(batch);
+      lane_events -= batch.size();
+    }
+  }
+
+  // One call's events: handle_batch in calls split at events whose body must
+  // be re-read. Events of revoked partitions are not handed on; after
+  // stopping, Pause() or an abandoned call the rest is abandoned.
+  void RunBatch(std::vector<QueuedEvent>& batch) {
+    std::vector<KeyedEvent*> ready;
+    std::vector<const QueuedEvent*> ready_q;
+    auto flush = [&]() -> bool {
+      if (ready.empty()) return true;
+      const Disposition d = Guarded(*ready.front(), [&] { return cb.handle_batch(ready); });
+      if (d == Disposition::kDone)
+        for (const QueuedEvent* q : ready_q) MarkDone(q->tp, q->generation, q->e.offset);
+      ready.clear();
+      ready_q.clear();
+      return d == Disposition::kDone;
+    };
+    for (QueuedEvent& q : batch) {
+      if (stopping || paused) return;
+      if (!Current(q.tp, q.generation)) continue;
+      if (q.e.event.body_omitted && !q.e.event.cell.tombstone) {
+        if (!flush()) return;
+        Disposition d = Disposition::kDone;
+        if (!Reread(q.e, &d)) {
+          if (d != Disposition::kDone) return;
+          MarkDone(q.tp, q.generation, q.e.offset);
+          continue;
+        }
+      }
+      ready.push_back(&q.e);
+      ready_q.push_back(&q);
+    }
+    if (stopping || paused) return;
+    flush();
+  }
+
   bool WaitUnlessStopping(int ms) {
     MutexLock lock(&stop_mu);
     const auto deadline =
@@ -377,7 +480,12 @@ Status KeyedConsumer::Start() {
   if (m.started || m.stopped)
     return FailedPrecondition("consumer of group " + m.o.group_id + " already " +
                               (m.stopped ? "stopped" : "started"));
-  if (!m.cb.handle) return InvalidArgument("a keyed consumer needs a handler");
+  if (!m.cb.handle && !m.cb.handle_batch)
+    return InvalidArgument("a keyed consumer needs a handler");
+  if (m.cb.handle && m.cb.handle_batch)
+    return InvalidArgument("a keyed consumer takes handle or handle_batch, not both");
+  if (m.cb.handle_batch && !m.cb.lane)
+    return InvalidArgument("a keyed consumer with handle_batch needs lane");
   if (m.o.group_id.empty()) return InvalidArgument("a keyed consumer needs a consumer group");
   ConsumerOptions co;
   co.group_id = m.o.group_id;

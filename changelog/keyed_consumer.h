@@ -45,6 +45,18 @@
 //   abandons the event, or returns nullopt to have the read waited for and
 //   tried again like a transient one. Without `unreadable`, NotFound passes
 //   the event by (logged) and other errors are tried again.
+// Batch mode. With `handle_batch` set instead of `handle`, events are queued
+// per lane (`lane(event)`; every event of one row must map to one lane) and
+// a pool thread hands a lane's queued events, up to `max_batch`, in log order
+// to one handle_batch call; while it runs, the lane's next events queue up for
+// the next call (one call per lane at a time, lanes concurrently). kDone
+// finishes every event of the call; kAbandoned (as for `handle`, only when
+// stopping() or paused()) none of them. Events of one lane in one call may
+// come from several partitions. An event whose
+// body must be re-read is a call boundary: the events before it are handled
+// first, so an `unreadable` decision never overtakes an earlier event. For
+// handlers that write many events in one transaction (the index worker).
+//
 // Metrics (when `metrics` is set; consumer_probe.h): cellar_consumer_body_rereads_total{group,
 // outcome=ok|retry|not_found|error}, one per read attempt;
 // cellar_consumer_fetch_paused{group}, 1 while the assignment is paused.
@@ -100,6 +112,7 @@ struct KeyedConsumerOptions {
   int concurrency = 8;                    // pool threads
   int max_pending = 10000;                // queued or running events before fetching pauses
   int commit_interval_ms = 200;
+  int max_batch = 500;                     // batch mode: events per handle_batch call at most
   std::string log_component = "consumer";  // component of the consumer's log lines
   MetricsRegistry* metrics = nullptr;      // not owned; may be null
 };
@@ -107,8 +120,13 @@ struct KeyedConsumerOptions {
 struct KeyedConsumerCallbacks {
   // Polling thread. Null: DecodeCellEvent(record.value).
   std::function<Result<std::optional<CellEvent>>(const ConsumedRecord&)> decode;
-  // Pool thread, one row at a time. Required.
+  // Pool thread, one row at a time. Required unless handle_batch is set.
   std::function<Disposition(KeyedEvent&)> handle;
+  // Batch mode (see above): pool thread, one call per lane at a time, events
+  // in log order. Set it with `lane`, instead of `handle`.
+  std::function<Disposition(std::vector<KeyedEvent*>&)> handle_batch;
+  // Batch mode: the lane of an event (polling thread).
+  std::function<std::string(const CellEvent&)> lane;
   // Pool thread: an omitted body could not be read and the error is not
   // transient (see "Omitted bodies"). nullopt: wait and read it again.
   std::function<std::optional<Disposition>(KeyedEvent&, const Status&)> unreadable;
@@ -128,7 +146,8 @@ class KeyedConsumer {
   KeyedConsumer& operator=(const KeyedConsumer&) = delete;
 
   // Joins the group and starts polling. InvalidArgument for an unknown
-  // datastore, a bad Kafka setting or a missing handler; FailedPrecondition
+  // datastore, a bad Kafka setting, a missing handler or both handlers, or
+  // handle_batch without lane; FailedPrecondition
   // when already started or stopped. Nothing runs after an error.
   Status Start();
 

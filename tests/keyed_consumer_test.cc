@@ -167,6 +167,110 @@ TEST(KeyedConsumerTest, StopAbandonsWhatItCannotFinishAndTheGroupsNextMemberGets
   second.Stop(5000);
 }
 
+// Batch mode: every event handed on once, in order per row, one call per lane
+// at a time, and the events that queue while a call runs come in one call.
+TEST(KeyedConsumerTest, BatchModeHandsEachLanesQueuedEventsOnInOneCall) {
+  auto c = MakeCluster("kc_batch", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "kc-batch-relay");
+  ASSERT_TRUE(relay);
+  const std::vector<Uuid> rows = NewRows(20);
+  constexpr int64_t kVersions = 10;
+  for (int64_t v = 1; v <= kVersions; ++v)
+    PutVersion(*c->store, rows, "BASE", v, [&](size_t i) { return nlohmann::json{{"i", i}}; });
+
+  auto lane_of = [](const CellEvent& e) {
+    return "lane" + std::to_string(static_cast<unsigned char>(e.cell.row_key.ToBytes()[15]) % 3);
+  };
+  // The first call waits at a gate, so the rest of the log queues behind it.
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool gate_open = false;
+  std::mutex mu;
+  std::map<std::string, std::vector<int64_t>> seen;  // row -> ref_keys in handling order
+  std::map<std::string, int> running;                // lane -> calls in progress
+  size_t total = 0, largest = 0;
+  int overlaps = 0, mixed = 0;
+  KeyedConsumerCallbacks cb;
+  cb.lane = lane_of;
+  cb.handle_batch = [&](std::vector<KeyedEvent*>& batch) {
+    const std::string lane = lane_of(batch.front()->event);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (running[lane]++ > 0) ++overlaps;
+    }
+    {
+      std::unique_lock<std::mutex> lock(gate_mu);
+      gate_cv.wait_for(lock, 60s, [&] { return gate_open; });
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    --running[lane];
+    largest = std::max(largest, batch.size());
+    for (KeyedEvent* e : batch) {
+      if (lane_of(e->event) != lane) ++mixed;
+      seen[e->event.cell.row_key.ToString()].push_back(e->event.cell.ref_key);
+      ++total;
+    }
+    return Disposition::kDone;
+  };
+  const std::string group = c->prefix + ".kcb";
+  KeyedConsumerOptions options = Options(group, 4, 1000);
+  options.max_batch = 64;
+  KeyedConsumer kc(c->store.get(), options, cb);
+  ASSERT_TRUE(kc.Start().ok());
+  // Let the log queue up behind the waiting calls, then open the gate.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto progress = kc.Progress();
+        size_t open = 0;
+        for (const auto& p : progress) open += p.open;
+        return open >= rows.size() * kVersions;
+      },
+      30s))
+      << "the log did not queue up";
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    gate_open = true;
+  }
+  gate_cv.notify_all();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return total >= rows.size() * kVersions;
+      },
+      60s))
+      << "handled " << total << " of " << rows.size() * kVersions;
+  ASSERT_TRUE(WaitFor([&] { return GroupLag(c->config, group) == 0; }, 30s));
+  kc.Stop(5000);
+
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(total, rows.size() * kVersions) << "an event was handed on twice";
+  EXPECT_EQ(overlaps, 0) << "two calls of one lane overlapped";
+  EXPECT_EQ(mixed, 0) << "a call held another lane's event";
+  EXPECT_GT(largest, 1u) << "queued events did not come in one call";
+  EXPECT_LE(largest, 64u) << "a call exceeded max_batch";
+  for (const Uuid& row : rows) {
+    std::vector<int64_t> want;
+    for (int64_t v = 1; v <= kVersions; ++v) want.push_back(v);
+    EXPECT_EQ(seen[row.ToString()], want) << "row " << row.ToString();
+  }
+}
+
+TEST(KeyedConsumerTest, BatchModeNeedsALane) {
+  auto c = MakeCluster("kc_nolane", Broker());
+  ASSERT_TRUE(c);
+  KeyedConsumerCallbacks cb;
+  cb.handle_batch = [](std::vector<KeyedEvent*>&) { return Disposition::kDone; };
+  KeyedConsumer kc(c->store.get(), Options(c->prefix + ".x", 1, 10), cb);
+  Status s = kc.Start();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("lane"), std::string::npos) << s.ToString();
+  cb.handle = [](KeyedEvent&) { return Disposition::kDone; };
+  cb.lane = [](const CellEvent&) { return std::string("x"); };
+  KeyedConsumer both(c->store.get(), Options(c->prefix + ".y", 1, 10), cb);
+  EXPECT_EQ(both.Start().code(), StatusCode::kInvalidArgument);
+}
+
 // The consumer's probe registers each series of its group once, at 0, and
 // hands out the same series to every update.
 TEST(KeyedConsumerTest, ProbeRegistersTheGroupsSeriesAtZero) {
