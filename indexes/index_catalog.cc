@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "cells/mysql_client.h"
+#include "indexes/index_positions.h"
 
 namespace cellar {
 namespace {
@@ -162,6 +163,7 @@ Status IndexCatalog::CreateTables(const IndexDefinition& def, int version) {
         " after_added_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
         " cells_done BIGINT UNSIGNED NOT NULL DEFAULT 0, finished TINYINT NOT NULL DEFAULT 0,"
         " PRIMARY KEY (table_version, shard)) ENGINE=InnoDB"));
+    CELLAR_RETURN_IF_ERROR(EnsureIndexPositionsTable(*lease, db));
   }
   return Status::Ok();
 }

@@ -25,6 +25,8 @@
 //                   row_key, column_key).
 //   index_backfill  resumable backfill progress per (index version, source
 //                   shard): the shard log position reached and the cells read.
+//   index_positions how far the worker has applied each shard's log
+//                   (index_positions.h).
 // Thread-safe.
 #pragma once
 

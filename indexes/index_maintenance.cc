@@ -23,13 +23,17 @@ std::string ProgressKey(const std::string& table, int version) {
   return EntryTableName(table, version);
 }
 
-// IndexWriter::Apply, retried while it reports Aborted (a deadlock or lock
-// wait timeout with a concurrent writer of the row, e.g. the live worker):
-// nothing was committed, so trying again is safe.
+// IndexWriter::ApplyBatch of `cells` (one shard's, in log order), retried
+// while it reports Aborted (a deadlock or lock wait timeout with a concurrent
+// writer of a row, e.g. the live worker): nothing of the batch's own host was
+// committed, and what other hosts got is rewritten the same, so trying again
+// is safe.
 Status ApplyWithRetry(IndexWriter& writer, const IndexDefinition& def, int version,
-                      const Cell& cell) {
+                      const std::vector<const Cell*>& cells) {
+  if (cells.empty()) return Status::Ok();
   for (int attempt = 0;; ++attempt) {
-    auto r = writer.Apply(def, version, cell);
+    auto r = writer.ApplyBatch(def.datastore, {IndexVersionRef{&def, version}}, cells,
+                               /*record_positions=*/false);
     if (r.ok() || r.status().code() != StatusCode::kAborted || attempt >= 20) return r.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(5 << std::min(attempt, 6)));
   }
@@ -107,10 +111,10 @@ Status BackfillIndex(CellStore* store, const IndexDefinition& def,
   auto page_of = [&](uint32_t s, bool* last) -> Status {
     CELLAR_ASSIGN_OR_RETURN(ShardLogPage page,
                             NextShardPage(store, vdef.datastore, s, after[s], stop));
-    for (const Cell& c : page.cells) {
-      if (!vdef.FindColumnDef(c.column)) continue;
-      CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, vdef, target.version, c));
-    }
+    std::vector<const Cell*> indexed;
+    for (const Cell& c : page.cells)
+      if (vdef.FindColumnDef(c.column)) indexed.push_back(&c);
+    CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, vdef, target.version, indexed));
     *last = page.cells.size() < static_cast<size_t>(kPage);
     p.cells_done += page.cells.size();
     p.cells_total = std::max(p.cells_total, p.cells_done);  // cells written meanwhile
@@ -344,7 +348,7 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
                             " SET ref_key = -1 WHERE shard = ? AND row_key = ? AND column_key = ?",
                         {int64_t{src}, c->row_key.ToBytes(), c->column})
               .status());
-      CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, def, v.version, *c));
+      CELLAR_RETURN_IF_ERROR(ApplyWithRetry(writer, def, v.version, {c}));
       ++report.repaired;
     }
   }

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "cells/shard_map.h"
 #include "changelog/consumer_groups.h"
 #include "changelog/keyed_consumer.h"
 #include "indexes/index_catalog.h"
@@ -126,39 +127,71 @@ struct IndexWorker::Impl {
     return consumer->WaitUnlessStopping(std::min(2000, 50 << std::min(attempt, 5)));
   }
 
-  // Applies `cell` to every writable version of every matching index, retrying
-  // transient failures until done or stopping. False when abandoned.
-  bool ApplyEverywhere(const std::string& datastore, const Cell& cell) {
-    bool changed = false;
+  // Applies `cells` (one lane's events, in log order: one datastore, rows of
+  // one host) to every writable version of every index of the datastore, in
+  // one batch (IndexWriter::ApplyBatch, which also records the positions),
+  // retrying transient failures until done or stopping. False when abandoned.
+  bool ApplyEvents(const std::string& datastore, const std::vector<const Cell*>& cells) {
+    std::vector<std::pair<std::string, Versions>> writable;  // index -> its versions
     for (const auto& d : defs) {
-      if (d.datastore != datastore || !d.FindColumnDef(cell.column)) continue;
-      std::optional<Versions> writable;
-      for (int attempt = 0; !(writable = WritableVersions(d)); ++attempt) {
-        LogWarn("index", "cannot read the index catalog; the event waits",
-                {{"index", d.table}, {"cell", cell.Address(datastore)}});
+      if (d.datastore != datastore) continue;
+      std::optional<Versions> v;
+      for (int attempt = 0; !(v = WritableVersions(d)); ++attempt) {
+        LogWarn("index", "cannot read the index catalog; the events wait",
+                {{"index", d.table}, {"events", std::to_string(cells.size())}});
         if (!Backoff(attempt)) return false;
       }
-      for (const auto& [version, vdef] : *writable) {
-        if (!vdef.FindColumnDef(cell.column)) continue;
-        for (int attempt = 0;; ++attempt) {
-          auto r = writer.Apply(vdef, version, cell);
-          if (r.ok()) {
-            probe.Applied(d.table, OutcomeName(r->outcome)).Increment();
-            changed |= ChangedTheIndex(r->outcome);
-            break;
-          }
-          LogWarn("index", "apply failed; retrying",
-                  {{"index", d.table},
-                   {"cell", cell.Address(datastore)},
-                   {"error", r.status().ToString()}});
-          if (!Backoff(attempt)) return false;
-        }
-      }
+      writable.emplace_back(d.table, std::move(*v));
     }
-    // Only events that changed the index count: a replayed, stale or
-    // unindexed event's age is no lag of the index.
-    if (changed) probe.Lag().Observe(std::max<double>(0, (NowMicros() - cell.created_at) / 1e6));
-    return true;
+    std::vector<IndexVersionRef> refs;
+    std::vector<const std::string*> tables;  // parallel to refs
+    for (const auto& [table, versions] : writable)
+      for (const auto& [version, vdef] : versions) {
+        refs.push_back(IndexVersionRef{&vdef, version});
+        tables.push_back(&table);
+      }
+    for (int attempt = 0;; ++attempt) {
+      auto r = writer.ApplyBatch(datastore, refs, cells, /*record_positions=*/true);
+      if (r.ok()) {
+        const double now_s = NowMicros() / 1e6;
+        for (size_t i = 0; i < cells.size(); ++i) {
+          bool changed = false;
+          for (size_t v = 0; v < refs.size(); ++v) {
+            const IndexApply outcome = (*r)[i][v].outcome;
+            if (outcome == IndexApply::kNotIndexed) continue;
+            probe.Applied(*tables[v], OutcomeName(outcome)).Increment();
+            changed |= ChangedTheIndex(outcome);
+          }
+          // Only events that changed the index count: a replayed, stale or
+          // unindexed event's age is no lag of the index.
+          if (changed) probe.Lag().Observe(std::max<double>(0, now_s - cells[i]->created_at / 1e6));
+        }
+        return true;
+      }
+      LogWarn("index", "apply failed; retrying",
+              {{"datastore", datastore},
+               {"events", std::to_string(cells.size())},
+               {"first", cells.front()->Address(datastore)},
+               {"error", r.status().ToString()}});
+      if (!Backoff(attempt)) return false;
+    }
+  }
+
+  bool ApplyBatch(std::vector<KeyedEvent*>& events) {
+    std::vector<const Cell*> cells;
+    cells.reserve(events.size());
+    for (const KeyedEvent* e : events) cells.push_back(&e->event.cell);
+    return ApplyEvents(events.front()->event.datastore, cells);
+  }
+
+  // The lane of an event: its datastore and the host of its row (a batch is
+  // one transaction of that host), split in lanes_per_host by shard.
+  std::string Lane(const CellEvent& e) const {
+    const ClusterConfig& cfg = store->config();
+    const uint32_t shard = ShardForRow(e.cell.row_key, cfg.shards);
+    const uint32_t split = static_cast<uint32_t>(std::max(1, options.lanes_per_host));
+    return e.datastore + "/" + std::to_string(cfg.HostIndexForShard(shard)) + "/" +
+           std::to_string(shard % split);
   }
 
   // The body left out of the log cannot be read, and not for a transient
@@ -171,17 +204,20 @@ struct IndexWorker::Impl {
     const DatastoreConfig* ds = store->config().FindDatastore(e.event.datastore);
     const ColumnConfig* col = ds ? ds->FindColumn(e.event.cell.column) : nullptr;
     if (error.code() != StatusCode::kNotFound || !col || col->ttl_ms <= 0) return std::nullopt;
-    return ApplyEverywhere(e.event.datastore, e.event.cell) ? Disposition::kDone
-                                                            : Disposition::kAbandoned;
+    return ApplyEvents(e.event.datastore, {&e.event.cell}) ? Disposition::kDone
+                                                           : Disposition::kAbandoned;
   }
 
-  // Events of columns no index covers are passed by without a pool task.
+  // Events of columns no index covers still go through their lane, without
+  // their body (never read again): they move the shard's applied position.
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) const {
     CELLAR_ASSIGN_OR_RETURN(CellEvent e, DecodeCellEvent(rec.value));
     for (const auto& d : defs)
       if (d.datastore == e.datastore && d.FindColumnDef(e.cell.column))
         return std::optional<CellEvent>(std::move(e));
-    return std::optional<CellEvent>();
+    e.cell.body.clear();
+    e.body_omitted = false;
+    return std::optional<CellEvent>(std::move(e));
   }
 };
 
@@ -215,9 +251,10 @@ Status IndexWorker::Start() {
   o.metrics = m.metrics;
   KeyedConsumerCallbacks cb;
   cb.decode = [&m](const ConsumedRecord& rec) { return m.Decode(rec); };
-  cb.handle = [&m](KeyedEvent& e) {
-    return m.ApplyEverywhere(e.event.datastore, e.event.cell) ? Disposition::kDone
-                                                              : Disposition::kAbandoned;
+  o.max_batch = m.options.max_batch;
+  cb.lane = [&m](const CellEvent& e) { return m.Lane(e); };
+  cb.handle_batch = [&m](std::vector<KeyedEvent*>& events) {
+    return m.ApplyBatch(events) ? Disposition::kDone : Disposition::kAbandoned;
   };
   cb.unreadable = [&m](KeyedEvent& e, const Status& error) { return m.Unreadable(e, error); };
   m.consumer = std::make_unique<KeyedConsumer>(m.store, std::move(o), std::move(cb));

@@ -2,9 +2,12 @@
 //
 // One Kafka consumer group (<prefix>.indexer, changelog/consumer_groups.h) over
 // the change logs of every datastore that has an index, read with a
-// KeyedConsumer (changelog/keyed_consumer.h). Each event is applied
-// (IndexWriter) to every writable version (building or ready) of every index
-// with a column_def for the event's column, on a pool keyed by row. Each
+// KeyedConsumer (changelog/keyed_consumer.h) in batch mode. Each event is
+// applied (IndexWriter::ApplyBatch) to every writable version (building or
+// ready) of every index with a column_def for the event's column; the events
+// queued for a lane (datastore, host of the row, shard mod lanes_per_host)
+// are applied together in one transaction of that host, which also records
+// how far each shard's log is applied (index_positions.h). Each
 // version is written with the definition it was created from (the registry
 // keeps it), so a worker started with an older or newer YAML than a version's
 // still writes it correctly. The list of writable versions is cached for
@@ -38,9 +41,13 @@
 namespace cellar {
 
 struct IndexWorkerOptions {
-  int concurrency = 8;         // rows applied in parallel
+  int concurrency = 8;         // batches applied in parallel (at most one per lane)
   int max_pending = 10000;     // queued events before polling pauses
   bool from_beginning = true;  // where a new consumer group starts
+  // Events are applied in batches, one transaction per batch, one batch of a
+  // lane at a time; a lane is (datastore, host, shard mod lanes_per_host).
+  int lanes_per_host = 2;
+  int max_batch = 500;  // events per batch at most
   // Where the worker registers its metrics; not owned, must outlive the
   // worker. Null: a registry of the worker's own.
   MetricsRegistry* metrics = nullptr;

@@ -21,6 +21,17 @@
 // 4-5 run in the pointer's transaction: one commit per event. Across hosts
 // they commit on their own before the pointer does.
 // A failure anywhere rolls back the pointer, so a retry redoes every step.
+//
+// ApplyBatch does the same for many cell versions of one host's rows at once,
+// for every index version given: one transaction on that host (pointer locks
+// taken in key order with one statement per index version, entry deletes and
+// upserts in multi-row statements, pointers moved in one statement), plus
+// one short transaction per other host holding entries, committed before it
+// and before any entry of the row's own host is written, so that two batches
+// of two hosts never wait on each other's entry locks. Versions of one
+// (row, column) within a batch are applied in order in memory (each outcome
+// is the one applying them one by one would give) and only the end state is
+// written: a moved shard-field value leaves no copy behind.
 // Thread-safe.
 #pragma once
 
@@ -41,6 +52,12 @@ struct IndexApplyResult {
   std::string skip_reason;  // for kSkipped: why the body has no entry
 };
 
+// One physical version of an index: its definition (as created) and number.
+struct IndexVersionRef {
+  const IndexDefinition* def = nullptr;  // not owned
+  int version = 0;
+};
+
 class IndexWriter {
  public:
   // Neither is owned; both must outlive the writer. probe may be null (no
@@ -49,6 +66,20 @@ class IndexWriter {
 
   // Unavailable/Aborted: nothing committed, retry later.
   Result<IndexApplyResult> Apply(const IndexDefinition& def, int version, const Cell& cell);
+
+  // Applies `cells` (versions of `datastore`, in log order) to each of
+  // `versions` whose definition indexes the cell's column. With
+  // `record_positions`, also records in the same transaction, per shard of
+  // the cells, the highest added_id as applied (index_positions.h): every cell
+  // given, indexed or not, counts. On success: outcome[i][v] for cells[i] and
+  // versions[v] (kNotIndexed where v does not index the column).
+  // Unavailable/Aborted: nothing of the row host's transaction committed
+  // (entries on other hosts may have been written: a retry rewrites them the
+  // same); retry the whole batch. InvalidArgument: cells of more than one host.
+  // REQUIRES: every cell's row lives on one host; cells.size() <= 5000.
+  Result<std::vector<std::vector<IndexApplyResult>>> ApplyBatch(
+      const std::string& datastore, const std::vector<IndexVersionRef>& versions,
+      const std::vector<const Cell*>& cells, bool record_positions);
 
   // Removes the entry of cell version (row, column, ref_key) from `version` of
   // index `table` when the pointer says that version is the one applied (an

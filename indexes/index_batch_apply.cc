@@ -1,0 +1,293 @@
+// IndexWriter::ApplyBatch (index_writer.h): many cell versions of one host's
+// rows, to every index version given, in one transaction of that host.
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "base/log.h"
+#include "cells/mysql_client.h"
+#include "cells/shard_map.h"
+#include "indexes/index_catalog.h"
+#include "indexes/index_entry.h"
+#include "indexes/index_positions.h"
+#include "indexes/index_writer.h"
+
+namespace cellar {
+namespace {
+
+// Rows per multi-row statement: keeps every statement well under the
+// server's 65,535 placeholders whatever the number of fields.
+constexpr size_t kRowsPerStatement = 500;
+
+// A pointer row: (shard of the row, row key bytes, column).
+using PointerKey = std::tuple<uint32_t, std::string, std::string>;
+
+// What a batch does to one pointer, applied in memory in log order.
+struct PointerState {
+  int64_t applied = -1;                  // ref_key applied (as locked, then as moved)
+  std::optional<uint32_t> target;        // shard of the entry, if any
+  std::optional<uint32_t> first_target;  // as locked: where the stored entry is
+  std::optional<IndexEntry> entry;       // the end state's entry
+  size_t cell = 0;                       // the cell of the end state
+  bool moved = false;                    // some cell was applied
+};
+
+// Runs `prefix` + rows joined by `separator` + `suffix` in statements of up
+// to kRowsPerStatement rows; `row` appends the i-th row's parameters and
+// returns its text.
+template <typename RowFn>
+Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows,
+                   const std::string& separator, const std::string& suffix, RowFn&& row) {
+  for (size_t start = 0; start < rows; start += kRowsPerStatement) {
+    const size_t end = std::min(rows, start + kRowsPerStatement);
+    std::string sql = prefix;
+    std::vector<SqlParam> params;
+    for (size_t i = start; i < end; ++i) {
+      if (i > start) sql += separator;
+      sql += row(i, params);
+    }
+    sql += suffix;
+    CELLAR_RETURN_IF_ERROR(conn.Execute(sql, params).status());
+  }
+  return Status::Ok();
+}
+
+// Entry writes bound for one host: deletes of entries that moved away or are
+// gone, then upserts (grouped by column: each column_def has its own fields).
+struct HostWrites {
+  struct Delete {
+    uint32_t shard;
+    std::string row, column;
+    int64_t below_ref_key;
+  };
+  std::vector<Delete> deletes;
+  std::map<std::string, std::vector<std::pair<const IndexEntry*, const Cell*>>> upserts;
+};
+
+Status WriteEntries(MysqlConnection& conn, const std::string& table, const IndexDefinition& def,
+                    const HostWrites& w) {
+  if (!w.deletes.empty())
+    CELLAR_RETURN_IF_ERROR(ExecuteRows(
+        conn, "DELETE FROM " + table + " WHERE ", w.deletes.size(), " OR ", "",
+        [&](size_t i, std::vector<SqlParam>& p) {
+          const auto& d = w.deletes[i];
+          p.insert(p.end(), {int64_t{d.shard}, d.row, d.column, d.below_ref_key});
+          return std::string("(shard = ? AND row_key = ? AND column_key = ? AND ref_key < ?)");
+        }));
+  for (const auto& [column, rows] : w.upserts) {
+    const IndexColumnDef* cd = def.FindColumnDef(column);
+    std::string cols = "shard, row_key, column_key, ref_key, added_id, source_shard, created_at";
+    std::string marks = "?, ?, ?, ?, ?, ?, ?";
+    std::string updates;
+    for (const auto& f : cd->fields) {
+      cols += ", " + f.sql_column;
+      marks += ", ?";
+      updates += f.sql_column + " = IF(VALUES(ref_key) > ref_key, VALUES(" + f.sql_column + "), " +
+                 f.sql_column + "), ";
+    }
+    updates +=
+        "added_id = IF(VALUES(ref_key) > ref_key, VALUES(added_id), added_id), "
+        "created_at = IF(VALUES(ref_key) > ref_key, VALUES(created_at), created_at), "
+        "ref_key = GREATEST(ref_key, VALUES(ref_key))";
+    CELLAR_RETURN_IF_ERROR(ExecuteRows(
+        conn, "INSERT INTO " + table + " (" + cols + ") VALUES ", rows.size(), ", ",
+        " ON DUPLICATE KEY UPDATE " + updates, [&](size_t i, std::vector<SqlParam>& p) {
+          const auto& [e, cell] = rows[i];
+          p.insert(p.end(), {int64_t{e->target_shard}, e->row_key.ToBytes(), e->column_key,
+                             e->ref_key, e->added_id, int64_t{e->source_shard}, cell->created_at});
+          p.insert(p.end(), e->values.begin(), e->values.end());
+          return "(" + marks + ")";
+        }));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
+    const std::string& datastore, const std::vector<IndexVersionRef>& versions,
+    const std::vector<const Cell*>& cells, bool record_positions) {
+  std::vector<std::vector<IndexApplyResult>> out(cells.size(),
+                                                 std::vector<IndexApplyResult>(versions.size()));
+  if (cells.empty()) return out;
+  const ClusterConfig& cfg = store_->config();
+  std::vector<uint32_t> src(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) src[i] = ShardForRow(cells[i]->row_key, cfg.shards);
+  const size_t host = cfg.HostIndexForShard(src[0]);
+  for (uint32_t s : src)
+    if (cfg.HostIndexForShard(s) != host)
+      return InvalidArgument("an index batch holds cells of more than one host");
+  const std::string db = cfg.HostDatabase(cfg.mysql.hosts[host]);
+  const DatastoreConfig* ds = cfg.FindDatastore(datastore);
+  const int64_t now = NowMicros();
+
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForHost(host).Acquire());
+  MysqlConnection& c = *lease;
+  CELLAR_RETURN_IF_ERROR(c.Begin());
+  auto fail = [&](Status s) -> Result<std::vector<std::vector<IndexApplyResult>>> {
+    c.Rollback();
+    return s;
+  };
+
+  struct VersionWork {
+    std::map<PointerKey, PointerState> pointers;
+    std::map<size_t, HostWrites> writes;  // by host of the entry's shard
+  };
+  std::vector<VersionWork> work(versions.size());
+  for (size_t v = 0; v < versions.size(); ++v) {
+    const IndexDefinition& def = *versions[v].def;
+    auto& pointers = work[v].pointers;
+    for (size_t i = 0; i < cells.size(); ++i)
+      if (def.FindColumnDef(cells[i]->column))
+        pointers.try_emplace({src[i], cells[i]->row_key.ToBytes(), cells[i]->column});
+    if (pointers.empty()) continue;
+    const std::string pointer =
+        QualifiedTable(db, PointerTableName(def.table, versions[v].version));
+    // 1. Lock the pointers, in key order (so two batches lock in one order).
+    // Not INSERT IGNORE: on an existing row that takes a shared lock, and two
+    // writers of one row upgrading it FOR UPDATE deadlock. ON DUPLICATE KEY
+    // UPDATE locks the row exclusively at once.
+    std::vector<const PointerKey*> keys;
+    for (const auto& [k, st] : pointers) keys.push_back(&k);
+    Status locked = ExecuteRows(
+        c,
+        "INSERT INTO " + pointer + " (shard, row_key, column_key, ref_key, target_shard) VALUES ",
+        keys.size(), ", ", " ON DUPLICATE KEY UPDATE ref_key = ref_key",
+        [&](size_t i, std::vector<SqlParam>& p) {
+          const auto& [shard, row, column] = *keys[i];
+          p.insert(p.end(), {int64_t{shard}, row, column});
+          return std::string("(?, ?, ?, -1, NULL)");
+        });
+    if (!locked.ok()) return fail(locked);
+    for (size_t start = 0; start < keys.size(); start += kRowsPerStatement) {
+      const size_t end = std::min(keys.size(), start + kRowsPerStatement);
+      std::string sql =
+          "SELECT shard, row_key, column_key, ref_key, target_shard FROM " + pointer + " WHERE ";
+      std::vector<SqlParam> params;
+      for (size_t i = start; i < end; ++i) {
+        const auto& [shard, row, column] = *keys[i];
+        sql +=
+            std::string(i > start ? " OR " : "") + "(shard = ? AND row_key = ? AND column_key = ?)";
+        params.insert(params.end(), {int64_t{shard}, row, column});
+      }
+      auto rows = c.Query(sql + " FOR UPDATE", params);
+      if (!rows.ok()) return fail(rows.status());
+      for (const auto& r : *rows) {
+        auto it = pointers.find({static_cast<uint32_t>(r.Uint(0)), r.Bytes(1), r.Bytes(2)});
+        if (it == pointers.end()) continue;
+        it->second.applied = r.Int(3);
+        if (!r.IsNull(4)) it->second.target = it->second.first_target = r.Uint(4);
+      }
+      if (rows->size() != end - start) return fail(Internal("index pointer rows vanished"));
+    }
+    // 2. Apply the cells in log order, in memory.
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const Cell& cell = *cells[i];
+      const IndexColumnDef* cd = def.FindColumnDef(cell.column);
+      if (!cd) continue;
+      PointerState& p = pointers[{src[i], cell.row_key.ToBytes(), cell.column}];
+      IndexApplyResult& result = out[i][v];
+      if (p.applied >= cell.ref_key) {
+        result = {IndexApply::kStale, ""};
+        continue;
+      }
+      // An expired version (its column's TTL passed) has no entry, like a
+      // tombstone: a purge may be deleting it, and reads no longer see it.
+      const ColumnConfig* col = ds ? ds->FindColumn(cell.column) : nullptr;
+      const bool expired = col && col->ttl_ms > 0 && cell.created_at < now - col->ttl_ms * 1000;
+      std::optional<IndexEntry> entry;
+      result = {IndexApply::kRemoved, ""};
+      if (!cell.tombstone && !expired) {
+        auto e = ExtractEntry(def, *cd, cell, cfg.shards);
+        if (e.ok()) {
+          entry = std::move(e).value();
+          result = {IndexApply::kUpserted, ""};
+        } else {
+          result = {IndexApply::kSkipped, e.status().message()};
+          if (probe_) probe_->Skipped(def.table).Increment();
+          LogInfo("index", "no entry for cell",
+                  {{"index", def.table},
+                   {"cell", cell.Address(datastore)},
+                   {"reason", e.status().message()}});
+        }
+      }
+      p.applied = cell.ref_key;
+      p.target = entry ? std::optional<uint32_t>(entry->target_shard) : std::nullopt;
+      p.entry = std::move(entry);
+      p.cell = i;
+      p.moved = true;
+    }
+    // 3. The end state's entry writes, by host: the stored entry goes when
+    // the row's entry is gone or lives on another shard now; the new one is
+    // upserted (version-checked) in its shard.
+    for (const auto& [k, p] : pointers) {
+      if (!p.moved) continue;
+      const auto& [shard, row, column] = k;
+      if (p.first_target && p.target != p.first_target)
+        work[v].writes[cfg.HostIndexForShard(*p.first_target)].deletes.push_back(
+            {*p.first_target, row, column, p.applied});
+      if (p.entry)
+        work[v].writes[cfg.HostIndexForShard(p.entry->target_shard)].upserts[column].push_back(
+            {&*p.entry, cells[p.cell]});
+    }
+  }
+  // 4. Entries on other hosts first, each host in one short transaction that
+  // holds no lock while this one waits: nothing of this host is written yet.
+  for (size_t v = 0; v < versions.size(); ++v) {
+    for (const auto& [h, w] : work[v].writes) {
+      if (h == host) continue;
+      const std::string table =
+          QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[h]),
+                         EntryTableName(versions[v].def->table, versions[v].version));
+      auto other = store_->PoolForHost(h).Acquire();
+      if (!other.ok()) return fail(other.status());
+      MysqlConnection& oc = **other;
+      Status s = oc.Begin();
+      if (s.ok()) s = WriteEntries(oc, table, *versions[v].def, w);
+      if (s.ok()) s = oc.Commit();
+      if (!s.ok()) {
+        oc.Rollback();
+        return fail(s);
+      }
+    }
+  }
+  // 5. This host's entries, the pointers and the positions, then commit.
+  for (size_t v = 0; v < versions.size(); ++v) {
+    const IndexDefinition& def = *versions[v].def;
+    auto mine = work[v].writes.find(host);
+    if (mine != work[v].writes.end()) {
+      Status s = WriteEntries(c, QualifiedTable(db, EntryTableName(def.table, versions[v].version)),
+                              def, mine->second);
+      if (!s.ok()) return fail(s);
+    }
+    std::vector<std::pair<const PointerKey*, const PointerState*>> moved;
+    for (const auto& [k, p] : work[v].pointers)
+      if (p.moved) moved.emplace_back(&k, &p);
+    if (moved.empty()) continue;
+    Status s = ExecuteRows(
+        c,
+        "INSERT INTO " + QualifiedTable(db, PointerTableName(def.table, versions[v].version)) +
+            " (shard, row_key, column_key, ref_key, target_shard) VALUES ",
+        moved.size(), ", ",
+        " ON DUPLICATE KEY UPDATE ref_key = VALUES(ref_key), target_shard = VALUES(target_shard)",
+        [&](size_t i, std::vector<SqlParam>& p) {
+          const auto& [shard, row, column] = *moved[i].first;
+          const PointerState& st = *moved[i].second;
+          p.insert(p.end(), {int64_t{shard}, row, column, st.applied,
+                             st.target ? SqlParam(int64_t{*st.target}) : SqlParam(nullptr)});
+          return std::string("(?, ?, ?, ?, ?)");
+        });
+    if (!s.ok()) return fail(s);
+  }
+  if (record_positions) {
+    std::map<uint32_t, uint64_t> highest;
+    for (size_t i = 0; i < cells.size(); ++i)
+      highest[src[i]] = std::max(highest[src[i]], cells[i]->added_id);
+    if (Status s = RecordIndexPositions(c, db, datastore, highest); !s.ok()) return fail(s);
+  }
+  CELLAR_RETURN_IF_ERROR(c.Commit());
+  return out;
+}
+
+}  // namespace cellar
