@@ -10,21 +10,13 @@
 #include "changelog/cell_event.h"
 #include "changelog/consumer_groups.h"
 #include "gtest/gtest.h"
-#include "tests/indexes_test_util.h"
 #include "testing/status_printing.h"
+#include "tests/indexes_test_util.h"
 
 namespace cellar::idxtest {
 namespace {
 
 using std::chrono::seconds;
-
-IndexQuery ByDriverOf(const Uuid& driver) {
-  IndexQuery q;
-  q.index = "driver_partner_index";
-  q.shard_value = driver.ToString();
-  q.limit = 1000;
-  return q;
-}
 
 // The trip's body with `bytes` of padding in a field no index reads.
 nlohmann::json BigTripBody(const Trip& t, size_t bytes) {
@@ -46,22 +38,8 @@ bool OmittedFromTheLog(const ClusterConfig& config, const nlohmann::json& body) 
 // (row, ref_key) of every hit of `driver`.
 std::set<std::pair<Uuid, int64_t>> HitsOf(IndexReader& reader, const Uuid& driver) {
   std::set<std::pair<Uuid, int64_t>> out;
-  for (const auto& h : QueryAll(reader, ByDriverOf(driver))) out.insert({h.row_key, h.ref_key});
+  for (const auto& h : QueryAll(reader, ByDriver(driver))) out.insert({h.row_key, h.ref_key});
   return out;
-}
-
-// Entries of `row` in version `version` of index `table`, over all hosts.
-int EntryCountOf(const Cluster& c, const std::string& table, int version, const Uuid& row) {
-  int n = 0;
-  for (const auto& host : c.config.mysql.hosts) {
-    std::string out;
-    EXPECT_TRUE(Db().Execute("SELECT COUNT(*) FROM " + c.config.HostDatabase(host) + "." +
-                                 EntryTableName(table, version) + " WHERE row_key = UNHEX('" +
-                                 RowHex(row) + "')",
-                             &out));
-    n += std::atoi(out.c_str());
-  }
-  return n;
 }
 
 // Re-reads of omitted bodies that failed and will be tried again.
@@ -109,7 +87,7 @@ TEST(IndexesLargeBodyTest, OversizedBodiesAreIndexedLikeAnyOther) {
   ASSERT_TRUE(WaitFor([&] { return HitsOf(reader, driver_b).count({row, 2}) == 1; }, seconds(30)));
   EXPECT_TRUE(HitsOf(reader, driver_a).empty());
   for (const Uuid& d : {driver_a, driver_b})
-    EXPECT_EQ(WaitForConverge(*c->store, reader, def, ByDriverOf(d)), "");
+    EXPECT_EQ(WaitForConverge(*c->store, reader, def, ByDriver(d)), "");
   EXPECT_EQ(CheckProblems(*c->store, def), "");
 }
 
@@ -163,7 +141,7 @@ TEST(IndexesLargeBodyTest, RereadFailingWhileTheStoreIsDownWaitsAndTheEntryEndsR
       seconds(30)))
       << "no entry of version 2 under driver B";
   EXPECT_TRUE(HitsOf(reader, driver_a).empty()) << "version 1's entry is still there";
-  EXPECT_EQ(WaitForConverge(*c->store, reader, def, ByDriverOf(driver_b)), "");
+  EXPECT_EQ(WaitForConverge(*c->store, reader, def, ByDriver(driver_b)), "");
   EXPECT_EQ(CheckProblems(*c->store, def), "");
   EXPECT_TRUE(WaitFor([&] { return c->WorkerLag() == 0; }, seconds(30)));
 }
@@ -207,7 +185,7 @@ TEST(IndexesLargeBodyTest, OmittedBodyOfAnExpiredVersionIsAppliedAsExpired) {
   EXPECT_TRUE(WaitFor([&] { return removed() == 1; }, seconds(30)))
       << "the expired version was not applied";
   EXPECT_TRUE(WaitFor([&] { return c->WorkerLag() == 0; }, seconds(30)));
-  EXPECT_EQ(EntryCountOf(*c, def.table, 1, row), 0);
+  EXPECT_EQ(EntryCount(*c, def.table, 1, row), 0);
 }
 
 }  // namespace

@@ -34,14 +34,6 @@ uint64_t Seed() {
   return std::random_device{}();
 }
 
-IndexQuery ByDriver(const Uuid& driver, int limit = 1000) {
-  IndexQuery q;
-  q.index = "driver_partner_index";
-  q.shard_value = driver.ToString();
-  q.limit = limit;
-  return q;
-}
-
 // A random query: filters on any subset of the fields, a random order and page size.
 IndexQuery RandomQuery(std::mt19937_64& rng, const IndexDefinition& def,
                        const std::vector<Uuid>& drivers, const std::vector<Uuid>& cities) {

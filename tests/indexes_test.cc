@@ -28,28 +28,6 @@ namespace {
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-IndexQuery ByDriver(const Uuid& driver, int limit = 1000) {
-  IndexQuery q;
-  q.index = "driver_partner_index";
-  q.shard_value = driver.ToString();
-  q.limit = limit;
-  return q;
-}
-
-// Number of entries of `row` in the index version's tables over all hosts.
-int EntryCount(const Cluster& c, const std::string& table, int version, const Uuid& row) {
-  int n = 0;
-  for (const auto& host : c.config.mysql.hosts) {
-    std::string out;
-    EXPECT_TRUE(Db().Execute("SELECT COUNT(*) FROM " + c.config.HostDatabase(host) + "." +
-                                 EntryTableName(table, version) + " WHERE row_key = UNHEX('" +
-                                 RowHex(row) + "')",
-                             &out));
-    n += std::atoi(out.c_str());
-  }
-  return n;
-}
-
 uint64_t Skipped(Cluster& c, const std::string& index) {
   return c.worker->metrics()
       .GetCounter("cellar_index_skipped_total", "Cell versions without a valid entry",

@@ -211,4 +211,25 @@ std::string RowHex(const Uuid& row) {
   return s;
 }
 
+IndexQuery ByDriver(const Uuid& driver, int limit) {
+  IndexQuery q;
+  q.index = "driver_partner_index";
+  q.shard_value = driver.ToString();
+  q.limit = limit;
+  return q;
+}
+
+int EntryCount(const Cluster& c, const std::string& table, int version, const Uuid& row) {
+  int n = 0;
+  for (const auto& host : c.config.mysql.hosts) {
+    std::string out;
+    EXPECT_TRUE(Db().Execute("SELECT COUNT(*) FROM " + c.config.HostDatabase(host) + "." +
+                                 EntryTableName(table, version) + " WHERE row_key = UNHEX('" +
+                                 RowHex(row) + "')",
+                             &out));
+    n += std::atoi(out.c_str());
+  }
+  return n;
+}
+
 }  // namespace cellar::idxtest

@@ -119,4 +119,10 @@ std::string CheckProblems(CellStore& store, const IndexDefinition& def);
 // Hex of a row key without dashes (for SQL UNHEX()).
 std::string RowHex(const Uuid& row);
 
+// A query of driver_partner_index for `driver`'s trips.
+IndexQuery ByDriver(const Uuid& driver, int limit = 1000);
+
+// Number of entries of `row` in the index version's tables over all hosts.
+int EntryCount(const Cluster& c, const std::string& table, int version, const Uuid& row);
+
 }  // namespace cellar::idxtest

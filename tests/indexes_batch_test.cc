@@ -1,0 +1,178 @@
+// IndexWriter::ApplyBatch against a two-host cluster (no worker: the test
+// hands the batches over itself): each row's versions apply in order within
+// one batch, an entry that moves between hosts leaves no copy, a replayed
+// batch changes nothing, positions are recorded and never lowered, and a batch
+// spanning two hosts is refused with nothing written.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/time.h"
+#include "cells/shard_map.h"
+#include "gtest/gtest.h"
+#include "indexes/index_positions.h"
+#include "indexes/index_writer.h"
+#include "testing/status_printing.h"
+#include "tests/indexes_test_util.h"
+
+namespace cellar::idxtest {
+namespace {
+
+// A driver whose entries live on host `host` (the shard of a UUID field is
+// ShardForRow of it).
+Uuid DriverOnHost(const ClusterConfig& cfg, size_t host) {
+  while (true) {
+    Uuid d = Uuid::Random();
+    if (cfg.HostIndexForShard(ShardForRow(d, cfg.shards)) == host) return d;
+  }
+}
+
+// A row whose shard lives on host `host`.
+Uuid RowOnHost(const ClusterConfig& cfg, size_t host) { return DriverOnHost(cfg, host); }
+
+// Every cell of `rows` from the shard logs, each row's in log order.
+std::vector<Cell> CellsOf(CellStore& store, const std::vector<Uuid>& rows) {
+  std::set<Uuid> wanted(rows.begin(), rows.end());
+  std::set<uint32_t> shards;
+  for (const Uuid& r : rows) shards.insert(ShardForRow(r, store.config().shards));
+  std::vector<Cell> out;
+  for (uint32_t s : shards) {
+    auto page = store.ShardLog("trips", s, 0, 1000);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok()) continue;
+    for (Cell& c : page->cells)
+      if (wanted.count(c.row_key)) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<const Cell*> Pointers(const std::vector<Cell>& cells) {
+  std::vector<const Cell*> out;
+  for (const Cell& c : cells) out.push_back(&c);
+  return out;
+}
+
+TEST(IndexBatchTest, ABatchAppliesEachRowsVersionsInOrderAndMovedEntriesLeaveNoCopy) {
+  auto c = MakeCluster("idx_batch", /*hosts=*/2);
+  ASSERT_TRUE(c);
+  const ClusterConfig& cfg = c->config;
+  const IndexDefinition def = DriverPartnerDef(cfg);
+  const int version = ApplyIndex(*c->store, def).version;
+  IndexWriter writer(c->store.get(), nullptr);
+  IndexReader reader(c->store.get(), {def});
+  const std::vector<IndexVersionRef> versions{{&def, version}};
+  auto has = [&](const Uuid& driver, const Uuid& row, int64_t ref_key) {
+    for (const auto& h : QueryAll(reader, ByDriver(driver)))
+      if (h.row_key == row) return h.ref_key == ref_key;
+    return false;
+  };
+
+  // A row of host 0 whose driver moves between hosts 0 and 1 four times, and
+  // neighbours of host 0.
+  const Uuid row = RowOnHost(cfg, 0);
+  const Uuid here = DriverOnHost(cfg, 0), there = DriverOnHost(cfg, 1);
+  Trip t{here, Uuid::Random(), *ParseRfc3339("2026-03-01T08:00:00Z"), 9.5, "open", Uuid::Random()};
+  for (int64_t v = 1; v <= 4; ++v) {
+    t.driver = v % 2 ? here : there;
+    PutTrip(*c->store, row, v, TripBody(t));
+  }
+  std::vector<Uuid> rows{row};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 12; ++i) {
+    rows.push_back(RowOnHost(cfg, 0));
+    PutTrip(*c->store, rows.back(), 1, TripBody(RandomTrip(rng, {here, there}, {t.city})));
+  }
+  const std::vector<Cell> cells = CellsOf(*c->store, rows);
+  ASSERT_EQ(cells.size(), 4u + 12u);
+  const Cell& row_v1 = *std::find_if(cells.begin(), cells.end(), [&](const Cell& x) {
+    return x.row_key == row && x.ref_key == 1;
+  });
+
+  auto first = writer.ApplyBatch("trips", versions, Pointers(cells), /*record_positions=*/true);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  std::vector<IndexApply> row_outcomes;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (cells[i].row_key == row)
+      row_outcomes.push_back((*first)[i][0].outcome);
+    else
+      EXPECT_EQ((*first)[i][0].outcome, IndexApply::kUpserted);
+  }
+  EXPECT_EQ(row_outcomes, std::vector<IndexApply>(4, IndexApply::kUpserted));
+  EXPECT_EQ(EntryCount(*c, def.table, version, row), 1) << "a moved entry left a copy";
+  EXPECT_TRUE(has(there, row, 4));
+  EXPECT_FALSE(has(here, row, 3)) << "the entry of version 3 stayed on host 0";
+
+  // Positions: the highest added_id of each shard in the batch.
+  std::map<uint32_t, uint64_t> highest;
+  for (const Cell& cell : cells) {
+    uint64_t& h = highest[ShardForRow(cell.row_key, cfg.shards)];
+    h = std::max(h, cell.added_id);
+  }
+  for (const auto& [shard, added_id] : highest) {
+    auto applied = AppliedIndexPosition(c->store.get(), "trips", shard);
+    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+    EXPECT_EQ(*applied, added_id) << "shard " << shard;
+  }
+
+  // The same batch again (a replay): everything stale, nothing moves.
+  auto again = writer.ApplyBatch("trips", versions, Pointers(cells), true);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  for (size_t i = 0; i < cells.size(); ++i) EXPECT_EQ((*again)[i][0].outcome, IndexApply::kStale);
+  EXPECT_EQ(EntryCount(*c, def.table, version, row), 1);
+  EXPECT_TRUE(has(there, row, 4));
+  // An older part of the log replayed later does not lower a position.
+  std::vector<const Cell*> older{&row_v1};
+  ASSERT_TRUE(writer.ApplyBatch("trips", versions, older, true).ok());
+  const uint32_t row_shard = ShardForRow(row, cfg.shards);
+  EXPECT_EQ(*AppliedIndexPosition(c->store.get(), "trips", row_shard), highest[row_shard]);
+
+  // Versions out of ref_key order in one batch: each applies only if newer.
+  const Uuid row2 = RowOnHost(cfg, 0);
+  for (int64_t v : {3, 1, 2}) {
+    t.driver = v == 3 ? there : here;
+    PutTrip(*c->store, row2, v, TripBody(t));
+  }
+  const std::vector<Cell> cells2 = CellsOf(*c->store, {row2});
+  ASSERT_EQ(cells2.size(), 3u);
+  auto mixed = writer.ApplyBatch("trips", versions, Pointers(cells2), true);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ((*mixed)[0][0].outcome, IndexApply::kUpserted);
+  EXPECT_EQ((*mixed)[1][0].outcome, IndexApply::kStale);
+  EXPECT_EQ((*mixed)[2][0].outcome, IndexApply::kStale);
+  EXPECT_TRUE(has(there, row2, 3));
+  EXPECT_EQ(EntryCount(*c, def.table, version, row2), 1);
+
+  // A tombstone and a new version after it, in one batch with a replay of an
+  // old version: the entry ends on host 0 with version 6 only.
+  auto erased = c->store->Erase("trips", row, "BASE");
+  ASSERT_TRUE(erased.ok()) << erased.status().ToString();
+  t.driver = here;
+  PutTrip(*c->store, row, 6, TripBody(t));
+  std::vector<Cell> tail;
+  for (Cell& cell : CellsOf(*c->store, {row}))
+    if (cell.ref_key >= 5) tail.push_back(std::move(cell));
+  ASSERT_EQ(tail.size(), 2u);
+  tail.insert(tail.begin(), row_v1);  // replayed
+  auto ended = writer.ApplyBatch("trips", versions, Pointers(tail), true);
+  ASSERT_TRUE(ended.ok()) << ended.status().ToString();
+  EXPECT_EQ((*ended)[0][0].outcome, IndexApply::kStale);
+  EXPECT_EQ((*ended)[1][0].outcome, IndexApply::kRemoved);
+  EXPECT_EQ((*ended)[2][0].outcome, IndexApply::kUpserted);
+  EXPECT_EQ(EntryCount(*c, def.table, version, row), 1);
+  EXPECT_TRUE(has(here, row, 6));
+  EXPECT_FALSE(has(there, row, 4));
+  EXPECT_EQ(CheckProblems(*c->store, def), "");
+
+  // Cells of two hosts in one batch: refused, nothing written.
+  const Uuid far = RowOnHost(cfg, 1);
+  PutTrip(*c->store, far, 1, TripBody(t));
+  std::vector<Cell> two = CellsOf(*c->store, {far});
+  two.push_back(row_v1);
+  auto refused = writer.ApplyBatch("trips", versions, Pointers(two), true);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().ToString();
+  EXPECT_EQ(EntryCount(*c, def.table, version, far), 0);
+}
+
+}  // namespace
+}  // namespace cellar::idxtest
