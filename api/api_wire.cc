@@ -82,6 +82,7 @@ nlohmann::json PutResultToJson(const PutResult& r, const std::string& address) {
                       {"created_at", FormatRfc3339(r.created_at)},
                       {"created", r.created}};
   if (!address.empty()) j["address"] = address;
+  if (!r.position.empty()) j["position"] = r.position;
   return j;
 }
 
@@ -123,6 +124,7 @@ Result<PutResult> PutResultFromJson(const nlohmann::json& j) {
   CELLAR_RETURN_IF_ERROR(Field(j, "ref_key", &r.ref_key));
   CELLAR_RETURN_IF_ERROR(Field(j, "created", &r.created));
   CELLAR_RETURN_IF_ERROR(TimeField(j, "created_at", &r.created_at));
+  if (j.contains("position")) CELLAR_RETURN_IF_ERROR(Field(j, "position", &r.position));
   return r;
 }
 

@@ -3,7 +3,8 @@
 //
 //   cell        CellToJson (cells/cell.h): {"row_key","column","ref_key","body",
 //               "tombstone","created_at","shard","added_id"}
-//   put result  {"address","shard","added_id","ref_key","created_at","created"}
+//   put result  {"address","shard","added_id","ref_key","created_at","created",
+//                "position" (the cell's position token, cells/log_position.h; when known)}
 //   error       {"error":{"code":"Conflict","message":"...", "address":"..."?}}
 //               code is a StatusCodeName (base/status.h), or "Unauthenticated",
 //               "PermissionDenied", "MethodNotAllowed" for HTTP-only errors.

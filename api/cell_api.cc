@@ -11,6 +11,7 @@
 #include "api/json_body.h"
 #include "api/request_fields.h"
 #include "base/time.h"
+#include "cells/log_position.h"
 #include "cells/shard_map.h"
 
 namespace cellar {
@@ -235,7 +236,8 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
       }
       auto put = cells_->Erase(ds.name, *row, column, expected);
       if (!put.ok()) return Error(put.status(), shard);
-      return Json(200, PutResultToJson(*put, CellAddress(ds.name, *row, column, put->ref_key)));
+      return Json(200, PutResultToJson(WithPosition(ds, *put),
+                                       CellAddress(ds.name, *row, column, put->ref_key)));
     }
     default:
       break;
@@ -262,7 +264,7 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
       r.body = DumpJson(ErrorJson("Conflict", put.status().message(), address));
     return r;
   }
-  return Json(put->created ? 201 : 200, PutResultToJson(*put, address));
+  return Json(put->created ? 201 : 200, PutResultToJson(WithPosition(ds, *put), address));
 }
 
 ApiResponse CellApi::HandleBatch(const DatastoreConfig& ds, const ApiRequest& req) const {
@@ -285,7 +287,7 @@ ApiResponse CellApi::HandleBatch(const DatastoreConfig& ds, const ApiRequest& re
     }
     const Result<PutResult>& res = results[i];
     if (res.ok()) {
-      json item = PutResultToJson(*res, address);
+      json item = PutResultToJson(WithPosition(ds, *res), address);
       item["status"] = res->created ? 201 : 200;
       out.push_back(std::move(item));
       continue;
@@ -330,6 +332,12 @@ ApiResponse CellApi::HandleShardLog(const RouteMatch& route, const DatastoreConf
   return Json(
       200,
       {{"shard", *shard}, {"cells", CellsToJson(page->cells)}, {"next_after", page->next_after}});
+}
+
+PutResult CellApi::WithPosition(const DatastoreConfig& ds, PutResult put) const {
+  if (put.shard < config_.shards)
+    put.position = EncodeLogPosition(config_, ds.name, put.shard, put.added_id);
+  return put;
 }
 
 ApiResponse CellApi::HandleIndexQuery(const RouteMatch& route, const DatastoreConfig& ds,

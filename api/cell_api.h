@@ -5,7 +5,8 @@
 //
 // Endpoints (api_route.h) and their answers:
 //   PUT    /v1/<ds>/cells/<row>/<column>/<ref_key>  body = the cell's JSON object
-//          201 created | 200 identical retry (created:false) | 409 Conflict with "address"
+//          201 created | 200 identical retry (created:false) | 409 Conflict with "address";
+//          a put result carries "position" (see the index query's after=)
 //   POST   /v1/<ds>/cells:batch   {"cells":[{row_key,column,ref_key,body}...]}
 //          200 {"results":[{"status":201|200|409|503,...put result or "error"}]}; the
 //          cells of one row commit atomically (the others of a failed row: 409 Aborted)
@@ -22,7 +23,10 @@
 //          an integer >= 0. The contract is CellStore::Erase's (cells/cell_store.h).
 //   GET    /v1/<ds>/shards/<n>/log?after=&limit=    200 {"shard","cells","next_after"}
 //   GET    /v1/<ds>/indexes/<name>?shard_value=&where=...  200 {"hits":[...]} (index_request.h);
-//          404 for an index the server was not started with (--indexes)
+//          404 for an index the server was not started with (--indexes); with
+//          after=<a put answer's "position">: answers once the index worker has
+//          applied that put (400 for a malformed or foreign token, 503 with
+//          Retry-After past limits.index_wait)
 //   GET    /healthz 200 | /readyz 200 or 503
 // (/metrics is answered by the HTTP binding, which owns the registry.)
 //
@@ -110,6 +114,8 @@ class CellApi {
   ApiResponse InputError(const Status& status) const;
   // The error answer for `status`; records `shard` as failed for server-side errors.
   ApiResponse Error(const Status& status, int64_t shard = -1) const;
+  // `put` with its position token, which the answer carries.
+  PutResult WithPosition(const DatastoreConfig& ds, PutResult put) const;
 
   ClusterConfig config_;
   CellService* cells_;

@@ -40,6 +40,9 @@ Result<IndexQuery> ParseIndexQueryParams(
       q.limit = static_cast<int>(limit);
     } else if (name == "cursor") {
       q.cursor = value;
+    } else if (name == "after") {
+      if (value.empty()) return InvalidArgument("after: empty position token");
+      q.after = value;
     } else if (name == "verify") {
       if (value != "true" && value != "false")
         return InvalidArgument("verify must be true or false, got '" + Shown(value) + "'");
@@ -47,7 +50,7 @@ Result<IndexQuery> ParseIndexQueryParams(
     } else {
       return InvalidArgument("unknown query parameter '" + Shown(name) +
                              "' (allowed: shard_value where field order_by order limit cursor "
-                             "verify)");
+                             "verify after)");
     }
   }
   if (!have_shard_value || q.shard_value.empty())

@@ -2,6 +2,7 @@
 //
 //   GET /v1/<ds>/indexes/<name>?shard_value=V[&where=F OP X]...[&field=F]...
 //       [&order_by=F][&order=asc|desc][&limit=N][&cursor=C][&verify=true|false]
+//       [&after=P]   (P: a put answer's "position"; IndexQuery::after)
 //
 // `where` and `field` may repeat; every other parameter appears at most once.
 // `where` has the syntax of ParseIndexFilter ("city_uuid = 5c4e...",

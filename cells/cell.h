@@ -43,6 +43,10 @@ struct PutResult {
   int64_t ref_key = 0;  // the erase tombstone's ref_key for erase()
   MicrosSinceEpoch created_at = 0;
   bool created = false;  // false: the identical cell already existed (a retry)
+  // The cell's position token (cells/log_position.h), for an index query's
+  // `after`: in the HTTP API's answers, so in the client's results. Empty from
+  // CellStore itself (EncodeLogPosition(config, datastore, shard, added_id)).
+  std::string position;
 };
 
 // Bounds of a versions() read.

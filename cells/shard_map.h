@@ -6,11 +6,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "base/uuid.h"
 
 namespace cellar {
 
+// FNV-1a-64 of `bytes` (the hash of rows, index shard fields and names).
+uint64_t Fnv1a64(std::string_view bytes);
+
+// Fnv1a64 of the 16 row-key bytes.
 uint64_t RowKeyHash(const Uuid& row_key);
 
 // REQUIRES: shard_count > 0.

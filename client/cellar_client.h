@@ -71,6 +71,9 @@ struct IndexQueryRequest {
   int limit = 100;      // 1..1000
   std::string cursor;   // next_cursor of the previous page
   bool verify = false;  // drop hits whose latest cell no longer matches
+  // A put result's `position`: answer only once the index has applied that
+  // put (the server waits up to its limits.index_wait, then Unavailable).
+  std::string after;
 };
 
 struct IndexQueryHit {

@@ -298,10 +298,11 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
   if (r.Require(root, "mysql", "")) LoadMysql(r, root["mysql"], cfg.shards, &cfg.mysql);
 
   if (YAML::Node n = root["limits"]) {
-    r.CheckKeys(n, "limits", {"max_body_bytes", "max_batch_cells", "max_log_limit"});
+    r.CheckKeys(n, "limits", {"max_body_bytes", "max_batch_cells", "max_log_limit", "index_wait"});
     r.ReadInt(n, "max_body_bytes", "limits", 2, int64_t{1} << 30, &cfg.limits.max_body_bytes);
     ReadIntInto(r, n, "max_batch_cells", "limits", 1, 100000, &cfg.limits.max_batch_cells);
     ReadIntInto(r, n, "max_log_limit", "limits", 1, 1000000, &cfg.limits.max_log_limit);
+    r.ReadDurationMillis(n, "index_wait", "limits", &cfg.limits.index_wait_ms);
   }
   if (YAML::Node n = root["group_commit"]) {
     r.CheckKeys(n, "group_commit",

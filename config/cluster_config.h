@@ -71,6 +71,10 @@ struct LimitsConfig {
   int64_t max_body_bytes = 1 << 20;  // serialized JSON body, bytes
   int max_batch_cells = 1000;        // cells in one put_batch call
   int max_log_limit = 10000;         // cells in one shard_log read
+  // How long an index query given `after` (a put's position) waits for the
+  // index worker to apply it before answering Unavailable. YAML:
+  // `limits: { index_wait: 5s }`.
+  int64_t index_wait_ms = 5000;  // milliseconds
 };
 
 struct GroupCommitConfig {

@@ -23,15 +23,6 @@ const nlohmann::json* FindPath(const nlohmann::json& body, const std::string& pa
   }
 }
 
-uint64_t Fnv1a(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char b : bytes) {
-    h ^= b;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 std::string ShortestDouble(double d) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, d);
@@ -135,7 +126,7 @@ uint32_t ShardForFieldValue(const IndexField& f, const SqlParam& v, uint32_t sha
   } else if (auto* d = std::get_if<double>(&v)) {
     canonical = ShortestDouble(*d == 0 ? 0.0 : *d);  // -0 = 0 in SQL: one shard for both
   }
-  return static_cast<uint32_t>(Fnv1a(canonical) % shards);
+  return static_cast<uint32_t>(Fnv1a64(canonical) % shards);
 }
 
 Result<IndexEntry> ExtractEntry(const IndexDefinition& def, const IndexColumnDef& cd,

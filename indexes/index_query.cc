@@ -2,7 +2,9 @@
 
 #include <cctype>
 
+#include "cells/log_position.h"
 #include "indexes/index_entry.h"
+#include "indexes/index_positions.h"
 
 namespace cellar {
 namespace {
@@ -277,6 +279,14 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
     return Status::Ok();
   };
   CELLAR_RETURN_IF_ERROR(resolve(*current));
+  // Read your index writes: first wait until the worker has applied the put's
+  // shard log up to its position (then its entry, or its removal, is in).
+  if (!q.after.empty()) {
+    const ClusterConfig& cfg = store_->config();
+    CELLAR_ASSIGN_OR_RETURN(LogPosition after, DecodeLogPosition(cfg, current->datastore, q.after));
+    CELLAR_RETURN_IF_ERROR(WaitForIndexPosition(store_, current->datastore, after.shard,
+                                                after.added_id, cfg.limits.index_wait_ms));
+  }
   CELLAR_ASSIGN_OR_RETURN(IndexVersion version, catalog_.Serving(q.index));
   CELLAR_ASSIGN_OR_RETURN(const IndexDefinition vdef, VersionDefinition(*current, version));
   const IndexDefinition* def = &vdef;

@@ -55,6 +55,10 @@ struct IndexQuery {
   int limit = 100;     // 1..1000
   std::string cursor;  // from a previous result
   bool verify = false;
+  // A put's position token (cells/log_position.h): answer only once the index
+  // worker has applied everything of that put's shard up to it, waiting up to
+  // limits.index_wait_ms. Empty: answer at once (eventually consistent).
+  std::string after;
 };
 
 struct IndexHit {
@@ -77,7 +81,10 @@ class IndexReader {
   IndexReader(CellStore* store, std::vector<IndexDefinition> definitions)
       : store_(store), defs_(std::move(definitions)), catalog_(store) {}
   // NotFound for an unknown or never-applied index; InvalidArgument for a bad
-  // query (names what); Unavailable when the shard is down.
+  // query (names what), including a malformed `after` token or one of another
+  // datastore, cluster or host; Unavailable when the shard is down;
+  // DeadlineExceeded when the worker has not applied `after` within
+  // limits.index_wait_ms (says how far it is).
   Result<IndexQueryResult> Query(const IndexQuery& q);
   const IndexDefinition* Find(const std::string& index) const;
 

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "cells/mysql_client.h"
+#include "cells/shard_map.h"
 #include "changelog/relay_checkpoint.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_writer.h"
@@ -55,8 +56,7 @@ class HostLock {
 std::string PurgeLockName(const std::string& host_database) {
   std::string name = "cellar_purge:" + host_database;
   if (name.size() <= 64) return name;
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a-64: distinct databases stay distinct
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  const uint64_t h = Fnv1a64(name);  // distinct databases stay distinct
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return "cellar_purge:" + host_database.substr(0, 34) + "~" + hex;

@@ -20,6 +20,7 @@
 #include "base/uuid.h"
 #include "cells/body_codec.h"
 #include "cells/cell.h"
+#include "cells/log_position.h"
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -142,6 +143,52 @@ json MustDecode(const std::string& stored) {
   Result<json> r = DecodeBody(stored);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : json();
+}
+
+// A cluster of two hosts, four shards each, and databases named by `prefix`.
+ClusterConfig TwoHostConfig(const std::string& prefix) {
+  ClusterConfig cfg;
+  cfg.shards = 8;
+  cfg.mysql.database_prefix = prefix;
+  cfg.mysql.hosts.resize(2);
+  cfg.mysql.hosts[0].name = "db1";
+  cfg.mysql.hosts[0].shards = {0, 1, 2, 3};
+  cfg.mysql.hosts[1].name = "db2";
+  cfg.mysql.hosts[1].shards = {4, 5, 6, 7};
+  return cfg;
+}
+
+TEST(LogPositionTest, TokensRoundTripAndForeignOrMalformedOnesAreRefusedByName) {
+  const ClusterConfig cfg = TwoHostConfig("cellar");
+  const std::string token = EncodeLogPosition(cfg, "trips", 5, 123456789012);
+  auto back = DecodeLogPosition(cfg, "trips", token);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->shard, 5u);
+  EXPECT_EQ(back->added_id, 123456789012u);
+
+  // Another datastore, another cluster (database prefix), the shard moved.
+  EXPECT_EQ(DecodeLogPosition(cfg, "users", token).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeLogPosition(TwoHostConfig("other"), "trips", token).status().code(),
+            StatusCode::kInvalidArgument);
+  ClusterConfig moved = cfg;
+  moved.mysql.hosts[1].shards = {4, 6, 7};
+  moved.mysql.hosts[0].shards = {0, 1, 2, 3, 5};
+  auto foreign = DecodeLogPosition(moved, "trips", token);
+  EXPECT_EQ(foreign.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(foreign.status().message(), ::testing::HasSubstr(token));
+  EXPECT_THAT(foreign.status().message(), ::testing::HasSubstr("not one of trips"));
+
+  for (const char* text :
+       {"", "p1", "p1.5.12", "p2.5.12.00000000", "p1.x.12.00000000", "p1.5.-1.00000000",
+        "p1.5.12.000", "p1.5.12.00000000.1", "p1.99999999999999999999999.1.00000000"}) {
+    const std::string bad = text;
+    auto r = DecodeLogPosition(cfg, "trips", bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), ::testing::HasSubstr("after: '" + bad + "'")) << bad;
+  }
+  // A shard beyond the cluster's: named as foreign, not read.
+  const std::string far = "p1.8.1." + token.substr(token.rfind('.') + 1);
+  EXPECT_EQ(DecodeLogPosition(cfg, "trips", far).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(BodyCodecTest, FormatByteAndHandBuiltFrameDecode) {

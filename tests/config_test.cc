@@ -88,7 +88,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
       "      address: 10.0.0.2\n"
       "      port: 3307\n"
       "      shards: \"10-15\"\n"
-      "limits: { max_body_bytes: 2048, max_batch_cells: 10, max_log_limit: 500 }\n"
+      "limits: { max_body_bytes: 2048, max_batch_cells: 10, max_log_limit: 500, index_wait: 2s }\n"
       "group_commit: { max_batch_cells: 64, writer_threads_per_host: 2, min_pipelined_cells: 12 }\n"
       "kafka: { brokers: \"127.0.0.1:9092\", topic_prefix: cx.t, partitions: 4,"
       " max_event_body_bytes: 1000 }\n"
@@ -127,6 +127,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ(2048, c.limits.max_body_bytes);
   EXPECT_EQ(10, c.limits.max_batch_cells);
   EXPECT_EQ(500, c.limits.max_log_limit);
+  EXPECT_EQ(2000, c.limits.index_wait_ms);
   EXPECT_EQ(64, c.group_commit.max_batch_cells);
   EXPECT_EQ(2, c.group_commit.writer_threads_per_host);
   EXPECT_EQ(12, c.group_commit.min_pipelined_cells);
@@ -193,6 +194,7 @@ TEST(ConfigTest, MinimalConfigGetsDefaults) {
   EXPECT_EQ(3306, r->mysql.hosts[0].port);
   EXPECT_EQ(1 << 20, r->limits.max_body_bytes);
   EXPECT_EQ(1000, r->limits.max_batch_cells);
+  EXPECT_EQ(5000, r->limits.index_wait_ms);
   EXPECT_EQ("", r->kafka.brokers);
   EXPECT_EQ("cellar_db1", r->DatabaseForShard(63));
 }
@@ -352,9 +354,10 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
   }
   {
     const std::string yaml = Yaml("", "", "limits:\n  max_body: 10\n");
-    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "max_body",
-                                             "limits.max_body: unknown key (allowed: "
-                                             "max_body_bytes max_batch_cells max_log_limit)")));
+    EXPECT_THAT(Errors(yaml),
+                ElementsAre(At(yaml, "max_body",
+                               "limits.max_body: unknown key (allowed: "
+                               "max_body_bytes max_batch_cells max_log_limit index_wait)")));
   }
   {
     std::string yaml = Yaml();

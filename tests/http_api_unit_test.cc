@@ -212,10 +212,11 @@ TEST(JsonBodyTest, DepthIsCheckedBeforeParsing) {
 }
 
 TEST(ApiWireTest, RoundTrips) {
-  PutResult p{3, 42, 7, 1763776067716308, true};
+  PutResult p{3, 42, 7, 1763776067716308, true, "p1.3.42.0a1b2c3d"};
   auto back = PutResultFromJson(PutResultToJson(p, "t/x/B/7"));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(p.added_id, back->added_id);
+  EXPECT_EQ(p.position, back->position);
   EXPECT_EQ(p.created_at, back->created_at);
   Cell c;
   c.row_key = Uuid::Random();

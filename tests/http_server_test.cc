@@ -5,10 +5,12 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cells/log_position.h"
 #include "cells/shard_map.h"
 #include "client/cellar_client.h"
 #include "gmock/gmock.h"
@@ -408,6 +410,52 @@ TEST_F(HttpServerTest, IndexQueryThroughRawHttp) {
   auto post = raw_->Post("/v1/trips/indexes/driver_partner_index", "{}", "application/json");
   ASSERT_TRUE(post);
   EXPECT_EQ(405, post->status);
+}
+
+// Read your index writes over HTTP: a put answers its position; a query
+// given it as `after` waits for the index worker. No worker runs here, so
+// the wait ends at limits.index_wait (5 s) with 503 and Retry-After; bad and
+// foreign tokens are 400s naming them (the waiting itself: indexes_test).
+TEST_F(HttpServerTest, IndexQueryAfterAPutsPosition) {
+  const Uuid row = Uuid::Random(), driver = Uuid::Random();
+  json body = {{"driver_partner_uuid", driver.ToString()},
+               {"city_uuid", Uuid::Random().ToString()},
+               {"trip_created_at", "2026-05-01T10:00:00Z"},
+               {"fare", {{"total", 12.0}, {"currency", "USD"}}},
+               {"status", "completed"}};
+  auto put = client_->Put("trips", {row, "BASE", 1, body});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ(put->position, EncodeLogPosition(env->config, "trips", put->shard, put->added_id));
+
+  const std::string base =
+      "/v1/trips/indexes/driver_partner_index?shard_value=" + driver.ToString() + "&after=";
+  raw_->set_read_timeout(20, 0);  // httplib's default (5 s) is the server's wait
+  const auto t0 = std::chrono::steady_clock::now();
+  auto waited = raw_->Get(base + put->position);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(waited);
+  EXPECT_EQ(503, waited->status) << waited->body;
+  EXPECT_TRUE(waited->has_header("Retry-After"));
+  EXPECT_THAT(waited->body, HasSubstr("not yet " + std::to_string(put->added_id)));
+  EXPECT_GE(took, std::chrono::milliseconds(4900)) << "answered before limits.index_wait";
+
+  const std::string users_token = EncodeLogPosition(env->config, "users", put->shard, 1);
+  for (const std::string& bad : {std::string("p1.0"), std::string("garbage"), users_token}) {
+    auto r = raw_->Get(base + bad);
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(400, r->status) << bad << " -> " << r->body;
+    EXPECT_THAT(r->body, HasSubstr(bad));
+  }
+  auto empty = raw_->Get(base);
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(400, empty->status) << empty->body;
+  // The client passes `after` on.
+  IndexQueryRequest q;
+  q.shard_value = driver.ToString();
+  q.after = "garbage";
+  auto r = client_->QueryIndex("trips", "driver_partner_index", q);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_THAT(r.status().message(), HasSubstr("garbage"));
 }
 
 TEST_F(HttpServerTest, KeepAliveReusesOneConnection) {

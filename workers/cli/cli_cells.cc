@@ -5,6 +5,7 @@
 
 #include "api/api_wire.h"
 #include "cells/cell_store.h"
+#include "cells/log_position.h"
 #include "cells/shard_map.h"
 #include "retention/purger.h"
 #include "workers/cli/cli_common.h"
@@ -53,7 +54,9 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   put->callback([a, open] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
     nlohmann::json body = OrFail(ParseBody(a->body));
-    auto r = OrFail(open()->Put(a->datastore, CellWrite{row, a->column, a->ref_key, body}));
+    auto store = open();
+    auto r = OrFail(store->Put(a->datastore, CellWrite{row, a->column, a->ref_key, body}));
+    r.position = EncodeLogPosition(store->config(), a->datastore, r.shard, r.added_id);
     PrintJson(PutResultToJson(r, /*address=*/""));
   });
 
@@ -101,7 +104,9 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
                     "erase only if this ref_key is the latest version (else Conflict)");
   erase->callback([a, open] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
-    auto r = OrFail(open()->Erase(a->datastore, row, a->column, a->expected_ref));
+    auto store = open();
+    auto r = OrFail(store->Erase(a->datastore, row, a->column, a->expected_ref));
+    r.position = EncodeLogPosition(store->config(), a->datastore, r.shard, r.added_id);
     PrintJson(PutResultToJson(r, /*address=*/""));
   });
 

@@ -18,7 +18,7 @@ namespace {
 
 struct IndexArgs {
   std::string indexes_path = "indexes";
-  std::string name, shard_value, order_by, cursor;
+  std::string name, shard_value, order_by, cursor, after;
   std::vector<std::string> where, fields;
   int limit = 100;
   bool ascending = false, verify = false, repair = false;
@@ -71,6 +71,8 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
   query->add_option("--limit", a->limit, "page size (1-1000)");
   query->add_option("--cursor", a->cursor, "next_cursor of the previous page");
   query->add_flag("--verify", a->verify, "re-read each hit's latest cell and drop stale hits");
+  query->add_option("--after", a->after,
+                    "a put's \"position\": wait until the index has applied that put");
   query->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
     auto defs = LoadDefsOrExit(cfg, *a);
@@ -85,6 +87,7 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     q.limit = a->limit;
     q.cursor = a->cursor;
     q.verify = a->verify;
+    q.after = a->after;
     auto store = CellStore::Open(cfg);
     IndexReader reader(store.get(), defs);
     nlohmann::json out = IndexQueryResultToJson(a->name, OrFail(reader.Query(q)), a->verify);
