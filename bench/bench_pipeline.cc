@@ -10,7 +10,7 @@
 //
 // Steps: for each rate of --steps (writes/s), single puts (one new trip cell
 // per put, with the fields driver_partner_index reads) are paced open-loop at
-// that rate for --step-seconds from --writer-threads threads through
+// that rate for --step-seconds from --put-threads threads through
 // CellStore::PutAsync with at most --window puts in flight (a full window
 // delays the writers, so the achieved rate shows it). Per step:
 //   - commit-ack to index-visible p50/p99: --visibility-per-s sampled puts per
@@ -162,7 +162,8 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
       return rc;
     for (size_t i = 0; i < o.steps.size(); ++i) {
       StepFigures step;
-      if (int rc = RunStep(store.get(), stages, o, datastore, column, run, i, o.steps[i], &step);
+      if (int rc = RunStep(cluster, store.get(), stages, o, datastore, column, run, i, o.steps[i],
+                           &step);
           rc)
         return rc;
       result.steps.push_back(step);
@@ -210,7 +211,7 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--step-seconds", o->step_seconds, "duration of each step's writes")
       ->check(CLI::Range(0.5, 3600.0))
       ->capture_default_str();
-  cmd->add_option("--writer-threads", o->writer_threads, "threads pacing the PutAsync calls")
+  cmd->add_option("--put-threads", o->writer_threads, "threads pacing the PutAsync calls")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--window", o->window, "PutAsync calls in flight at most")

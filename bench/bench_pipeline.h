@@ -46,9 +46,9 @@ struct PipelineBenchOptions {
   int writer_threads = 2;     // threads pacing PutAsync calls
   int window = 4096;          // PutAsync calls in flight at most
   int body_bytes = 400;       // approximate JSON size of a trip body
-  int visibility_per_s = 50;  // puts sampled for index visibility per second
+  int visibility_per_s = 20;  // puts sampled for index visibility per second
   int pollers = 2;            // threads querying the index for sampled puts
-  int poll_ms = 2;            // pause between a poller's rounds
+  int poll_ms = 5;            // pause between a poller's rounds
   double lag_sample_ms = 200;
   int drain_timeout_s = 60;  // after a step: wait this long for every stage
   int drain_cells = 50000;   // backlog for the throughput phase (0: skip it)
@@ -165,8 +165,10 @@ struct StepFigures {
   double achieved = 0;        // ok / seconds (first slot to the last put answered)
   uint64_t window_waits = 0;  // puts that waited for a free slot of the window
   double put_p50 = 0, put_p99 = 0;
-  Quantiles index, handler, webhook;                  // commit-ack to visible / handler / sink, ms
-  uint64_t not_visible = 0;                           // sampled puts not visible within 10 s
+  Quantiles index, handler, webhook;  // commit-ack to visible / handler / sink, ms
+  uint64_t not_visible = 0;           // sampled puts not visible within 10 s
+  uint64_t index_queries = 0;         // visibility queries the pollers sent
+  double cpu_busy = 0;  // this process + the private MariaDB, share of all cores (0: unknown)
   uint64_t handler_missing = 0, webhook_missing = 0;  // not arrived after the drain wait
   LagTrend relay_lag, index_lag, handler_lag, webhook_lag;
   double drain_s = 0;  // after the writes: until every stage had every cell
@@ -176,10 +178,11 @@ struct StepFigures {
 };
 
 // Runs step `step` at `rate` writes/s: paced PutAsync writes, visibility
-// probes and lag samples, then waits for every stage to catch up.
-int RunStep(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
-            const std::string& datastore, const std::string& column, const std::string& run,
-            size_t step, double rate, StepFigures* out);
+// probes and lag samples, then waits for every stage to catch up. CPU is
+// measured for `cluster`'s private MariaDB (when there is one) and this process.
+int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
+            const PipelineBenchOptions& o, const std::string& datastore, const std::string& column,
+            const std::string& run, size_t step, double rate, StepFigures* out);
 
 // ---- Throughput from a backlog (bench_pipeline_drain.cc) -----------------------------
 

@@ -45,6 +45,8 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   j["index_lag"] = LagJson(s.index_lag);
   j["trigger_lag"] = LagJson(s.handler_lag);
   j["webhook_lag"] = LagJson(s.webhook_lag);
+  j["index_queries"] = s.index_queries;
+  j["cpu_busy"] = Round(s.cpu_busy, 3);
   j["drain_s"] = Round(s.drain_s, 3);
   j["sustained"] = s.sustained;
   if (!s.sustained) j["why"] = s.verdict;
@@ -102,6 +104,9 @@ int PrintPipelineReport(const PipelineRun& r) {
     t.Add("commit-ack to index-visible p50 / p99 / max ms",
           Ms(s.index) + (s.not_visible ? ", " + std::to_string(s.not_visible) + " not visible"
                                        : std::string()));
+    t.Add("index visibility queries",
+          std::to_string(s.index_queries) + " (" +
+              FormatNumber(s.index_queries / std::max(s.seconds, 1e-9), 0) + "/s)");
     t.Add("commit-ack to no-op handler p50 / p99 / max ms",
           Ms(s.handler) + (s.handler_missing ? ", " + std::to_string(s.handler_missing) + " missing"
                                              : std::string()));
@@ -112,6 +117,8 @@ int PrintPipelineReport(const PipelineRun& r) {
     t.Add("index lag, events", LagText(s.index_lag));
     t.Add("no-op trigger lag, events", LagText(s.handler_lag));
     t.Add("webhook trigger lag, events", LagText(s.webhook_lag));
+    t.Add("CPU busy (this process with the broker + MariaDB)",
+          s.cpu_busy > 0 ? FormatNumber(100 * s.cpu_busy, 0) + " % of all cores" : "n/a");
     t.Add("every stage caught up after the writes in",
           s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");
     t.Add("verdict", s.sustained ? "sustained" : "not sustained: " + s.verdict);

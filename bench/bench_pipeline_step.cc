@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -78,6 +79,7 @@ class VisibilityProbe {
   // Samples neither visible yet nor given up on.
   uint64_t unresolved() const { return unresolved_.load(); }
   uint64_t not_visible() const { return not_visible_.load(); }
+  uint64_t queries() const { return queries_.load(); }
   std::vector<double> Millis() const {
     std::lock_guard<std::mutex> lock(mu_);
     return ms_;
@@ -95,6 +97,7 @@ class VisibilityProbe {
   };
 
   bool Visible(const Sample& s) {
+    queries_++;
     IndexQuery q;
     q.index = index_;
     q.shard_value = s.driver.ToString();
@@ -138,7 +141,7 @@ class VisibilityProbe {
   const std::string index_;
   std::vector<Queue> pending_;
   std::atomic<size_t> next_{0};
-  std::atomic<uint64_t> unresolved_{0}, not_visible_{0};
+  std::atomic<uint64_t> unresolved_{0}, not_visible_{0}, queries_{0};
   mutable std::mutex mu_;
   std::vector<double> ms_;
   std::vector<std::jthread> threads_;  // last: stopped and joined first
@@ -218,9 +221,9 @@ std::string Verdict(const StepFigures& s) {
 
 double GrowthAllowance(double rate) { return std::max(50.0, 0.1 * rate); }
 
-int RunStep(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
-            const std::string& datastore, const std::string& column, const std::string& run,
-            size_t step, double rate, StepFigures* out) {
+int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
+            const PipelineBenchOptions& o, const std::string& datastore, const std::string& column,
+            const std::string& run, size_t step, double rate, StepFigures* out) {
   out->rate = rate;
   const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(rate * o.step_seconds));
   const int64_t sample_every =
@@ -239,6 +242,8 @@ int RunStep(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
 
   const Counts start = Take(stages, 0, 0);
   std::vector<Counts> samples;
+  const double cpu_before = ProcessCpuSeconds();
+  const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
   Stopwatch clock;
   std::atomic<bool> writing{true};
   std::jthread sampler([&] {
@@ -282,6 +287,11 @@ int RunStep(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
   });
   window.WaitEmpty();
   out->seconds = clock.Seconds();
+  const double client_cpu = ProcessCpuSeconds() - cpu_before;
+  const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
+  if (server_cpu_before && server_cpu_after)
+    out->cpu_busy = (client_cpu + *server_cpu_after - *server_cpu_before) /
+                    (out->seconds * std::max(1u, std::thread::hardware_concurrency()));
   writing = false;
   sampler.join();
   if (StopRequested()) return 130;
@@ -313,6 +323,7 @@ int RunStep(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
   }
   out->index = Of(probe.Millis());
   out->not_visible = probe.not_visible() + probe.unresolved();
+  out->index_queries = probe.queries();
   out->handler = Of(handler.ack.Join());
   out->webhook = Of(webhook.ack.Join());
   out->handler_missing = n - std::min<uint64_t>(n, handler.arrived.load());

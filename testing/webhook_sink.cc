@@ -1,6 +1,9 @@
 #include "testing/webhook_sink.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -8,6 +11,32 @@
 #include "testing/wait_for.h"
 
 namespace cellar::testing {
+namespace {
+
+// cpp-httplib listens with a backlog of CPPHTTPLIB_LISTEN_BACKLOG (5). A
+// webhook caller opens a connection per delivery, so under load the accept
+// queue overflows, the kernel drops the SYN and that delivery waits ~1 s for
+// the retransmission: a property of the sink, not of the caller. Calling
+// listen() again on the listening socket raises its backlog (Linux); the
+// socket is found among this process's descriptors as the one listening on
+// 127.0.0.1:`port`. Best effort: nothing changes if it is not found.
+void RaiseListenBacklog(int port) {
+  const long max_fd = sysconf(_SC_OPEN_MAX);
+  for (int fd = 0; fd < max_fd && fd < 65536; ++fd) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
+    if (addr.sin_family != AF_INET || ntohs(addr.sin_port) != port) continue;
+    int listening = 0;
+    socklen_t opt_len = sizeof(listening);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &opt_len) != 0 || !listening)
+      continue;
+    listen(fd, SOMAXCONN);
+    return;
+  }
+}
+
+}  // namespace
 
 struct WebhookSink::Impl {
   httplib::Server server;
@@ -26,6 +55,7 @@ Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler) {
       });
   impl->port = impl->server.bind_to_any_port("127.0.0.1");
   if (impl->port <= 0) return Unavailable("webhook sink: cannot bind a port on 127.0.0.1");
+  RaiseListenBacklog(impl->port);
   httplib::Server* server = &impl->server;
   impl->thread = std::thread([server] { server->listen_after_bind(); });
   // Owned from here: the destructor stops the server and joins the thread.

@@ -2,7 +2,9 @@
 // free 127.0.0.1 port (cpp-httplib). Every POST, to any path, is passed to the
 // handler, whose return value is the HTTP status answered (with a short
 // body). For tests and benchmarks that run webhook triggers against a sink
-// they observe directly; the standalone program is cellar-webhook-sink.
+// they observe directly; the standalone program is cellar-webhook-sink. The
+// listen backlog is raised to SOMAXCONN (cpp-httplib's is 5), so callers
+// opening a connection per delivery do not wait for SYN retransmissions.
 //
 // Threading: the handler is called concurrently from the server's worker
 // threads and must be thread-safe; it must not block longer than the
