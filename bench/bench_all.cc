@@ -463,7 +463,7 @@ std::string SettingsText(const Json& j) {
       "cells",           "callers",         "clients",        "gets",        "rate",
       "achieved_rate",   "concurrency",     "entries",        "shards",      "partitions",
       "raw_connections", "max_batch_cells", "writer_threads", "batch_cells", "poll_min_ms",
-      "poll_max_ms",     "step_seconds",    "window"};
+      "poll_max_ms",     "step_seconds",    "window",         "put_threads"};
   std::string text;
   for (const char* key : kKeys) {
     if (!j.contains(key)) continue;

@@ -172,7 +172,7 @@ int PrintPipelineReport(const PipelineRun& r) {
   j["throughput_from"] = "backlog";
   j["backlog_cells"] = r.drain.cells;
   j["step_seconds"] = o.step_seconds;
-  j["writer_threads"] = o.writer_threads;
+  j["put_threads"] = o.writer_threads;
   j["window"] = o.window;
   j["shards"] = cfg.shards;
   j["partitions"] = cfg.kafka.partitions;
