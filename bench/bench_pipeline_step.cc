@@ -301,8 +301,8 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   out->window_waits = window_waits.load();
   out->achieved = out->ok / out->seconds;
 
-  // Until every stage has every cell of the step (bounded).
-  Stopwatch drain;
+  // Until every stage has every cell of the step (bounded), timed from the
+  // last put's answer.
   const uint64_t n = out->ok;
   out->drained = testing::WaitFor(
       [&] {
@@ -314,7 +314,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
       },
       std::chrono::seconds(o.drain_timeout_s), std::chrono::milliseconds(5));
   if (StopRequested()) return 130;
-  out->drain_s = drain.Seconds();
+  out->drain_s = clock.Seconds() - out->seconds;
 
   {
     std::lock_guard<std::mutex> lock(mu);
