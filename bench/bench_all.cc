@@ -1,4 +1,4 @@
-// `cellar-bench all`: runs the put, http, relay, trigger and index benchmarks
+// `cellar-bench all`: runs the put, http, relay, trigger, index and pipeline benchmarks
 // one after the other and writes their headline figures, each next to the
 // baseline measured in the same run, to a markdown file (BENCHMARKS.md).
 //
@@ -66,9 +66,10 @@ struct AllOptions {
 // One benchmark of the run and the sizes it is given.
 struct BenchSpec {
   std::string name;
-  // A full run (about 10-15 minutes in all on 2 cores): every benchmark's own
-  // defaults are small enough, so no sizes are passed (only put's
-  // --single-row-baseline, which one of its targets is judged against).
+  // A full run (about 15-20 minutes in all on 2 cores; pipeline's 30 s steps
+  // stop at the first one not sustained): every benchmark's own defaults are
+  // small enough, so no sizes are passed (only put's --single-row-baseline,
+  // which one of its targets is judged against).
   std::vector<std::string> full_args;
   // --quick: about 30-60 s each, private MariaDB start-up included.
   std::vector<std::string> quick_args;
@@ -111,6 +112,14 @@ const std::vector<BenchSpec>& AllBenches() {
        "Kafka; the rest is the index worker). query baseline = the same SQL text through a raw "
        "`MysqlConnection`; the ratio is `IndexReader::Query` latency as a multiple of that "
        "(1.10x = 1.10x of raw SQL). upserts/s have no baseline."},
+      {"pipeline",
+       {},
+       {"--steps", "500,1000,2000", "--step-seconds", "3", "--drain-cells", "5000", "--raw-rows",
+        "10000", "--raw-rounds", "1"},
+       "baseline = raw multi-row INSERTs (100 rows each) into the host tables on the same server "
+       "(median round); ratio = the highest write rate the relay, index worker and both triggers "
+       "sustain together (p99s < 100 ms, no lag growing) / raw rows/s. Stage events/s come from "
+       "a backlog each stage works through alone."},
   };
   return kBenches;
 }
@@ -421,6 +430,21 @@ std::vector<FigureRow> IndexRows(const Json& j) {
           LatencyRow(j, "query p99 ms", "query_p99_ms", "baseline_query_p99_ms")};
 }
 
+std::vector<FigureRow> PipelineRows(const Json& j) {
+  FigureRow sustained = RateRow(j, "sustained single puts/s (whole pipeline)",
+                                "sustained_writes_per_s", "raw_rows_per_s", "ratio");
+  sustained.target = Verdict(">= 0.25", AtLeast(Number(j, "ratio"), 0.25));
+  return {sustained,
+          PlainRow(j, "commit-ack to index-visible p99 ms at that rate", "index_p99_ms", 2,
+                   Verdict("p99 < 100 ms", Below(Number(j, "index_p99_ms"), 100))),
+          PlainRow(j, "commit-ack to no-op handler p99 ms at that rate", "trigger_p99_ms", 2,
+                   Verdict("p99 < 100 ms", Below(Number(j, "trigger_p99_ms"), 100))),
+          PlainRow(j, "commit-ack to webhook sink p99 ms at that rate", "webhook_p99_ms", 2),
+          PlainRow(j, "relay events/s (from a backlog)", "relay_events_per_s", 0),
+          PlainRow(j, "index upserts/s (from a backlog)", "index_upserts_per_s", 0),
+          PlainRow(j, "no-op trigger events/s (from a backlog)", "trigger_events_per_s", 0)};
+}
+
 std::vector<FigureRow> FigureRows(const BenchRun& run) {
   if (!run.failure.empty() || !run.json) return {{run.failure, "", "", "", ""}};
   const Json& j = *run.json;
@@ -429,16 +453,17 @@ std::vector<FigureRow> FigureRows(const BenchRun& run) {
   if (run.name == "relay") return RelayRows(j);
   if (run.name == "trigger") return TriggerRows(j);
   if (run.name == "index") return IndexRows(j);
+  if (run.name == "pipeline") return PipelineRows(j);
   return {};
 }
 
 // "shards 64, rate 500, ..." from the settings keys the benchmark reported.
 std::string SettingsText(const Json& j) {
   static const char* kKeys[] = {
-      "cells",          "callers",       "clients",         "gets",
-      "rate",           "achieved_rate", "concurrency",     "entries",
-      "shards",         "partitions",    "raw_connections", "max_batch_cells",
-      "writer_threads", "batch_cells",   "poll_min_ms",     "poll_max_ms"};
+      "cells",           "callers",         "clients",        "gets",        "rate",
+      "achieved_rate",   "concurrency",     "entries",        "shards",      "partitions",
+      "raw_connections", "max_batch_cells", "writer_threads", "batch_cells", "poll_min_ms",
+      "poll_max_ms",     "step_seconds",    "window",         "put_threads"};
   std::string text;
   for (const char* key : kKeys) {
     if (!j.contains(key)) continue;
@@ -621,7 +646,8 @@ void AddAllCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<AllOptions>();
   CLI::App* cmd = app.add_subcommand(
       "all",
-      "runs put, http, relay, trigger and index (each as a child process) and writes their "
+      "runs put, http, relay, trigger, index and pipeline (each as a child process) and writes "
+      "their "
       "figures next to the same run's baselines as a markdown table to --out");
   cmd->add_option("--config", o->config_path,
                   "cluster config (YAML) of a running cluster, passed to every benchmark; "

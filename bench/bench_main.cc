@@ -13,6 +13,8 @@ namespace cellar::bench {
 void AddRelayCommand(CLI::App& app, int* exit_code);
 void AddTriggerCommand(CLI::App& app, int* exit_code);
 void AddIndexCommand(CLI::App& app, int* exit_code);
+// Registers `pipeline`: the whole write path under stepped load (bench_pipeline.cc).
+void AddPipelineCommand(CLI::App& app, int* exit_code);
 // Registers `all`: runs the others as child processes, writes BENCHMARKS.md (bench_all.cc).
 void AddAllCommand(CLI::App& app, int* exit_code);
 }  // namespace cellar::bench
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
   cellar::bench::AddRelayCommand(app, &exit_code);
   cellar::bench::AddTriggerCommand(app, &exit_code);
   cellar::bench::AddIndexCommand(app, &exit_code);
+  cellar::bench::AddPipelineCommand(app, &exit_code);
   cellar::bench::AddAllCommand(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -1,6 +1,8 @@
 // Tests of the test support library itself: a private MariaDB survives a
-// crash with its data, and the local broker carries a message end to end.
+// crash with its data, the local broker carries a message end to end, and the
+// webhook sink hands every POST to its handler and answers its status.
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <librdkafka/rdkafkacpp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,14 +14,18 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "testing/local_broker.h"
 #include "testing/private_mariadb.h"
 #include "testing/test_cluster.h"
+#include "testing/webhook_sink.h"
 
 namespace cellar::testing {
 namespace {
@@ -223,6 +229,36 @@ TEST(LocalBrokerTest, ProduceAndConsumeOneMessage) {
   ASSERT_EQ(RdKafka::ERR_NO_ERROR,
             producer->query_watermark_offsets("support.test", 1, &low, &high, 10000));
   EXPECT_EQ(0, high);
+}
+
+TEST(WebhookSinkTest, EveryPostReachesTheHandlerAndItsStatusIsAnswered) {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> received;
+  auto sink = WebhookSink::Start([&](const std::string& path, const std::string& body) {
+    std::lock_guard<std::mutex> lock(mu);
+    received.emplace_back(path, body);
+    return path == "/down" ? 503 : 200;
+  });
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  ASSERT_GT((*sink)->port(), 0);
+  EXPECT_EQ((*sink)->Url("/hook"), "http://127.0.0.1:" + std::to_string((*sink)->port()) + "/hook");
+
+  httplib::Client client("127.0.0.1", (*sink)->port());
+  auto ok = client.Post("/hook", R"({"a":1})", "application/json");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200);
+  auto down = client.Post("/down", "x", "text/plain");
+  ASSERT_TRUE(down) << httplib::to_string(down.error());
+  EXPECT_EQ(down->status, 503);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(received.size(), 2u);
+    EXPECT_EQ(received[0], std::make_pair(std::string("/hook"), std::string(R"({"a":1})")));
+    EXPECT_EQ(received[1], std::make_pair(std::string("/down"), std::string("x")));
+  }
+  const int port = (*sink)->port();
+  sink->reset();  // stopped: nothing listens on the port any more
+  EXPECT_FALSE(TcpConnects(port));
 }
 
 }  // namespace

@@ -1,0 +1,265 @@
+// `cellar-bench pipeline`: the whole write path under load at once (issue 16):
+// the maximum write rate the relay, an index worker and two triggers sustain.
+//
+// One cluster (a private MariaDB and a private local broker unless --config
+// names a running cluster; then stop its relays, index workers and triggers
+// first), 64 shards by default. In this process: the relay, one IndexWorker
+// with driver_partner_index (--index-yaml, the example definition), a no-op
+// C++ trigger (TriggerWorker) and a webhook trigger posting to an in-process
+// HTTP sink on a free loopback port (testing::WebhookSink), both on trips/BASE.
+//
+// Steps: for each rate of --steps (writes/s), single puts (one new trip cell
+// per put, with the fields driver_partner_index reads) are paced open-loop at
+// that rate for --step-seconds from --put-threads threads through
+// CellStore::PutAsync with at most --window puts in flight (a full window
+// delays the writers, so the achieved rate shows it). Per step:
+//   - commit-ack to index-visible p50/p99: --visibility-per-s sampled puts per
+//     second are queried through IndexReader by their driver until the row is
+//     returned (the method of `cellar-bench index`);
+//   - commit-ack to the no-op handler's start and to the sink's receipt
+//     p50/p99, every put joined by (shard, added_id) (AckLatency);
+//   - the achieved write rate (puts answered OK / first slot to last answer);
+//   - each stage's lag, counted in process: cells acknowledged to the writers
+//     minus events the stage finished (relay: Kafka acknowledged; index:
+//     events applied; triggers: handler calls, sink receipts), sampled every
+//     --lag-sample-ms; it "grows" when its mean over the last third of the
+//     writes exceeds its mean over the first third by more than 0.1 s of
+//     writes at the step's rate (at least 50 events).
+// Then the stages get --drain-timeout to catch up before the next step. A
+// step is sustained when the index, no-op trigger and webhook p99s are all
+// < 100 ms, no lag grows, every sample became visible and every event
+// arrived, no put failed and the achieved rate is >= 95% of the target.
+// Stepping stops after the first step that is not sustained; the sustained
+// rate is the highest sustained step's target.
+//
+// Throughput (bench_pipeline_drain.cc): from a backlog of --drain-cells cells
+// written with every stage stopped, each stage alone, first to N-th event.
+// Baseline: the raw 100-row INSERT rate into the host tables on the same
+// server (bench_put_raw.h, median of --raw-rounds rounds), measured last with
+// every stage stopped. ratio = sustained writes/s / raw rows/s (target >= 0.25).
+#include "bench/bench_pipeline.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "base/uuid.h"
+#include "bench/bench_put_phases.h"
+#include "changelog/relay.h"
+#include "indexes/index_catalog.h"
+#include "indexes/index_query.h"
+#include "testing/wait_for.h"
+
+#ifndef CELLAR_SOURCE_DIR
+#define CELLAR_SOURCE_DIR "."
+#endif
+
+namespace cellar::bench::pipeline {
+namespace {
+
+Result<IndexDefinition> LoadIndex(const PipelineBenchOptions& o, const ClusterConfig& cfg) {
+  CELLAR_ASSIGN_OR_RETURN(auto defs, LoadIndexDefinitions(o.index_yaml, cfg));
+  for (const auto& d : defs)
+    if (d.table == kIndexName) return d;
+  return InvalidArgument(o.index_yaml + ": no index named " + kIndexName);
+}
+
+// One put, then until the index returns it and both triggers had it (their
+// consumer groups have joined): *seconds. 0, or the run's exit code.
+int WarmUp(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
+           const std::string& datastore, const std::string& column, const std::string& run,
+           double* seconds) {
+  Progress("warm-up: one put, until the index and both triggers have it");
+  std::mt19937_64 rng(std::random_device{}());
+  const Uuid driver = Uuid::Random(), row = Uuid::Random();
+  auto put = store->Put(datastore, {row, column, 0, StepBody(rng, o.body_bytes, run, -2, driver)});
+  if (!put.ok()) {
+    Progress("warm-up put failed: " + put.status().ToString());
+    return 1;
+  }
+  IndexReader reader(store, {stages.index()});
+  IndexQuery q;
+  q.index = kIndexName;
+  q.shard_value = driver.ToString();
+  auto visible = [&] {
+    auto r = reader.Query(q);
+    return r.ok() && !r->hits.empty();
+  };
+  Stopwatch clock;
+  const bool ready = testing::WaitFor(
+      [&] {
+        return StopRequested() || (stages.handled() >= 1 && stages.delivered() >= 1 && visible());
+      },
+      std::chrono::seconds(o.timeout_s), std::chrono::milliseconds(5));
+  if (StopRequested()) return 130;
+  if (!ready) {
+    Progress("warm-up: the stages did not all see the first put within " +
+             std::to_string(o.timeout_s) + " s");
+    return 1;
+  }
+  *seconds = clock.Seconds();
+  return 0;
+}
+
+int RunPipelineBench(const PipelineBenchOptions& o) {
+  if (!std::getenv("CELLAR_LOG_LEVEL")) SetLogLevel(LogLevel::kWarn);
+  auto opened = OpenPipelineCluster(o.cluster, o.partitions);
+  if (!opened.ok()) {
+    Progress(opened.status().ToString());
+    return 2;
+  }
+  BenchCluster cluster = std::move(opened->cluster);
+  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
+  const ClusterConfig& cfg = cluster.config;
+  auto def = LoadIndex(o, cfg);
+  if (!def.ok()) {
+    Progress("index definition: " + def.status().ToString());
+    return 2;
+  }
+  const std::string datastore = def->datastore;
+  const std::string column = def->column_defs.at(0).column_key;
+
+  std::unique_ptr<CellStore> store = CellStore::Open(cfg);
+  Progress("creating host databases and tables (" + std::to_string(cfg.mysql.hosts.size()) +
+           " hosts, " + std::to_string(cfg.shards) + " shards)");
+  if (Status s = store->Init(); !s.ok()) {
+    Progress("init failed: " + s.ToString());
+    return 1;
+  }
+  for (const auto& st : ReadRelayStatus(*store))
+    if (st.owned) {
+      Progress("the " + st.datastore + " log of host " + st.host +
+               " is owned by a running relay: stop the cluster's relays first");
+      return 2;
+    }
+  IndexCatalog catalog(store.get());
+  if (auto applied = catalog.Apply(*def); !applied.ok()) {
+    Progress("index apply failed: " + applied.status().ToString());
+    return 1;
+  }
+  if (StopRequested()) return 130;
+
+  const std::string run = Uuid::Random().ToString().substr(0, 8);
+  PipelineRun result{.o = o,
+                     .cluster = cluster,
+                     .private_broker = broker != nullptr,
+                     .warmup_s = 0,
+                     .steps = {},
+                     .drain = {},
+                     .raw = {}};
+  {
+    Stages stages(store.get(), o, run, *def, o.steps.size());
+    Progress("starting the relay, the index worker, the no-op and the webhook trigger");
+    if (Status s = stages.Start(); !s.ok()) {
+      Progress("stages start failed: " + s.ToString());
+      return 1;
+    }
+    if (int rc = WarmUp(store.get(), stages, o, datastore, column, run, &result.warmup_s); rc)
+      return rc;
+    for (size_t i = 0; i < o.steps.size(); ++i) {
+      StepFigures step;
+      if (int rc = RunStep(cluster, store.get(), stages, o, datastore, column, run, i, o.steps[i],
+                           &step);
+          rc)
+        return rc;
+      result.steps.push_back(step);
+      if (!step.sustained) break;
+    }
+    if (o.drain_cells > 0)
+      if (int rc = RunDrain(store.get(), stages, o, datastore, column, run, &result.drain); rc)
+        return rc;
+  }
+
+  Progress("baseline: raw 100-row INSERTs into the host tables (every stage stopped)");
+  std::mt19937_64 rng(std::random_device{}());
+  RawRounds raw =
+      RunRawRounds(cluster, "raw", o.raw_rounds, {.connections_per_host = o.raw_connections}, [&] {
+        return PlanRawStatements(cfg, datastore, column, o.raw_rows, 100, o.body_bytes, rng);
+      });
+  if (raw.exit_code != 0) return raw.exit_code;
+  result.raw = {raw.rates, raw.median_rows_per_s};
+  store->Close();
+  return PrintPipelineReport(result);
+}
+
+}  // namespace
+}  // namespace cellar::bench::pipeline
+
+namespace cellar::bench {
+
+void AddPipelineCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<pipeline::PipelineBenchOptions>();
+  o->index_yaml =
+      std::string(CELLAR_SOURCE_DIR) + "/config/examples/indexes/driver_partner_index.yaml";
+  CLI::App* cmd = app.add_subcommand(
+      "pipeline",
+      "the whole write path at once: single puts at stepped rates with the relay, an index "
+      "worker (driver_partner_index), a no-op and a webhook trigger; the highest rate they "
+      "sustain (p99s < 100 ms, no lag growing) vs raw 100-row INSERTs (target ratio >= 0.25)");
+  AddClusterOptions(cmd, &o->cluster);
+  cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--steps", o->steps, "write rates (writes/s) of the steps, in order")
+      ->delimiter(',')
+      ->check(CLI::Range(1.0, 1000000.0))
+      ->capture_default_str();
+  cmd->add_option("--step-seconds", o->step_seconds, "duration of each step's writes")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--put-threads", o->writer_threads, "threads pacing the PutAsync calls")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--window", o->window, "PutAsync calls in flight at most")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a trip body")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--visibility-per-s", o->visibility_per_s,
+                  "puts per second polled for index visibility")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--pollers", o->pollers, "threads polling the index for sampled puts")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--poll-ms", o->poll_ms, "pause between visibility query rounds")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--lag-sample-ms", o->lag_sample_ms, "interval of the lag samples")
+      ->check(CLI::Range(10.0, 10000.0))
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", o->drain_timeout_s,
+                  "seconds the stages get to catch up after a step")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--drain-cells", o->drain_cells,
+                  "backlog each stage works through for its events/s (0: skip)")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--raw-rows", o->raw_rows, "rows per round of the raw INSERT baseline")
+      ->check(CLI::Range(100, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--raw-rounds", o->raw_rounds, "rounds of the raw baseline (median counts)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--raw-connections", o->raw_connections,
+                  "parallel connections per host for the raw baseline")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--concurrency", o->trigger_concurrency, "no-op handler threads")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--index-yaml", o->index_yaml, "file defining driver_partner_index")
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "seconds for the warm-up and each throughput wait")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  cmd->callback([o, exit_code] { *exit_code = pipeline::RunPipelineBench(*o); });
+}
+
+}  // namespace cellar::bench

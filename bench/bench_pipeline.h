@@ -1,0 +1,226 @@
+// The parts of `cellar-bench pipeline` (what it measures is described at the
+// top of bench_pipeline.cc): its options, the stages running in the process
+// (relay, index worker, no-op trigger, webhook trigger and its sink), one
+// step at a stepped write rate, the throughput from a backlog and the report.
+//
+//   bench_pipeline.cc          options, set-up, the phases in order
+//   bench_pipeline_stages.cc   the stages and what they count
+//   bench_pipeline_step.cc     one step: paced PutAsync writers, visibility
+//                              probes, lag samples
+//   bench_pipeline_drain.cc    events/s of each stage from a backlog
+//   bench_pipeline_report.cc   the table and the closing JSON line
+//
+// A phase returns 0 to go on, otherwise the exit code the run ends with
+// (1 failed, 130 interrupted); its figures are only valid when it returned 0.
+// Threading: the phases run on the benchmark's main thread; Stages' counters
+// and per-step latencies are updated from the stages' own threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/uuid.h"
+#include "bench/bench_common.h"
+#include "bench/bench_load.h"
+#include "cells/cell_store.h"
+#include "changelog/relay.h"
+#include "indexes/index_definition.h"
+#include "indexes/index_worker.h"
+#include "testing/webhook_sink.h"
+#include "triggers/trigger_worker.h"
+
+namespace cellar::bench::pipeline {
+
+struct PipelineBenchOptions {
+  ClusterOptions cluster;
+  int partitions = 8;  // private broker only
+  std::vector<double> steps = {1000, 2000, 4000, 8000, 12000, 16000, 24000, 32000};
+  double step_seconds = 30;
+  int writer_threads = 2;     // threads pacing PutAsync calls
+  int window = 4096;          // PutAsync calls in flight at most
+  int body_bytes = 400;       // approximate JSON size of a trip body
+  int visibility_per_s = 20;  // puts sampled for index visibility per second
+  int pollers = 2;            // threads querying the index for sampled puts
+  int poll_ms = 5;            // pause between a poller's rounds
+  double lag_sample_ms = 200;
+  int drain_timeout_s = 60;  // after a step: wait this long for every stage
+  // Backlog of the throughput phase (0: skip it). The mock broker keeps about
+  // 5 MB per partition and drops older records, so a stopped consumer's
+  // position must stay within it: ~30,000 trip cells over 8 partitions do.
+  int drain_cells = 30000;
+  int raw_rows = 50000;  // per round of the raw INSERT baseline
+  int raw_rounds = 3;
+  int raw_connections = 4;  // per MySQL host
+  int trigger_concurrency = TriggerOptions{}.concurrency;
+  std::string index_yaml;  // file holding driver_partner_index
+  int timeout_s = 120;     // warm-up and each throughput wait
+};
+
+constexpr double kTargetP99Ms = 100;
+constexpr double kMinAchievedShare = 0.95;  // of a step's target rate
+constexpr const char* kIndexName = "driver_partner_index";
+
+// ---- Stages (bench_pipeline_stages.cc) ---------------------------------------------
+
+// Commit-ack latencies of one step's cells at a stage, and how many arrived.
+struct StageLatency {
+  AckLatency ack;
+  std::atomic<uint64_t> arrived{0};
+};
+
+// What every step's cells carry: this run, the step (-1: the backlog of the
+// throughput phase) and the fields of driver_partner_index.
+nlohmann::json StepBody(std::mt19937_64& rng, int body_bytes, const std::string& run, int step,
+                        const Uuid& driver);
+
+// The stages of the pipeline in this process, and what they counted.
+// Events of this run's cells are joined with the writers' acks per step (the
+// step is read from the body); every event counts in the totals.
+class Stages {
+ public:
+  // `store` is not owned and must outlive the stages. `steps`: how many steps
+  // the run may have (their latencies are kept until the stages go).
+  Stages(CellStore* store, const PipelineBenchOptions& options, std::string run,
+         IndexDefinition index, size_t steps);
+  ~Stages();  // Stop()
+
+  // Starts the sink, the relay, the index worker and the trigger worker (the
+  // no-op trigger and the webhook trigger to the sink). Errors as theirs.
+  Status Start();
+  // Stops the trigger worker, the index worker, the relay and the sink. Idempotent.
+  void Stop();
+
+  // For the throughput phase, after Stop(): each starts one stage again as a
+  // new instance that resumes where the stopped one left off (the webhook
+  // trigger is not started again). Errors as the stage's Start().
+  Status StartRelay();
+  Status StartIndexWorker();
+  Status StartNoopTrigger();
+
+  // Cumulative counts since the process started (every event, any run).
+  uint64_t relay_acknowledged() const;                  // Kafka acknowledged (all relays started)
+  uint64_t index_applied() const;                       // events applied to kIndexName, any outcome
+  uint64_t handled() const { return handled_.load(); }  // no-op handler calls
+  uint64_t delivered() const { return delivered_.load(); }              // webhook deliveries
+  uint64_t backlog_handled() const { return backlog_handled_.load(); }  // step -1 events
+
+  StageLatency& handler(size_t step) { return *handler_[step]; }
+  StageLatency& webhook(size_t step) { return *webhook_[step]; }
+  const IndexDefinition& index() const { return index_; }
+  const std::string& webhook_url() const { return webhook_url_; }
+  std::string noop_name() const { return "bench_noop_" + run_; }
+  std::string webhook_name() const { return "bench_hook_" + run_; }
+
+ private:
+  // The step of a cell of this run (-1 for the backlog), or nullopt for another run's.
+  std::optional<int> StepOf(const nlohmann::json& body) const;
+  void Arrived(std::vector<std::unique_ptr<StageLatency>>& stage, const Cell& cell,
+               std::atomic<uint64_t>& total);
+  TriggerHandler NoopHandler();
+
+  CellStore* const store_;
+  const PipelineBenchOptions& o_;
+  const std::string run_;
+  const IndexDefinition index_;
+  // Shared by every index worker of the run; read by index_applied().
+  mutable MetricsRegistry index_metrics_;
+  uint64_t relay_acknowledged_before_ = 0;  // by relays already stopped
+  std::unique_ptr<testing::WebhookSink> sink_;
+  std::string webhook_url_;
+  std::unique_ptr<Relay> relay_;
+  std::unique_ptr<IndexWorker> indexer_;
+  std::unique_ptr<TriggerWorker> triggers_;
+  std::atomic<uint64_t> handled_{0}, delivered_{0}, backlog_handled_{0};
+  std::vector<std::unique_ptr<StageLatency>> handler_, webhook_;
+};
+
+// ---- One step (bench_pipeline_step.cc) ---------------------------------------------
+
+// A stage's lag (cells acknowledged to the writers minus events the stage
+// finished) over a step, sampled every lag_sample_ms.
+struct LagTrend {
+  double first_third = 0, last_third = 0;  // mean lag in events
+  double max = 0;
+  bool grows = false;  // last_third - first_third > GrowthAllowance(rate)
+};
+
+// The lag growth a step may show without counting as growing: 0.1 s of
+// writes at the step's rate, at least 50 events.
+double GrowthAllowance(double rate);
+
+struct Quantiles {
+  double p50 = 0, p99 = 0, max = 0;
+  uint64_t count = 0;
+};
+
+struct StepFigures {
+  double rate = 0;  // target writes/s
+  double seconds = 0;
+  uint64_t ok = 0, errors = 0;
+  std::string first_error;
+  double achieved = 0;        // ok / seconds (first slot to the last put answered)
+  uint64_t window_waits = 0;  // puts that waited for a free slot of the window
+  double put_p50 = 0, put_p99 = 0;
+  Quantiles index, handler, webhook;  // commit-ack to visible / handler / sink, ms
+  uint64_t not_visible = 0;           // sampled puts not visible within 10 s
+  uint64_t index_queries = 0;         // visibility queries the pollers sent
+  double cpu_busy = 0;  // this process + the private MariaDB, share of all cores (0: unknown)
+  uint64_t handler_missing = 0, webhook_missing = 0;  // not arrived after the drain wait
+  LagTrend relay_lag, index_lag, handler_lag, webhook_lag;
+  double drain_s = 0;  // after the writes: until every stage had every cell
+  bool drained = false;
+  bool sustained = false;
+  std::string verdict;  // why not sustained ("" when it was)
+};
+
+// Runs step `step` at `rate` writes/s: paced PutAsync writes, visibility
+// probes and lag samples, then waits for every stage to catch up. CPU is
+// measured for `cluster`'s private MariaDB (when there is one) and this process.
+int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
+            const PipelineBenchOptions& o, const std::string& datastore, const std::string& column,
+            const std::string& run, size_t step, double rate, StepFigures* out);
+
+// ---- Throughput from a backlog (bench_pipeline_drain.cc) -----------------------------
+
+struct DrainFigures {
+  uint64_t cells = 0;
+  double write_s = 0;
+  double relay_per_s = 0, index_per_s = 0, trigger_per_s = 0;
+  double relay_first_s = 0, index_first_s = 0, trigger_first_s = 0;  // start to first event
+};
+
+// Stops every stage, writes drain_cells cells with PutBatch, then starts the
+// relay alone, then the index worker alone, then the no-op trigger alone, and
+// times each from its first to its N-th event of the backlog.
+int RunDrain(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
+             const std::string& datastore, const std::string& column, const std::string& run,
+             DrainFigures* out);
+
+// ---- Report (bench_pipeline_report.cc) ----------------------------------------------
+
+struct RawFigures {
+  std::vector<double> rates;
+  double rows_per_s = 0;  // median round
+};
+
+struct PipelineRun {
+  const PipelineBenchOptions& o;
+  const BenchCluster& cluster;
+  bool private_broker = false;
+  double warmup_s = 0;
+  std::vector<StepFigures> steps;
+  DrainFigures drain;
+  RawFigures raw;
+};
+
+// Prints the table and the JSON line; the run's exit code (1 if a step had errors).
+int PrintPipelineReport(const PipelineRun& r);
+
+}  // namespace cellar::bench::pipeline

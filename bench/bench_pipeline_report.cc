@@ -1,0 +1,188 @@
+// The table and the closing JSON line of `cellar-bench pipeline` (see
+// bench_pipeline.cc).
+#include <string>
+
+#include "bench/bench_pipeline.h"
+
+namespace cellar::bench::pipeline {
+namespace {
+
+constexpr double kTargetRatio = 0.25;
+
+std::string Ms(const Quantiles& q) {
+  return FormatNumber(q.p50, 1) + " / " + FormatNumber(q.p99, 1) + " / " + FormatNumber(q.max, 1) +
+         " (" + std::to_string(q.count) + " cells)";
+}
+
+std::string LagText(const LagTrend& l) {
+  return FormatNumber(l.first_third, 0) + " -> " + FormatNumber(l.last_third, 0) + " (max " +
+         FormatNumber(l.max, 0) + "): " + (l.grows ? "grows" : "flat");
+}
+
+nlohmann::ordered_json LagJson(const LagTrend& l) {
+  return {{"first_third", Round(l.first_third, 1)},
+          {"last_third", Round(l.last_third, 1)},
+          {"max", Round(l.max, 1)},
+          {"grows", l.grows}};
+}
+
+nlohmann::ordered_json StepJson(const StepFigures& s) {
+  nlohmann::ordered_json j;
+  j["rate"] = s.rate;
+  j["achieved"] = Round(s.achieved, 1);
+  j["ok"] = s.ok;
+  j["errors"] = s.errors;
+  j["put_p99_ms"] = Round(s.put_p99, 3);
+  j["index_p50_ms"] = Round(s.index.p50, 3);
+  j["index_p99_ms"] = Round(s.index.p99, 3);
+  j["index_samples"] = s.index.count;
+  j["not_visible"] = s.not_visible;
+  j["trigger_p50_ms"] = Round(s.handler.p50, 3);
+  j["trigger_p99_ms"] = Round(s.handler.p99, 3);
+  j["webhook_p50_ms"] = Round(s.webhook.p50, 3);
+  j["webhook_p99_ms"] = Round(s.webhook.p99, 3);
+  j["relay_lag"] = LagJson(s.relay_lag);
+  j["index_lag"] = LagJson(s.index_lag);
+  j["trigger_lag"] = LagJson(s.handler_lag);
+  j["webhook_lag"] = LagJson(s.webhook_lag);
+  j["index_queries"] = s.index_queries;
+  j["cpu_busy"] = Round(s.cpu_busy, 3);
+  j["drain_s"] = Round(s.drain_s, 3);
+  j["sustained"] = s.sustained;
+  if (!s.sustained) j["why"] = s.verdict;
+  return j;
+}
+
+}  // namespace
+
+int PrintPipelineReport(const PipelineRun& r) {
+  const PipelineBenchOptions& o = r.o;
+  const ClusterConfig& cfg = r.cluster.config;
+  const StepFigures* best = nullptr;
+  uint64_t errors = 0;
+  for (const StepFigures& s : r.steps) {
+    errors += s.errors;
+    if (s.sustained) best = &s;
+  }
+  const double sustained = best ? best->rate : 0;
+  const double ratio = r.raw.rows_per_s > 0 ? sustained / r.raw.rows_per_s : 0;
+
+  Table t("cellar-bench pipeline");
+  t.Section("settings");
+  DescribeCluster(r.cluster, t);
+  t.Add("kafka", r.private_broker ? "private local broker (librdkafka mock) " + cfg.kafka.brokers
+                                  : cfg.kafka.brokers);
+  t.Add("kafka.partitions", std::to_string(cfg.kafka.partitions));
+  t.Add("stages (this process)",
+        "relay; IndexWorker (" + std::string(kIndexName) + "); no-op trigger (concurrency " +
+            std::to_string(o.trigger_concurrency) + "); webhook trigger to an in-process sink");
+  t.Add("writers", std::to_string(o.writer_threads) + " threads pacing PutAsync, window " +
+                       std::to_string(o.window) + ", one trip cell per put (~" +
+                       std::to_string(o.body_bytes) + " bytes + index fields)");
+  t.Add("step duration", FormatNumber(o.step_seconds, 1) + " s");
+  t.Add("index visibility", std::to_string(o.visibility_per_s) + " sampled puts/s, " +
+                                std::to_string(o.pollers) + " pollers every " +
+                                std::to_string(o.poll_ms) + " ms");
+  t.Add("lag", "acked cells minus events a stage finished, sampled every " +
+                   FormatNumber(o.lag_sample_ms, 0) +
+                   " ms; grows = mean of the last third of the writes > mean of the first third "
+                   "+ max(50, 0.1 s x rate)");
+  t.Add("sustained when",
+        "index, trigger and webhook p99 < 100 ms, no lag grows, achieved >= 95% "
+        "of the target, no errors, nothing missing");
+  t.Add("warm-up (first put seen by every stage)", FormatNumber(r.warmup_s, 2) + " s");
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const StepFigures& s = r.steps[i];
+    t.Section("step " + std::to_string(i + 1) + ": " + FormatNumber(s.rate, 0) + " writes/s");
+    t.Add("achieved writes/s", FormatNumber(s.achieved, 0) + " (" + std::to_string(s.ok) + " ok, " +
+                                   std::to_string(s.errors) + " failed in " +
+                                   FormatNumber(s.seconds, 2) + " s; " +
+                                   std::to_string(s.window_waits) + " waited for the window)" +
+                                   (s.errors ? " first error: " + s.first_error : ""));
+    t.Add("put (PutAsync to answer) p50 / p99 ms",
+          FormatNumber(s.put_p50, 1) + " / " + FormatNumber(s.put_p99, 1));
+    t.Add("commit-ack to index-visible p50 / p99 / max ms",
+          Ms(s.index) + (s.not_visible ? ", " + std::to_string(s.not_visible) + " not visible"
+                                       : std::string()));
+    t.Add("index visibility queries",
+          std::to_string(s.index_queries) + " (" +
+              FormatNumber(s.index_queries / std::max(s.seconds, 1e-9), 0) + "/s)");
+    t.Add("commit-ack to no-op handler p50 / p99 / max ms",
+          Ms(s.handler) + (s.handler_missing ? ", " + std::to_string(s.handler_missing) + " missing"
+                                             : std::string()));
+    t.Add("commit-ack to webhook sink p50 / p99 / max ms",
+          Ms(s.webhook) + (s.webhook_missing ? ", " + std::to_string(s.webhook_missing) + " missing"
+                                             : std::string()));
+    t.Add("relay lag, events (first -> last third)", LagText(s.relay_lag));
+    t.Add("index lag, events", LagText(s.index_lag));
+    t.Add("no-op trigger lag, events", LagText(s.handler_lag));
+    t.Add("webhook trigger lag, events", LagText(s.webhook_lag));
+    t.Add("CPU busy (this process with the broker + MariaDB)",
+          s.cpu_busy > 0 ? FormatNumber(100 * s.cpu_busy, 0) + " % of all cores" : "n/a");
+    t.Add("every stage caught up after the writes in",
+          s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");
+    t.Add("verdict", s.sustained ? "sustained" : "not sustained: " + s.verdict);
+  }
+  t.Section("throughput from a backlog (each stage alone, first to N-th event)");
+  if (r.drain.cells > 0) {
+    t.Add("backlog (PutBatch, stages stopped)",
+          std::to_string(r.drain.cells) + " cells in " + FormatNumber(r.drain.write_s, 2) + " s");
+    t.Add("relay events/s", FormatNumber(r.drain.relay_per_s, 0) + " (first event after " +
+                                FormatNumber(r.drain.relay_first_s, 2) + " s)");
+    t.Add("index upserts/s", FormatNumber(r.drain.index_per_s, 0) + " (first after " +
+                                 FormatNumber(r.drain.index_first_s, 2) + " s, group join)");
+    t.Add("no-op trigger events/s", FormatNumber(r.drain.trigger_per_s, 0) + " (first after " +
+                                        FormatNumber(r.drain.trigger_first_s, 2) +
+                                        " s, group join)");
+  } else {
+    t.Add("skipped", "--drain-cells 0");
+  }
+  t.Section("result");
+  t.Add("raw 100-row INSERT rows/s (baseline, median round)",
+        FormatNumber(r.raw.rows_per_s, 0) + " (" + std::to_string(r.raw.rates.size()) +
+            " rounds of " + std::to_string(o.raw_rows) + " rows, " +
+            std::to_string(o.raw_connections) + " connections per host)");
+  t.Add("sustained writes/s", best ? FormatNumber(sustained, 0) : "none (the first step failed)");
+  t.Add("ratio (sustained / raw)", FormatNumber(ratio, 3) +
+                                       " (target >= " + FormatNumber(kTargetRatio, 2) +
+                                       (ratio >= kTargetRatio ? ", met)" : ", missed)"));
+  if (best) {
+    t.Add("at the sustained step: index / trigger / webhook p99 ms",
+          FormatNumber(best->index.p99, 1) + " / " + FormatNumber(best->handler.p99, 1) + " / " +
+              FormatNumber(best->webhook.p99, 1));
+  }
+  t.Print();
+
+  nlohmann::ordered_json j;
+  j["bench"] = "pipeline";
+  j["sustained_writes_per_s"] = sustained;
+  j["raw_rows_per_s"] = Round(r.raw.rows_per_s, 1);
+  j["ratio"] = Round(ratio, 3);
+  j["target_ratio"] = kTargetRatio;
+  j["ratio_ok"] = ratio >= kTargetRatio;
+  j["index_p50_ms"] = best ? Round(best->index.p50, 3) : 0;
+  j["index_p99_ms"] = best ? Round(best->index.p99, 3) : 0;
+  j["trigger_p50_ms"] = best ? Round(best->handler.p50, 3) : 0;
+  j["trigger_p99_ms"] = best ? Round(best->handler.p99, 3) : 0;
+  j["webhook_p50_ms"] = best ? Round(best->webhook.p50, 3) : 0;
+  j["webhook_p99_ms"] = best ? Round(best->webhook.p99, 3) : 0;
+  j["relay_events_per_s"] = Round(r.drain.relay_per_s, 1);
+  j["index_upserts_per_s"] = Round(r.drain.index_per_s, 1);
+  j["trigger_events_per_s"] = Round(r.drain.trigger_per_s, 1);
+  j["throughput_from"] = "backlog";
+  j["backlog_cells"] = r.drain.cells;
+  j["step_seconds"] = o.step_seconds;
+  j["put_threads"] = o.writer_threads;
+  j["window"] = o.window;
+  j["shards"] = cfg.shards;
+  j["partitions"] = cfg.kafka.partitions;
+  j["concurrency"] = o.trigger_concurrency;
+  j["errors"] = errors;
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  for (const StepFigures& s : r.steps) steps.push_back(StepJson(s));
+  j["steps"] = steps;
+  PrintJsonLine(j);
+  return errors ? 1 : 0;
+}
+
+}  // namespace cellar::bench::pipeline

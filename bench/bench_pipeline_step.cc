@@ -1,0 +1,345 @@
+// One step of `cellar-bench pipeline` (see bench_pipeline.cc): single puts
+// (PutAsync, a bounded window) paced at the step's rate, index visibility of
+// sampled puts (polled the way `cellar-bench index` does), each stage's lag
+// sampled during the writes, then a wait until every stage has every cell.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/time.h"
+#include "bench/bench_pipeline.h"
+#include "indexes/index_query.h"
+#include "testing/wait_for.h"
+
+namespace cellar::bench::pipeline {
+namespace {
+
+constexpr double kNotVisibleAfterS = 10;
+
+// At most `size` puts in flight: Acquire blocks while the window is full.
+class Window {
+ public:
+  explicit Window(int size) : free_(size), size_(size) {}
+  // True when the caller had to wait for a free slot.
+  bool Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool waited = free_ == 0;
+    cv_.wait(lock, [&] { return free_ > 0; });
+    --free_;
+    return waited;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++free_;
+    cv_.notify_all();
+  }
+  // Blocks until every acquired slot was released.
+  void WaitEmpty() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return free_ == size_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
+  const int size_;
+};
+
+// Commit-ack to query-visible of sampled puts, measured as `cellar-bench
+// index` does: --pollers threads query the index (by the trip's driver) for
+// each of their pending samples once per round, every --poll-ms, until the
+// row is returned; a sample not visible within kNotVisibleAfterS counts as
+// not visible. Add() never blocks on a query.
+class VisibilityProbe {
+ public:
+  VisibilityProbe(CellStore* store, const IndexDefinition& def, int pollers, int poll_ms)
+      : reader_(store, {def}), index_(def.table), pending_(static_cast<size_t>(pollers)) {
+    for (size_t p = 0; p < pending_.size(); ++p)
+      threads_.emplace_back([this, p, poll_ms](std::stop_token st) { Poll(st, p, poll_ms); });
+  }
+  ~VisibilityProbe() {
+    for (auto& t : threads_) t.request_stop();
+  }
+
+  // A put of `row` (driver `driver`) answered OK at `acked`.
+  void Add(const Uuid& driver, const Uuid& row, MicrosSinceEpoch acked) {
+    const size_t p = next_++ % pending_.size();
+    unresolved_++;
+    std::lock_guard<std::mutex> lock(pending_[p].mu);
+    pending_[p].samples.push_back({driver, row, acked, Stopwatch()});
+  }
+  // Samples neither visible yet nor given up on.
+  uint64_t unresolved() const { return unresolved_.load(); }
+  uint64_t not_visible() const { return not_visible_.load(); }
+  uint64_t queries() const { return queries_.load(); }
+  std::vector<double> Millis() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ms_;
+  }
+
+ private:
+  struct Sample {
+    Uuid driver, row;
+    MicrosSinceEpoch acked = 0;
+    Stopwatch since;
+  };
+  struct Queue {
+    std::mutex mu;
+    std::vector<Sample> samples;
+  };
+
+  bool Visible(const Sample& s) {
+    queries_++;
+    IndexQuery q;
+    q.index = index_;
+    q.shard_value = s.driver.ToString();
+    q.limit = 10;
+    auto r = reader_.Query(q);
+    if (r.ok())
+      for (const auto& h : r->hits)
+        if (h.row_key == s.row) return true;
+    return false;
+  }
+
+  void Poll(std::stop_token st, size_t p, int poll_ms) {
+    while (!st.stop_requested() && !StopRequested()) {
+      std::vector<Sample> mine, still;
+      {
+        std::lock_guard<std::mutex> lock(pending_[p].mu);
+        mine.swap(pending_[p].samples);
+      }
+      for (auto& s : mine) {
+        if (Visible(s)) {
+          const MicrosSinceEpoch now = NowMicros();
+          std::lock_guard<std::mutex> lock(mu_);
+          ms_.push_back(static_cast<double>(std::max<int64_t>(0, now - s.acked)) / 1e3);
+          unresolved_--;
+        } else if (s.since.Seconds() > kNotVisibleAfterS) {
+          not_visible_++;
+          unresolved_--;
+        } else {
+          still.push_back(std::move(s));
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(pending_[p].mu);
+        for (auto& s : still) pending_[p].samples.push_back(std::move(s));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(mine.empty() ? 1 : poll_ms));
+    }
+  }
+
+  IndexReader reader_;
+  const std::string index_;
+  std::vector<Queue> pending_;
+  std::atomic<size_t> next_{0};
+  std::atomic<uint64_t> unresolved_{0}, not_visible_{0}, queries_{0};
+  mutable std::mutex mu_;
+  std::vector<double> ms_;
+  std::vector<std::jthread> threads_;  // last: stopped and joined first
+};
+
+// Cumulative counts of every stage at one moment.
+struct Counts {
+  double t = 0;  // seconds since the step started
+  uint64_t written = 0, relay = 0, index = 0, handler = 0, webhook = 0;
+};
+
+Counts Take(const Stages& s, double t, uint64_t written) {
+  return {t, written, s.relay_acknowledged(), s.index_applied(), s.handled(), s.delivered()};
+}
+
+// The trend of (written - stage's count) over `samples`, relative to `start`
+// (taken before the first write), over writes of `seconds`.
+LagTrend Trend(const std::vector<Counts>& samples, const Counts& start, double seconds, double rate,
+               uint64_t Counts::*stage) {
+  LagTrend out;
+  double first_sum = 0, last_sum = 0;
+  int first_n = 0, last_n = 0;
+  for (const Counts& c : samples) {
+    const double lag = static_cast<double>(c.written - start.written) -
+                       static_cast<double>(c.*stage - start.*stage);
+    out.max = std::max(out.max, lag);
+    if (c.t < seconds / 3) {
+      first_sum += lag;
+      ++first_n;
+    } else if (c.t >= 2 * seconds / 3 && c.t <= seconds) {
+      last_sum += lag;
+      ++last_n;
+    }
+  }
+  out.first_third = first_n ? first_sum / first_n : 0;
+  out.last_third = last_n ? last_sum / last_n : 0;
+  out.grows = out.last_third - out.first_third > GrowthAllowance(rate);
+  return out;
+}
+
+Quantiles Of(const AckLatency::Figures& f) {
+  std::vector<double> ms = f.ms;
+  Quantiles q;
+  q.count = ms.size();
+  q.max = ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end());
+  q.p50 = Percentile(ms, 50);
+  q.p99 = Percentile(ms, 99);
+  return q;
+}
+
+Quantiles Of(std::vector<double> ms) {
+  AckLatency::Figures f;
+  f.ms = std::move(ms);
+  return Of(f);
+}
+
+// Why the step is not sustained; empty when it is.
+std::string Verdict(const StepFigures& s) {
+  std::string why;
+  auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
+  if (s.errors) add(std::to_string(s.errors) + " put errors");
+  if (s.achieved < kMinAchievedShare * s.rate) add("achieved < 95% of the target");
+  if (s.index.p99 >= kTargetP99Ms) add("index p99 >= 100 ms");
+  if (s.handler.p99 >= kTargetP99Ms) add("trigger p99 >= 100 ms");
+  if (s.webhook.p99 >= kTargetP99Ms) add("webhook p99 >= 100 ms");
+  if (s.not_visible) add(std::to_string(s.not_visible) + " samples not visible in 10 s");
+  if (s.handler_missing || s.webhook_missing) add("trigger events missing");
+  if (s.relay_lag.grows) add("relay lag grows");
+  if (s.index_lag.grows) add("index lag grows");
+  if (s.handler_lag.grows) add("trigger lag grows");
+  if (s.webhook_lag.grows) add("webhook lag grows");
+  if (!s.drained) add("stages not caught up within the drain timeout");
+  return why;
+}
+
+}  // namespace
+
+double GrowthAllowance(double rate) { return std::max(50.0, 0.1 * rate); }
+
+int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
+            const PipelineBenchOptions& o, const std::string& datastore, const std::string& column,
+            const std::string& run, size_t step, double rate, StepFigures* out) {
+  out->rate = rate;
+  const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(rate * o.step_seconds));
+  const int64_t sample_every =
+      std::max<int64_t>(1, static_cast<int64_t>(rate / std::max(1, o.visibility_per_s)));
+  Progress("step " + std::to_string(step + 1) + ": " + FormatNumber(rate, 0) + " writes/s for " +
+           FormatNumber(o.step_seconds, 1) + " s");
+  StageLatency& handler = stages.handler(step);
+  StageLatency& webhook = stages.webhook(step);
+  VisibilityProbe probe(store, stages.index(), o.pollers, o.poll_ms);
+  Window window(o.window);
+  std::atomic<uint64_t> ok{0}, errors{0}, window_waits{0};
+  std::mutex mu;
+  std::string first_error;
+  std::vector<double> put_ms;
+  put_ms.reserve(static_cast<size_t>(total));
+
+  const Counts start = Take(stages, 0, 0);
+  std::vector<Counts> samples;
+  const double cpu_before = ProcessCpuSeconds();
+  const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
+  Stopwatch clock;
+  std::atomic<bool> writing{true};
+  std::jthread sampler([&] {
+    const auto period = std::chrono::duration<double, std::milli>(o.lag_sample_ms);
+    auto next = std::chrono::steady_clock::now();
+    while (writing && !StopRequested()) {
+      next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
+      std::this_thread::sleep_until(next);  // the sampling period, not a wait for a condition
+      const Counts c = Take(stages, clock.Seconds(), ok.load());
+      std::lock_guard<std::mutex> lock(mu);
+      samples.push_back(c);
+    }
+  });
+
+  const PacedResult paced = RunPaced(o.writer_threads, total, rate, [&](int64_t k) {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    if (window.Acquire()) window_waits++;
+    const Uuid driver = Uuid::Random(), row = Uuid::Random();
+    const CellWrite write{row, column, 0,
+                          StepBody(rng, o.body_bytes, run, static_cast<int>(step), driver)};
+    const bool sampled = k % sample_every == 0;
+    const Stopwatch::Clock::time_point began = Stopwatch::Clock::now();
+    store->PutAsync(datastore, write, [&, driver, row, sampled, began](Result<PutResult> r) {
+      const MicrosSinceEpoch acked = NowMicros();
+      const double took_ms =
+          std::chrono::duration<double, std::milli>(Stopwatch::Clock::now() - began).count();
+      if (r.ok()) {
+        const uint64_t key = AckLatency::Key(r->shard, r->added_id);
+        handler.ack.Acked(key, acked);
+        webhook.ack.Acked(key, acked);
+        if (sampled) probe.Add(driver, row, acked);
+        std::lock_guard<std::mutex> lock(mu);
+        put_ms.push_back(took_ms);
+        ok++;  // under the lock: a lag sample never counts an ack whose latency is missing
+      } else {
+        std::lock_guard<std::mutex> lock(mu);
+        if (errors++ == 0) first_error = r.status().ToString();
+      }
+      window.Release();
+    });
+  });
+  window.WaitEmpty();
+  out->seconds = clock.Seconds();
+  const double client_cpu = ProcessCpuSeconds() - cpu_before;
+  const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
+  if (server_cpu_before && server_cpu_after)
+    out->cpu_busy = (client_cpu + *server_cpu_after - *server_cpu_before) /
+                    (out->seconds * std::max(1u, std::thread::hardware_concurrency()));
+  writing = false;
+  sampler.join();
+  if (StopRequested()) return 130;
+  out->ok = ok.load();
+  out->errors = errors.load();
+  out->first_error = first_error;
+  out->window_waits = window_waits.load();
+  out->achieved = out->ok / out->seconds;
+
+  // Until every stage has every cell of the step (bounded), timed from the
+  // last put's answer.
+  const uint64_t n = out->ok;
+  out->drained = testing::WaitFor(
+      [&] {
+        if (StopRequested()) return true;
+        const Counts c = Take(stages, 0, 0);
+        return c.relay - start.relay >= n && c.index - start.index >= n &&
+               handler.arrived.load() >= n && webhook.arrived.load() >= n &&
+               probe.unresolved() == 0;
+      },
+      std::chrono::seconds(o.drain_timeout_s), std::chrono::milliseconds(5));
+  if (StopRequested()) return 130;
+  out->drain_s = clock.Seconds() - out->seconds;
+
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    out->put_p50 = Percentile(put_ms, 50);
+    out->put_p99 = Percentile(put_ms, 99);
+  }
+  out->index = Of(probe.Millis());
+  out->not_visible = probe.not_visible() + probe.unresolved();
+  out->index_queries = probe.queries();
+  out->handler = Of(handler.ack.Join());
+  out->webhook = Of(webhook.ack.Join());
+  out->handler_missing = n - std::min<uint64_t>(n, handler.arrived.load());
+  out->webhook_missing = n - std::min<uint64_t>(n, webhook.arrived.load());
+  const double writes_s = std::min(out->seconds, paced.seconds);
+  out->relay_lag = Trend(samples, start, writes_s, rate, &Counts::relay);
+  out->index_lag = Trend(samples, start, writes_s, rate, &Counts::index);
+  out->handler_lag = Trend(samples, start, writes_s, rate, &Counts::handler);
+  out->webhook_lag = Trend(samples, start, writes_s, rate, &Counts::webhook);
+  out->verdict = Verdict(*out);
+  out->sustained = out->verdict.empty();
+  Progress("step " + std::to_string(step + 1) + ": achieved " + FormatNumber(out->achieved, 0) +
+           " writes/s, p99 index / trigger / webhook " + FormatNumber(out->index.p99, 1) + " / " +
+           FormatNumber(out->handler.p99, 1) + " / " + FormatNumber(out->webhook.p99, 1) +
+           " ms: " + (out->sustained ? "sustained" : "not sustained (" + out->verdict + ")"));
+  return 0;
+}
+
+}  // namespace cellar::bench::pipeline

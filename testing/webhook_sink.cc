@@ -1,0 +1,80 @@
+#include "testing/webhook_sink.h"
+
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "testing/wait_for.h"
+
+namespace cellar::testing {
+namespace {
+
+// cpp-httplib listens with a backlog of CPPHTTPLIB_LISTEN_BACKLOG (5). A
+// webhook caller opens a connection per delivery, so under load the accept
+// queue overflows, the kernel drops the SYN and that delivery waits ~1 s for
+// the retransmission: a property of the sink, not of the caller. Calling
+// listen() again on the listening socket raises its backlog (Linux); the
+// socket is found among this process's descriptors as the one listening on
+// 127.0.0.1:`port`. Best effort: nothing changes if it is not found.
+void RaiseListenBacklog(int port) {
+  const long max_fd = sysconf(_SC_OPEN_MAX);
+  for (int fd = 0; fd < max_fd && fd < 65536; ++fd) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
+    if (addr.sin_family != AF_INET || ntohs(addr.sin_port) != port) continue;
+    int listening = 0;
+    socklen_t opt_len = sizeof(listening);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &opt_len) != 0 || !listening)
+      continue;
+    listen(fd, SOMAXCONN);
+    return;
+  }
+}
+
+}  // namespace
+
+struct WebhookSink::Impl {
+  httplib::Server server;
+  int port = -1;
+  std::thread thread;
+};
+
+WebhookSink::WebhookSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->server.Post(
+      ".*", [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+        res.status = handler(req.path, req.body);
+        res.set_content(res.status >= 200 && res.status < 300 ? "ok" : "no", "text/plain");
+      });
+  impl->port = impl->server.bind_to_any_port("127.0.0.1");
+  if (impl->port <= 0) return Unavailable("webhook sink: cannot bind a port on 127.0.0.1");
+  RaiseListenBacklog(impl->port);
+  httplib::Server* server = &impl->server;
+  impl->thread = std::thread([server] { server->listen_after_bind(); });
+  // Owned from here: the destructor stops the server and joins the thread.
+  std::unique_ptr<WebhookSink> sink(new WebhookSink(std::move(impl)));
+  if (!WaitFor([server] { return server->is_running(); }, std::chrono::seconds(5),
+               std::chrono::milliseconds(1)))
+    return Unavailable("webhook sink: the server did not start listening within 5 s");
+  return sink;
+}
+
+WebhookSink::~WebhookSink() {
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+int WebhookSink::port() const { return impl_->port; }
+
+std::string WebhookSink::Url(const std::string& path) const {
+  return "http://127.0.0.1:" + std::to_string(impl_->port) + path;
+}
+
+}  // namespace cellar::testing

@@ -1,0 +1,47 @@
+// WebhookSink: a local HTTP receiver of webhook deliveries, in process, on a
+// free 127.0.0.1 port (cpp-httplib). Every POST, to any path, is passed to the
+// handler, whose return value is the HTTP status answered (with a short
+// body). For tests and benchmarks that run webhook triggers against a sink
+// they observe directly; the standalone program is cellar-webhook-sink. The
+// listen backlog is raised to SOMAXCONN (cpp-httplib's is 5), so callers
+// opening a connection per delivery do not wait for SYN retransmissions.
+//
+// Threading: the handler is called concurrently from the server's worker
+// threads and must be thread-safe; it must not block longer than the
+// caller's webhook timeout. port()/Url() may be called from any thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace cellar::testing {
+
+class WebhookSink {
+ public:
+  // Gets the request path and body; returns the HTTP status to answer.
+  using Handler = std::function<int(const std::string& path, const std::string& body)>;
+
+  // Listens on 127.0.0.1 on a free port and serves until destroyed. Returns
+  // once the server accepts connections; Unavailable when no port could be
+  // bound or the server did not come up within 5 s.
+  static Result<std::unique_ptr<WebhookSink>> Start(Handler handler);
+
+  // Stops the server (in-flight requests finish) and joins its thread.
+  ~WebhookSink();
+  WebhookSink(const WebhookSink&) = delete;
+  WebhookSink& operator=(const WebhookSink&) = delete;
+
+  int port() const;
+  // "http://127.0.0.1:<port><path>"; `path` starts with '/'.
+  std::string Url(const std::string& path) const;
+
+ private:
+  struct Impl;
+  explicit WebhookSink(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellar::testing
