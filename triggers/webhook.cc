@@ -2,6 +2,12 @@
 
 #include <httplib.h>
 
+#include <memory>
+#include <vector>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
+
 namespace cellar {
 namespace {
 
@@ -24,6 +30,44 @@ Result<ParsedUrl> ParseUrl(const std::string& url) {
   return p;
 }
 
+// Idle keep-alive connections to one origin, so that deliveries do not pay a
+// TCP (and TLS) handshake each. A client is used by one call at a time; one
+// whose request failed is dropped (its connection may be broken).
+class ConnectionPool {
+ public:
+  ConnectionPool(std::string origin, int timeout_ms)
+      : origin_(std::move(origin)), timeout_ms_(timeout_ms) {}
+
+  std::unique_ptr<httplib::Client> Acquire() {
+    {
+      MutexLock lock(&mu_);
+      if (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+    }
+    auto c = std::make_unique<httplib::Client>(origin_);
+    const time_t sec = timeout_ms_ / 1000, usec = (timeout_ms_ % 1000) * 1000;
+    c->set_connection_timeout(sec, usec);
+    c->set_read_timeout(sec, usec);
+    c->set_write_timeout(sec, usec);
+    c->set_keep_alive(true);
+    return c;
+  }
+  void Release(std::unique_ptr<httplib::Client> c) {
+    MutexLock lock(&mu_);
+    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+  }
+
+ private:
+  static constexpr size_t kMaxIdle = 64;
+  const std::string origin_;
+  const int timeout_ms_;
+  Mutex mu_;
+  std::vector<std::unique_ptr<httplib::Client>> idle_ GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config) {
@@ -39,22 +83,19 @@ Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
   const int timeout_ms = config.timeout_ms;
   const On4xx on_4xx = config.on_4xx;
   const std::string name = config.name;
-  return TriggerHandler([url, timeout_ms, on_4xx, name](const CellEvent& e,
-                                                        TriggerContext&) -> Status {
-    httplib::Client client(url.origin);
-    const time_t sec = timeout_ms / 1000, usec = (timeout_ms % 1000) * 1000;
-    client.set_connection_timeout(sec, usec);
-    client.set_read_timeout(sec, usec);
-    client.set_write_timeout(sec, usec);
+  auto pool = std::make_shared<ConnectionPool>(url.origin, timeout_ms);
+  return TriggerHandler([url, pool, on_4xx, name](const CellEvent& e, TriggerContext&) -> Status {
+    std::unique_ptr<httplib::Client> client = pool->Acquire();
     httplib::Headers headers{
         {"X-Cellar-Trigger", name},
         {"X-Cellar-Event-Id",
          e.datastore + "/" + std::to_string(e.cell.shard) + "/" + std::to_string(e.cell.added_id)}};
     const std::string body = EncodeCellEvent(e.datastore, e.cell, INT64_MAX);
-    auto res = client.Post(url.path.c_str(), headers, body, "application/json");
+    auto res = client->Post(url.path.c_str(), headers, body, "application/json");
     if (!res)
       return Unavailable("webhook " + url.origin + url.path + ": " +
                          httplib::to_string(res.error()));
+    pool->Release(std::move(client));
     const int code = res->status;
     if (code >= 200 && code < 300) return Status::Ok();
     const std::string what =
