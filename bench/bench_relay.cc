@@ -68,6 +68,7 @@
 #include "base/uuid.h"
 #include "bench/bench_common.h"
 #include "bench/bench_load.h"
+#include "bench/bench_put_store.h"
 #include "bench/bench_relay_baselines.h"
 #include "bench/bench_relay_collector.h"
 #include "bench/bench_relay_rounds.h"
@@ -86,7 +87,9 @@ using namespace relay_parts;  // NOLINT: this benchmark's own consumer, baseline
 
 struct RelayBenchOptions : PipelineOptions {};
 
-constexpr double kTargetP99Ms = 50;  // issue 3: a committed cell is published within 50 ms p99
+constexpr double kTargetP99Ms = 50;   // issue 3: a committed cell is published within 50 ms p99
+constexpr int kPutRateCells = 10000;  // the put-rate phase: short
+constexpr int kPutRateCallers = 32;   // as `cellar-bench put`
 
 // ---- The run ------------------------------------------------------------------
 
@@ -313,6 +316,18 @@ int RunRelayBench(const RelayBenchOptions& o) {
   const RelayProbes work = ProbeRelayWork(*store, *scratch, datastore, 50);
   if (!work.error.empty()) Progress("relay probes: " + work.error);
   const double dirty_per_save = DirtyShardsPerWindow(latency_puts, 100);
+  // The same cluster's put rate (blocking single puts, kPutRateCallers
+  // callers, as `cellar-bench put` phase 1), with no relay running: issue 16
+  // wants the relay to publish from a backlog at >= 1.5x of it.
+  Progress("put rate: " + std::to_string(kPutRateCells) + " single puts from " +
+           std::to_string(kPutRateCallers) + " callers");
+  uint64_t unused_json = 0, unused_encoded = 0;
+  const std::vector<CellWrite> put_cells =
+      MakeTripCells(kPutRateCells, 1, column, o.body_bytes, rng, &unused_json, &unused_encoded);
+  const StorePhaseResult put_phase = RunPutPhase(*store, datastore, put_cells, kPutRateCallers);
+  if (StopRequested()) return 130;
+  const double put_rate = put_phase.seconds > 0 ? put_phase.rows / put_phase.seconds : 0;
+  const double put_rate_ratio = put_rate > 0 ? events_per_s / put_rate : 0;
   store->Close();
 
   const double cores = std::max(1u, std::thread::hardware_concurrency());
@@ -408,8 +423,17 @@ int RunRelayBench(const RelayBenchOptions& o) {
                                                       std::to_string(eo.missing) + " / " +
                                                       std::to_string(eo.duplicates));
   t.Add("batches rolled back", std::to_string(eo.failed_batches));
+  t.Section("put rate of the same cluster (blocking single puts, no relay running)");
+  t.Add(
+      "puts/s (" + std::to_string(kPutRateCallers) + " callers, " + std::to_string(put_phase.rows) +
+          " cells)",
+      FormatNumber(put_rate, 0) + (put_phase.errors ? " (" + std::to_string(put_phase.errors) +
+                                                          " failed: " + put_phase.first_error + ")"
+                                                    : std::string()));
   t.Section("result");
   t.Add("ratio (relay events/s / baseline)", FormatNumber(ratio, 3));
+  t.Add("put_rate_ratio (relay events/s / put rate)",
+        FormatNumber(put_rate_ratio, 3) + " (issue 16 target >= 1.5)");
   t.Print();
 
   nlohmann::ordered_json j;
@@ -448,6 +472,8 @@ int RunRelayBench(const RelayBenchOptions& o) {
   j["poll_max_ms"] = cfg.relay.poll_max_ms;
   j["batch_cells"] = cfg.relay.batch_cells;
   j["errors"] = latency_errors;
+  j["put_rate"] = Round(put_rate, 1);
+  j["put_rate_ratio"] = Round(put_rate_ratio, 3);
   PrintJsonLine(j);
   return latency_errors || missing || !eo.error.empty() || eo.missing ? 1 : 0;
 }

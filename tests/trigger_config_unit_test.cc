@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "changelog/cell_event.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/test_cluster.h"
@@ -351,6 +352,47 @@ TEST(DeadLetterTest, EncodeDecodeRoundTripAndTopicNames) {
   EXPECT_EQ(ev->cell.body, c.body);
   for (const char* bad : {"", "{}", "[1]", "{\"event\": 3}", "not json"})
     EXPECT_FALSE(DecodeDeadLetter(bad).ok()) << bad;
+}
+
+// The relay encodes events directly (changelog/cell_event.cc); the bytes must
+// stay those of the JSON document encoding every consumer already reads.
+TEST(CellEventEncodingTest, DirectEncodingIsByteIdenticalToTheDocumentEncoding) {
+  Cell c;
+  c.row_key = *Uuid::Parse("6b82bf47-eed5-4707-991b-3cf64b41a40d");
+  c.column = "BASE";
+  c.ref_key = 3;
+  c.created_at = 1'700'000'000'123'456;
+  c.shard = 7;
+  c.added_id = 18'446'744'073'709'551'000ULL;
+  const nlohmann::json bodies[] = {
+      {{"city", "SF"}, {"fare", {{"total", 9.5}, {"items", {1, 2, 3}}}}},
+      {{"quote\"back\\slash\nline", "caf\u00e9 \x01"}, {"z", nullptr}, {"a", true}},
+      nlohmann::json::object(),
+      {{"bad_utf8", std::string("\xff\xfe")}},
+  };
+  for (const std::string& datastore : {std::string("trips"), std::string("d\"s\u00e9")}) {
+    for (const std::string& column : {std::string("BASE"), std::string("c\\ol\t")}) {
+      c.column = column;
+      for (const auto& body : bodies) {
+        c.body = body;
+        for (bool tombstone : {false, true}) {
+          c.tombstone = tombstone;
+          for (int64_t max : {INT64_C(-1), INT64_C(10), INT64_MAX}) {
+            SCOPED_TRACE(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         " tombstone " + std::to_string(tombstone) + " max " + std::to_string(max));
+            const std::string direct = EncodeCellEvent(datastore, c, max);
+            EXPECT_EQ(direct, EncodeCellEventViaDocument(datastore, c, max));
+            auto back = DecodeCellEvent(direct);
+            ASSERT_TRUE(back.ok()) << back.status().ToString();
+            EXPECT_EQ(back->cell.added_id, c.added_id);
+          }
+        }
+      }
+    }
+  }
+  c.ref_key = -1;  // not a valid cell, but the number must still encode the same
+  EXPECT_EQ(EncodeCellEvent("trips", c, INT64_MAX),
+            EncodeCellEventViaDocument("trips", c, INT64_MAX));
 }
 
 }  // namespace

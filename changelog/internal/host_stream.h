@@ -50,7 +50,7 @@ struct HostStream {
     int64_t offset;
     int32_t partition;
   };
-  std::deque<InFlight> inflight GUARDED_BY(mu);
+  std::deque<InFlight> inflight GUARDED_BY(mu);  // in increasing added_id order
   // partition -> highest acknowledged offset
   std::map<int32_t, int64_t> batch_offsets GUARDED_BY(mu);
 
@@ -59,12 +59,15 @@ struct HostStream {
     MutexLock lock(&mu);
     delivered.NotifyAll();
     if (gen != generation) return false;
-    for (auto& f : inflight)
-      if (f.added_id == added_id) {
-        f.done = true;
-        f.offset = offset;
-        break;
-      }
+    // `inflight` is in added_id order (records are produced in log order), so
+    // the record is found by binary search, not by a scan of up to
+    // kMaxInFlightPerStream entries per delivery report.
+    auto it = std::lower_bound(inflight.begin(), inflight.end(), added_id,
+                               [](const InFlight& f, uint64_t id) { return f.added_id < id; });
+    if (it != inflight.end() && it->added_id == added_id) {
+      it->done = true;
+      it->offset = offset;
+    }
     bool advanced = false;
     while (!inflight.empty() && inflight.front().done) {
       acked = inflight.front().added_id;
