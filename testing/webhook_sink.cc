@@ -48,6 +48,10 @@ WebhookSink::WebhookSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler) {
   auto impl = std::make_unique<Impl>();
+  // As a production receiver would: answers leave at once (no Nagle wait on a
+  // kept-alive connection) and a connection serves many deliveries.
+  impl->server.set_tcp_nodelay(true);
+  impl->server.set_keep_alive_max_count(10000);
   impl->server.Post(
       ".*", [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
         res.status = handler(req.path, req.body);
