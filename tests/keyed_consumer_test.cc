@@ -42,6 +42,27 @@ KeyedConsumerOptions Options(const std::string& group, int concurrency, int max_
   return o;
 }
 
+// Handlers wait at a gate until the test opens it (at most 60 s).
+class Gate {
+ public:
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, 60s, [&] { return open_; });
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
 TEST(KeyedConsumerTest, BackPressureLosesNothingAndKeepsEachRowInOrder) {
   auto c = MakeCluster("kc_order", Broker());
   ASSERT_TRUE(c);
@@ -53,19 +74,14 @@ TEST(KeyedConsumerTest, BackPressureLosesNothingAndKeepsEachRowInOrder) {
     PutVersion(*c->store, rows, "BASE", v, [&](size_t i) { return nlohmann::json{{"i", i}}; });
 
   // Handlers wait at a gate the test opens: until then the pool stays full.
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool gate_open = false;
+  Gate gate;
   std::mutex mu;
   std::map<std::string, std::vector<int64_t>> seen;  // row -> ref_keys in handling order
   size_t total = 0;
   std::atomic<int> mismatches{0};
   KeyedConsumerCallbacks cb;
   cb.handle = [&](KeyedEvent& e) {
-    {
-      std::unique_lock<std::mutex> lock(gate_mu);
-      gate_cv.wait_for(lock, 60s, [&] { return gate_open; });
-    }
+    gate.Wait();
     // Some work per event (a read of the cell), slower than fetching.
     const Cell& cell = e.event.cell;
     auto stored = c->store->Get("trips", cell.row_key, cell.column, cell.ref_key);
@@ -89,11 +105,7 @@ TEST(KeyedConsumerTest, BackPressureLosesNothingAndKeepsEachRowInOrder) {
   ASSERT_TRUE(kc.Start().ok());
   EXPECT_TRUE(WaitFor([&] { return fetch_paused() == 1; }, 30s))
       << "a pool full for over a second did not pause fetching";
-  {
-    std::lock_guard<std::mutex> lock(gate_mu);
-    gate_open = true;
-  }
-  gate_cv.notify_all();
+  gate.Open();
   ASSERT_TRUE(WaitFor(
       [&] {
         std::lock_guard<std::mutex> lock(mu);
@@ -183,9 +195,7 @@ TEST(KeyedConsumerTest, BatchModeHandsEachLanesQueuedEventsOnInOneCall) {
     return "lane" + std::to_string(static_cast<unsigned char>(e.cell.row_key.ToBytes()[15]) % 3);
   };
   // The first call waits at a gate, so the rest of the log queues behind it.
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool gate_open = false;
+  Gate gate;
   std::mutex mu;
   std::map<std::string, std::vector<int64_t>> seen;  // row -> ref_keys in handling order
   std::map<std::string, int> running;                // lane -> calls in progress
@@ -199,10 +209,7 @@ TEST(KeyedConsumerTest, BatchModeHandsEachLanesQueuedEventsOnInOneCall) {
       std::lock_guard<std::mutex> lock(mu);
       if (running[lane]++ > 0) ++overlaps;
     }
-    {
-      std::unique_lock<std::mutex> lock(gate_mu);
-      gate_cv.wait_for(lock, 60s, [&] { return gate_open; });
-    }
+    gate.Wait();
     std::lock_guard<std::mutex> lock(mu);
     --running[lane];
     largest = std::max(largest, batch.size());
@@ -228,11 +235,7 @@ TEST(KeyedConsumerTest, BatchModeHandsEachLanesQueuedEventsOnInOneCall) {
       },
       30s))
       << "the log did not queue up";
-  {
-    std::lock_guard<std::mutex> lock(gate_mu);
-    gate_open = true;
-  }
-  gate_cv.notify_all();
+  gate.Open();
   ASSERT_TRUE(WaitFor(
       [&] {
         std::lock_guard<std::mutex> lock(mu);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -32,24 +33,25 @@ Result<ParsedUrl> ParseUrl(const std::string& url) {
 
 // Idle keep-alive connections to one origin, so that deliveries do not pay a
 // TCP (and TLS) handshake each. A client is used by one call at a time; one
-// whose request failed is dropped (its connection may be broken).
+// whose request failed is dropped (its connection may be broken), and one
+// idle longer than kMaxIdleMs too: servers close idle connections (5 s by
+// default in common servers), and a request on a closed one would fail.
 class ConnectionPool {
  public:
   ConnectionPool(std::string origin, int timeout_ms)
       : origin_(std::move(origin)), timeout_ms_(timeout_ms) {}
 
-  // An idle client (*reused true) or a new one.
-  std::unique_ptr<httplib::Client> Acquire(bool* reused) {
+  std::unique_ptr<httplib::Client> Acquire() {
+    const auto now = std::chrono::steady_clock::now();
     {
       MutexLock lock(&mu_);
-      if (!idle_.empty()) {
-        auto c = std::move(idle_.back());
+      while (!idle_.empty()) {
+        auto [client, since] = std::move(idle_.back());
         idle_.pop_back();
-        *reused = true;
-        return c;
+        if (now - since < std::chrono::milliseconds(kMaxIdleMs)) return std::move(client);
+        idle_.clear();  // the rest were idle even longer
       }
     }
-    *reused = false;
     auto c = std::make_unique<httplib::Client>(origin_);
     const time_t sec = timeout_ms_ / 1000, usec = (timeout_ms_ % 1000) * 1000;
     c->set_connection_timeout(sec, usec);
@@ -63,15 +65,18 @@ class ConnectionPool {
   }
   void Release(std::unique_ptr<httplib::Client> c) {
     MutexLock lock(&mu_);
-    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+    if (idle_.size() < kMaxIdle) idle_.emplace_back(std::move(c), std::chrono::steady_clock::now());
   }
 
  private:
   static constexpr size_t kMaxIdle = 64;
+  static constexpr int kMaxIdleMs = 2000;
   const std::string origin_;
   const int timeout_ms_;
   Mutex mu_;
-  std::vector<std::unique_ptr<httplib::Client>> idle_ GUARDED_BY(mu_);
+  // Most recently released last.
+  std::vector<std::pair<std::unique_ptr<httplib::Client>, std::chrono::steady_clock::time_point>>
+      idle_ GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -91,21 +96,13 @@ Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
   const std::string name = config.name;
   auto pool = std::make_shared<ConnectionPool>(url.origin, timeout_ms);
   return TriggerHandler([url, pool, on_4xx, name](const CellEvent& e, TriggerContext&) -> Status {
-    bool reused = false;
-    std::unique_ptr<httplib::Client> client = pool->Acquire(&reused);
+    std::unique_ptr<httplib::Client> client = pool->Acquire();
     httplib::Headers headers{
         {"X-Cellar-Trigger", name},
         {"X-Cellar-Event-Id",
          e.datastore + "/" + std::to_string(e.cell.shard) + "/" + std::to_string(e.cell.added_id)}};
     const std::string body = EncodeCellEvent(e.datastore, e.cell, INT64_MAX);
     auto res = client->Post(url.path.c_str(), headers, body, "application/json");
-    if (!res && reused) {
-      // The server may have closed the idle connection (its keep-alive
-      // timeout or request limit): once more on a new one, not a failed attempt.
-      client = pool->Acquire(&reused);
-      while (reused) client = pool->Acquire(&reused);  // drop the other idle ones too
-      res = client->Post(url.path.c_str(), headers, body, "application/json");
-    }
     if (!res)
       return Unavailable("webhook " + url.origin + url.path + ": " +
                          httplib::to_string(res.error()));

@@ -5,7 +5,7 @@
 //   other 4xx                 per on_4xx: dead_letter (set aside at once, the
 //                             default), drop (counted as handled), retry
 // Connections are kept alive and reused (one call at a time each; up to 64
-// idle), so a delivery pays no handshake. Thread-safe.
+// idle, none idle over 2 s), so a delivery pays no handshake. Thread-safe.
 #pragma once
 
 #include "triggers/trigger_config.h"
