@@ -13,6 +13,7 @@
 #include "changelog/consumer_groups.h"
 #include "changelog/keyed_consumer.h"
 #include "indexes/index_catalog.h"
+#include "indexes/index_positions.h"
 #include "indexes/index_writer.h"
 
 namespace cellar {
@@ -150,6 +151,9 @@ struct IndexWorker::Impl {
         refs.push_back(IndexVersionRef{&vdef, version});
         tables.push_back(&table);
       }
+    // No index of the datastore applied yet: nothing to write, and no query
+    // to answer (a backfill covers these cells once one is applied).
+    if (refs.empty()) return true;
     for (int attempt = 0;; ++attempt) {
       auto r = writer.ApplyBatch(datastore, refs, cells, /*record_positions=*/true);
       if (r.ok()) {
@@ -238,6 +242,17 @@ Status IndexWorker::Start() {
   // per-shard layout (a host that is down is the consumer's to wait for).
   if (Status layout = m.store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
     return layout;
+  // Index tables of an older Cellar lack the positions table: create it on
+  // every host that answers (`cellar index apply` creates it too).
+  const ClusterConfig& cfg = m.store->config();
+  for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
+    auto lease = m.store->PoolForHost(h).Acquire();
+    Status s = lease.ok() ? EnsureIndexPositionsTable(**lease, cfg.HostDatabase(cfg.mysql.hosts[h]))
+                          : lease.status();
+    if (!s.ok())
+      LogWarn("index", "cannot create the index positions table",
+              {{"host", cfg.mysql.hosts[h].name}, {"error", s.ToString()}});
+  }
   KeyedConsumerOptions o;
   for (const auto& d : m.defs)
     if (std::find(o.datastores.begin(), o.datastores.end(), d.datastore) == o.datastores.end())
