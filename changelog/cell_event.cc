@@ -96,30 +96,45 @@ std::string EncodeCellEventViaDocument(const std::string& datastore, const Cell&
 Result<CellEvent> DecodeCellEvent(std::string_view value) {
   auto j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("event is not a JSON object");
-  auto need = [&](const char* field, bool (nlohmann::json::*is)() const noexcept) -> Status {
-    if (!j.contains(field) || !(j[field].*is)())
-      return InvalidArgument(std::string("event field '") + field + "' is missing or mistyped");
-    return Status::Ok();
+  // One lookup per field, and strings and the body are moved out of the
+  // document rather than copied (the body is most of an event).
+  auto field = [&](const char* name,
+                   bool (nlohmann::json::*is)() const noexcept) -> Result<nlohmann::json*> {
+    auto it = j.find(name);
+    if (it == j.end() || !((*it).*is)())
+      return InvalidArgument(std::string("event field '") + name + "' is missing or mistyped");
+    return &*it;
   };
-  CELLAR_RETURN_IF_ERROR(need("datastore", &nlohmann::json::is_string));
-  CELLAR_RETURN_IF_ERROR(need("shard", &nlohmann::json::is_number_unsigned));
-  CELLAR_RETURN_IF_ERROR(need("added_id", &nlohmann::json::is_number_unsigned));
-  CELLAR_RETURN_IF_ERROR(need("row_key", &nlohmann::json::is_string));
-  CELLAR_RETURN_IF_ERROR(need("column", &nlohmann::json::is_string));
-  CELLAR_RETURN_IF_ERROR(need("ref_key", &nlohmann::json::is_number_integer));
-  CELLAR_RETURN_IF_ERROR(need("created_at", &nlohmann::json::is_string));
-  CELLAR_RETURN_IF_ERROR(need("tombstone", &nlohmann::json::is_boolean));
+  auto text = [](nlohmann::json* v) -> std::string&& {
+    return std::move(v->get_ref<std::string&>());
+  };
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * datastore,
+                          field("datastore", &nlohmann::json::is_string));
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * shard,
+                          field("shard", &nlohmann::json::is_number_unsigned));
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * added_id,
+                          field("added_id", &nlohmann::json::is_number_unsigned));
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * row_key, field("row_key", &nlohmann::json::is_string));
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * column, field("column", &nlohmann::json::is_string));
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * ref_key,
+                          field("ref_key", &nlohmann::json::is_number_integer));
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * created_at,
+                          field("created_at", &nlohmann::json::is_string));
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json * tombstone,
+                          field("tombstone", &nlohmann::json::is_boolean));
   CellEvent e;
-  e.datastore = j["datastore"].get<std::string>();
-  CELLAR_ASSIGN_OR_RETURN(e.cell.row_key, Uuid::Parse(j["row_key"].get<std::string>()));
-  CELLAR_ASSIGN_OR_RETURN(e.cell.created_at, ParseRfc3339(j["created_at"].get<std::string>()));
-  e.cell.shard = j["shard"].get<uint32_t>();
-  e.cell.added_id = j["added_id"].get<uint64_t>();
-  e.cell.column = j["column"].get<std::string>();
-  e.cell.ref_key = j["ref_key"].get<int64_t>();
-  e.cell.tombstone = j["tombstone"].get<bool>();
-  if (j.contains("body")) e.cell.body = j["body"];
-  e.body_omitted = j.value("body_omitted", false);
+  e.datastore = text(datastore);
+  CELLAR_ASSIGN_OR_RETURN(e.cell.row_key, Uuid::Parse(row_key->get_ref<const std::string&>()));
+  CELLAR_ASSIGN_OR_RETURN(e.cell.created_at,
+                          ParseRfc3339(created_at->get_ref<const std::string&>()));
+  e.cell.shard = shard->get<uint32_t>();
+  e.cell.added_id = added_id->get<uint64_t>();
+  e.cell.column = text(column);
+  e.cell.ref_key = ref_key->get<int64_t>();
+  e.cell.tombstone = tombstone->get<bool>();
+  if (auto it = j.find("body"); it != j.end()) e.cell.body = std::move(*it);
+  if (auto it = j.find("body_omitted"); it != j.end() && it->is_boolean())
+    e.body_omitted = it->get<bool>();
   return e;
 }
 

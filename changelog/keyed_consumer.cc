@@ -20,6 +20,8 @@ namespace cellar {
 namespace {
 
 constexpr int kPollTimeoutMs = 20;
+// Records handed to the pool in one go at most.
+constexpr size_t kMaxBurst = 256;
 // A pool full for longer than this pauses the assignment and polling goes on
 // (rebalances are served, the member stays in the group).
 constexpr int kPauseFetchAfterFullMs = 1000;
@@ -227,48 +229,93 @@ struct KeyedConsumer::Impl {
     return std::optional<CellEvent>(std::move(e));
   }
 
-  void Dispatch(ConsumedRecord rec) {
-    const TopicPartitionId tp{rec.topic, rec.partition};
-    const uint64_t generation = Track(tp, rec.offset);
-    auto decoded = Decode(rec);
-    if (!decoded.ok() || !decoded->has_value()) {
-      if (!decoded.ok())
-        LogWarn(o.log_component, "skipping a record that is not an event",
-                {{"group", o.group_id},
-                 {"record", Where(rec.topic, rec.partition, rec.offset)},
-                 {"error", decoded.status().ToString()}});
-      MarkDone(tp, generation, rec.offset);
+  using Tasks = std::vector<std::pair<std::string, std::function<void()>>>;
+
+  // Polling thread, for a record tracked as (tp, generation). Batch mode
+  // decodes here (the lane needs the event); one event at a time appends a
+  // task to `tasks` that decodes on the pool, in the record key's order, so
+  // decoding runs on every core rather than only the polling thread's.
+  void Dispatch(ConsumedRecord rec, const TopicPartitionId& tp, uint64_t generation, Tasks* tasks) {
+    if (!batch_mode()) {
+      std::string key = rec.key;
+      tasks->emplace_back(std::move(key), [this, rec = std::move(rec), tp, generation]() mutable {
+        DecodeAndRun(rec, tp, generation);
+      });
       return;
     }
-    if (batch_mode()) {
-      QueuedEvent q;
-      q.e.event = std::move(**decoded);
-      q.e.topic = std::move(rec.topic);
-      q.e.partition = rec.partition;
-      q.e.offset = rec.offset;
-      q.e.broker_timestamp_ms = rec.broker_timestamp_ms;
-      q.tp = tp;
-      q.generation = generation;
-      std::string lane = cb.lane(q.e.event);
-      bool schedule = false;
-      {
-        MutexLock lock(&lanes_mu);
-        Lane& l = lanes[lane];
-        schedule = l.queue.empty();  // otherwise its RunLane is queued or running
-        l.queue.push_back(std::move(q));
-        ++lane_events;
+    auto decoded = DecodeOrPassBy(rec, tp, generation);
+    if (!decoded) return;
+    QueuedEvent q;
+    q.e.event = std::move(*decoded);
+    q.e.topic = std::move(rec.topic);
+    q.e.partition = rec.partition;
+    q.e.offset = rec.offset;
+    q.e.broker_timestamp_ms = rec.broker_timestamp_ms;
+    q.tp = tp;
+    q.generation = generation;
+    std::string lane = cb.lane(q.e.event);
+    bool schedule = false;
+    {
+      MutexLock lock(&lanes_mu);
+      Lane& l = lanes[lane];
+      schedule = l.queue.empty();  // otherwise its RunLane is queued or running
+      l.queue.push_back(std::move(q));
+      ++lane_events;
+    }
+    if (schedule) tasks->emplace_back(lane, [this, lane] { RunLane(lane); });
+  }
+
+  // Polling thread: the records the consumer has at hand, up to
+  // kMaxBurst and the room left under max_pending, waiting up to
+  // kPollTimeoutMs for the first, handed to the pool in one SubmitMany (one
+  // wake-up per burst, not per record). Each is tracked as soon as it is
+  // polled: a rebalance inside a later poll must find it.
+  void PollBurst(size_t room) {
+    Tasks tasks;
+    const size_t limit = std::max<size_t>(1, std::min(room, kMaxBurst));
+    for (size_t n = 0; n < limit; ++n) {
+      auto rec = consumer->PollRecord(n == 0 ? kPollTimeoutMs : 0);
+      if (!rec.ok()) {
+        LogWarn(o.log_component, "consume failed",
+                {{"group", o.group_id}, {"error", rec.status().ToString()}});
+        break;
       }
-      if (schedule) pool.Submit(lane, [this, lane] { RunLane(lane); });
-      return;
+      if (!rec->has_value()) break;
+      ConsumedRecord& r = **rec;
+      const TopicPartitionId tp{r.topic, r.partition};
+      const uint64_t generation = Track(tp, r.offset);
+      Dispatch(std::move(r), tp, generation, &tasks);
     }
-    auto e = std::make_shared<KeyedEvent>();
-    e->event = std::move(**decoded);
-    e->topic = std::move(rec.topic);
-    e->partition = rec.partition;
-    e->offset = rec.offset;
-    e->broker_timestamp_ms = rec.broker_timestamp_ms;
-    const std::string key = e->event.cell.row_key.ToString();
-    pool.Submit(key, [this, e, tp, generation] { Run(*e, tp, generation); });
+    if (!tasks.empty()) pool.SubmitMany(std::move(tasks));
+  }
+
+  // The event of `rec`, or nullopt when it is passed by (not an event, or the
+  // decoder declined it): then it is finished here.
+  std::optional<CellEvent> DecodeOrPassBy(const ConsumedRecord& rec, const TopicPartitionId& tp,
+                                          uint64_t generation) {
+    auto decoded = Decode(rec);
+    if (decoded.ok() && decoded->has_value()) return std::move(**decoded);
+    if (!decoded.ok())
+      LogWarn(o.log_component, "skipping a record that is not an event",
+              {{"group", o.group_id},
+               {"record", Where(rec.topic, rec.partition, rec.offset)},
+               {"error", decoded.status().ToString()}});
+    MarkDone(tp, generation, rec.offset);
+    return std::nullopt;
+  }
+
+  // Pool thread, one event at a time.
+  void DecodeAndRun(ConsumedRecord& rec, const TopicPartitionId& tp, uint64_t generation) {
+    if (stopping || paused || !Current(tp, generation)) return;  // abandoned
+    auto decoded = DecodeOrPassBy(rec, tp, generation);
+    if (!decoded) return;
+    KeyedEvent e;
+    e.event = std::move(*decoded);
+    e.topic = std::move(rec.topic);
+    e.partition = rec.partition;
+    e.offset = rec.offset;
+    e.broker_timestamp_ms = rec.broker_timestamp_ms;
+    Run(e, tp, generation);
   }
 
   void PollLoop() {
@@ -287,13 +334,7 @@ struct KeyedConsumer::Impl {
       if (full && !fetch_paused) {
         pool.WaitIdle(5);  // back-pressure: no polling, so nothing more is fetched
       } else {
-        auto rec = consumer->PollRecord(kPollTimeoutMs);
-        if (!rec.ok()) {
-          LogWarn(o.log_component, "consume failed",
-                  {{"group", o.group_id}, {"error", rec.status().ToString()}});
-        } else if (rec->has_value()) {
-          Dispatch(std::move(**rec));
-        }
+        PollBurst(max - std::min(max, pending));
       }
       if (Clock::now() - last_commit >= std::chrono::milliseconds(o.commit_interval_ms)) {
         CommitDone();
@@ -385,8 +426,8 @@ struct KeyedConsumer::Impl {
     }
   }
 
+  // REQUIRES: the event is current (DecodeAndRun checked).
   void Run(KeyedEvent& e, const TopicPartitionId& tp, uint64_t generation) {
-    if (stopping || paused || !Current(tp, generation)) return;  // abandoned
     Disposition d = Disposition::kDone;
     if (e.event.body_omitted && !e.event.cell.tombstone && !Reread(e, &d)) {
       if (d == Disposition::kDone) MarkDone(tp, generation, e.offset);

@@ -9,8 +9,9 @@
 //    lasts over a second it pauses the assigned partitions instead and polls
 //    on (rebalances are served, the member stays in the group) until half of
 //    them finished;
-//  - a keyed pool of `concurrency` threads (keyed_executor.h): events of one
-//    row key run one at a time in log order, different rows concurrently;
+//  - a keyed pool of `concurrency` threads (keyed_executor.h): records of one
+//    Kafka key (the row key, on the change log and on a trigger's retry
+//    topic) run one at a time in log order, different rows concurrently;
 //  - bodies left out of the log (CellEvent::body_omitted): read from the
 //    store before the handler runs (see "Omitted bodies");
 //  - offsets (partition_offsets.h): per partition, the end of the longest
@@ -19,9 +20,12 @@
 //    stop re-delivers every unfinished event and skips none;
 //  - Stop() with a bounded drain.
 //
-// Records. `decode` (polling thread; default: DecodeCellEvent of the value)
-// turns a record into the event to handle, or nullopt to pass it by; an error
-// passes it by too, logged. Passed-by records are finished at once.
+// Records. `decode` (default: DecodeCellEvent of the value) turns a record
+// into the event to handle, or nullopt to pass it by; an error passes it by
+// too, logged. Passed-by records are finished at once. With `handle` it runs
+// on the pool, in the record's key order, just before the handler (so
+// decoding uses every core); in batch mode on the polling thread (the lane
+// needs the event).
 //
 // Handler. `handle` runs on a pool thread with the event, its body present
 // unless it is a tombstone. It returns kDone when the event is finished
@@ -63,8 +67,9 @@
 //
 // Threading: Start, Stop, Pause, Submit, Progress and the accessors may be
 // called from any thread; Start and Stop by one thread at a time. Callbacks
-// run on the polling thread (decode, on_progress) or the pool (handle,
-// unreadable) and must be thread-safe.
+// run on the polling thread (on_progress, lane, decode in batch mode) or the
+// pool (handle, handle_batch, unreadable, decode with `handle`) and must be
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -118,7 +123,8 @@ struct KeyedConsumerOptions {
 };
 
 struct KeyedConsumerCallbacks {
-  // Polling thread. Null: DecodeCellEvent(record.value).
+  // Pool (with `handle`) or polling thread (batch mode). Null:
+  // DecodeCellEvent(record.value).
   std::function<Result<std::optional<CellEvent>>(const ConsumedRecord&)> decode;
   // Pool thread, one row at a time. Required unless handle_batch is set.
   std::function<Disposition(KeyedEvent&)> handle;

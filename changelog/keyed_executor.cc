@@ -23,6 +23,26 @@ void KeyedExecutor::Submit(const std::string& key, std::function<void()> task) {
   cv_.NotifyOne();
 }
 
+void KeyedExecutor::SubmitMany(std::vector<std::pair<std::string, std::function<void()>>> tasks) {
+  size_t newly_ready = 0;
+  {
+    MutexLock lock(&mu_);
+    for (auto& [key, task] : tasks) {
+      auto& q = queues_[key];
+      q.push_back(std::move(task));
+      ++pending_;
+      if (q.size() == 1) {
+        ready_.push_back(key);
+        ++newly_ready;
+      }
+    }
+  }
+  if (newly_ready >= threads_.size())
+    cv_.NotifyAll();
+  else
+    for (size_t i = 0; i < newly_ready; ++i) cv_.NotifyOne();
+}
+
 size_t KeyedExecutor::pending() const {
   MutexLock lock(&mu_);
   return pending_;

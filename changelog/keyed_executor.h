@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -22,6 +23,11 @@ class KeyedExecutor {
   ~KeyedExecutor();  // Shutdown()
 
   void Submit(const std::string& key, std::function<void()> task);
+  // Submits every (key, task) in order, under one lock, waking at most one
+  // thread per newly ready key: a producer that hands over what it has in
+  // bursts wakes the pool once per burst rather than once per task (on few
+  // cores each wake-up of a sleeping thread costs more than a small task).
+  void SubmitMany(std::vector<std::pair<std::string, std::function<void()>>> tasks);
   // Tasks queued or running.
   size_t pending() const;
   // Waits until nothing is queued or running, up to timeout_ms. True if idle.

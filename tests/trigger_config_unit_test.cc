@@ -395,5 +395,53 @@ TEST(CellEventEncodingTest, DirectEncodingIsByteIdenticalToTheDocumentEncoding) 
             EncodeCellEventViaDocument("trips", c, INT64_MAX));
 }
 
+// Every field comes back (the body moved out of the parsed document, not
+// copied), and a missing or mistyped field is an error naming it.
+TEST(CellEventEncodingTest, DecodeReturnsEveryFieldAndNamesABadOne) {
+  Cell c;
+  c.row_key = *Uuid::Parse("6b82bf47-eed5-4707-991b-3cf64b41a40d");
+  c.column = "BASE";
+  c.ref_key = 3;
+  c.created_at = 1'700'000'000'123'456;
+  c.shard = 7;
+  c.added_id = 1042;
+  c.body = {{"city", "SF"}, {"fare", {{"total", 9.5}}}};
+  auto back = DecodeCellEvent(EncodeCellEvent("trips", c, INT64_MAX));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->datastore, "trips");
+  EXPECT_EQ(back->cell.row_key, c.row_key);
+  EXPECT_EQ(back->cell.column, "BASE");
+  EXPECT_EQ(back->cell.ref_key, 3);
+  EXPECT_EQ(back->cell.created_at, c.created_at);
+  EXPECT_EQ(back->cell.shard, 7u);
+  EXPECT_EQ(back->cell.added_id, 1042u);
+  EXPECT_FALSE(back->cell.tombstone);
+  EXPECT_EQ(back->cell.body, c.body);
+  EXPECT_FALSE(back->body_omitted);
+  auto omitted = DecodeCellEvent(EncodeCellEvent("trips", c, 5));
+  ASSERT_TRUE(omitted.ok());
+  EXPECT_TRUE(omitted->body_omitted);
+  EXPECT_TRUE(omitted->cell.body.is_null());
+
+  const nlohmann::json good = nlohmann::json::parse(EncodeCellEvent("trips", c, INT64_MAX));
+  for (const char* field : {"datastore", "shard", "added_id", "row_key", "column", "ref_key",
+                            "created_at", "tombstone"}) {
+    nlohmann::json missing = good, mistyped = good;
+    missing.erase(field);
+    mistyped[field] = nlohmann::json::array();
+    for (const auto& bad : {missing, mistyped}) {
+      auto r = DecodeCellEvent(bad.dump());
+      ASSERT_FALSE(r.ok()) << field;
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_THAT(r.status().message(), ::testing::HasSubstr(std::string("'") + field + "'"));
+    }
+  }
+  nlohmann::json bad_key = good;
+  bad_key["row_key"] = "not-a-uuid";
+  EXPECT_FALSE(DecodeCellEvent(bad_key.dump()).ok());
+  EXPECT_FALSE(DecodeCellEvent("[1]").ok());
+  EXPECT_FALSE(DecodeCellEvent("not json").ok());
+}
+
 }  // namespace
 }  // namespace cellar

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "changelog/keyed_executor.h"
@@ -165,8 +167,10 @@ TEST(MatchesFilterTest, AllConditionsMustHold) {
 // ---------------------------------------------------------------------------
 // KeyedExecutor
 
-TEST(KeyedExecutorTest, TasksOfOneKeyRunInSubmissionOrderOneAtATime) {
+// Submits through Submit, or through SubmitMany in bursts of `burst` tasks.
+void CheckOneKeyInSubmissionOrderOneAtATime(size_t burst) {
   KeyedExecutor ex(8);
+  std::vector<std::pair<std::string, std::function<void()>>> pending_burst;
   constexpr int kKeys = 12, kTasks = 150;
   std::mutex mu;
   std::map<std::string, std::vector<int>> order;
@@ -175,7 +179,7 @@ TEST(KeyedExecutorTest, TasksOfOneKeyRunInSubmissionOrderOneAtATime) {
   for (int t = 0; t < kTasks; ++t)
     for (int k = 0; k < kKeys; ++k) {
       const std::string key = "row" + std::to_string(k);
-      ex.Submit(key, [&, key, t] {
+      std::function<void()> task = [&, key, t] {
         {
           std::lock_guard<std::mutex> lock(mu);
           if (running[key]++ > 0) ++overlaps;
@@ -189,8 +193,15 @@ TEST(KeyedExecutorTest, TasksOfOneKeyRunInSubmissionOrderOneAtATime) {
         std::lock_guard<std::mutex> lock(mu);
         --running[key];
         order[key].push_back(t);
-      });
+      };
+      if (burst == 0) {
+        ex.Submit(key, std::move(task));
+        continue;
+      }
+      pending_burst.emplace_back(key, std::move(task));
+      if (pending_burst.size() == burst) ex.SubmitMany(std::exchange(pending_burst, {}));
     }
+  if (!pending_burst.empty()) ex.SubmitMany(std::move(pending_burst));
   ASSERT_TRUE(ex.WaitIdle(30000));
   EXPECT_EQ(ex.pending(), 0u);
   EXPECT_EQ(overlaps.load(), 0);
@@ -200,6 +211,17 @@ TEST(KeyedExecutorTest, TasksOfOneKeyRunInSubmissionOrderOneAtATime) {
   std::vector<int> expected(kTasks);
   for (int t = 0; t < kTasks; ++t) expected[t] = t;
   for (const auto& [key, seq] : order) EXPECT_EQ(seq, expected) << key;
+}
+
+TEST(KeyedExecutorTest, TasksOfOneKeyRunInSubmissionOrderOneAtATime) {
+  CheckOneKeyInSubmissionOrderOneAtATime(0);
+}
+
+TEST(KeyedExecutorTest, SubmitManyKeepsEachKeysOrderOneAtATime) {
+  for (size_t burst : {1, 7, 256}) {
+    SCOPED_TRACE("burst " + std::to_string(burst));
+    CheckOneKeyInSubmissionOrderOneAtATime(burst);
+  }
 }
 
 // Blocks tasks until released (bounded, so a bug cannot hang the test).
@@ -246,6 +268,28 @@ TEST(KeyedExecutorTest, DifferentKeysRunConcurrentlyAndASlowKeyStallsOnlyItself)
   EXPECT_TRUE(ex.WaitIdle(5000));
   EXPECT_TRUE(a2_ran.load());
   EXPECT_EQ(ex.pending(), 0u);
+}
+
+// One burst wakes a thread for every newly ready key (up to the pool size):
+// three blocked keys of one SubmitMany must run at once.
+TEST(KeyedExecutorTest, SubmitManyWakesAThreadPerReadyKey) {
+  KeyedExecutor ex(4);
+  Gate gate;
+  std::atomic<int> started{0};
+  std::vector<std::pair<std::string, std::function<void()>>> tasks;
+  for (const char* key : {"a", "b", "c"})
+    tasks.emplace_back(key, [&] {
+      ++started;
+      gate.Wait();
+    });
+  std::atomic<bool> a2_ran{false};
+  tasks.emplace_back("a", [&] { a2_ran = true; });
+  ex.SubmitMany(std::move(tasks));
+  ASSERT_TRUE(WaitFor([&] { return started == 3; }, 5s)) << "only " << started << " ran at once";
+  EXPECT_FALSE(a2_ran.load()) << "a task overtook the running task of its key";
+  gate.Open();
+  EXPECT_TRUE(ex.WaitIdle(5000));
+  EXPECT_TRUE(a2_ran.load());
 }
 
 TEST(KeyedExecutorTest, WaitIdleAndShutdown) {

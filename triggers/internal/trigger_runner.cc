@@ -123,24 +123,37 @@ void TriggerRunner::UpdateLag(const std::vector<PartitionProgress>& progress) {
   }
 }
 
+const TriggerRunner::PartitionMetrics& TriggerRunner::MetricsOf(const std::string& label) {
+  MutexLock lock(&metrics_mu_);
+  auto [it, added] = metrics_.try_emplace(label);
+  if (added) {
+    it->second.handler_seconds = &probe_->HandlerSeconds(spec_.name, label);
+    it->second.handled = &probe_->Handled(spec_.name, label);
+  }
+  return it->second;
+}
+
 bool TriggerRunner::Process(Work& w) {
   if (consumer_->paused() || consumer_->stopping()) return false;  // delivered again later
-  const std::string row = w.event.cell.row_key.ToString();
   // A row blocked by LaterEventsPolicy::kSetAside stays blocked for live
   // events, but events copied back by `dlq retry` run: they are the row's
   // set-aside events, in order (otherwise they could never be retried).
   bool blocked = false;
-  if (w.source_topic != retry_topic_) {
+  if (any_blocked_.load() && w.source_topic != retry_topic_) {
     MutexLock lock(&dead_mu_);
-    blocked = blocked_rows_.count(row) > 0;
+    blocked = blocked_rows_.count(w.event.cell.row_key.ToString()) > 0;
   }
   if (blocked)
-    return SetAside(w, FailedPrecondition("an earlier event of row " + row + " was set aside"), 0);
+    return SetAside(w,
+                    FailedPrecondition("an earlier event of row " +
+                                       w.event.cell.row_key.ToString() + " was set aside"),
+                    0);
   // A body read from the store (too large for the log) meets the filter only now.
   if (w.body_reread && !w.event.cell.tombstone &&
       !MatchesFilter(spec_.options.filter, w.event.cell.body))
     return true;
-  Histogram& latency = probe_->HandlerSeconds(spec_.name, w.partition_label);
+  const PartitionMetrics& metrics = MetricsOf(w.partition_label);
+  Histogram& latency = *metrics.handler_seconds;
   const RetryPolicy& rp = spec_.options.retry;
   Status last;
   int attempt = 1;
@@ -156,7 +169,7 @@ bool TriggerRunner::Process(Work& w) {
     }
     latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (last.ok()) {
-      probe_->Handled(spec_.name, w.partition_label).Increment();
+      metrics.handled->Increment();
       return true;
     }
     if (last.code() == StatusCode::kFailedPrecondition || attempt == rp.max_attempts) break;
@@ -197,8 +210,10 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
            {"attempts", std::to_string(attempts)},
            {"error", d.error}});
   MutexLock lock(&dead_mu_);
-  if (spec_.options.dead_letter.later_events_of_row == LaterEventsPolicy::kSetAside)
+  if (spec_.options.dead_letter.later_events_of_row == LaterEventsPolicy::kSetAside) {
     blocked_rows_.insert(key);
+    any_blocked_ = true;
+  }
   const MicrosSinceEpoch now = NowMicros();
   recent_dead_.push_back(now);
   while (!recent_dead_.empty() &&

@@ -6,7 +6,9 @@
 // after too many, and replays from the cell tables on the same pool.
 #pragma once
 
+#include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -54,6 +56,14 @@ class TriggerRunner {
     bool body_reread = false;     // the body was left out of the log
   };
 
+  // The per-partition metrics, looked up once per label (building labels per
+  // event cost more than a no-op handler).
+  struct PartitionMetrics {
+    Histogram* handler_seconds = nullptr;
+    Counter* handled = nullptr;
+  };
+  const PartitionMetrics& MetricsOf(const std::string& partition_label);
+
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) const;
   Disposition Handle(KeyedEvent& e);
   std::optional<Disposition> Unreadable(KeyedEvent& e, const Status& error);
@@ -78,6 +88,10 @@ class TriggerRunner {
   // set-aside times within the window
   std::deque<MicrosSinceEpoch> recent_dead_ GUARDED_BY(dead_mu_);
   std::set<std::string> blocked_rows_ GUARDED_BY(dead_mu_);  // LaterEventsPolicy::kSetAside
+  std::atomic<bool> any_blocked_{false};                     // blocked_rows_ is not empty
+
+  Mutex metrics_mu_;
+  std::map<std::string, PartitionMetrics> metrics_ GUARDED_BY(metrics_mu_);
 };
 
 }  // namespace cellar::internal
