@@ -39,9 +39,12 @@
 // meanwhile and measures both figures at arrival: the relay + Kafka part of
 // the lag.
 //
-// Phase B (upserts/s): --apply-cells new trip cells applied with
-// IndexWriter::Apply from --apply-threads threads (the worker's pool size):
-// pointer row lock, entry upsert, pointer update, commit - per cell.
+// Phase B (upserts/s, bench_index_upserts.cc): --batch-cells new trip cells
+// applied as the index worker applies a backlog (IndexWriter::ApplyBatch in
+// its lanes and batch size: upserts_per_s), then --apply-cells more one per
+// transaction with IndexWriter::Apply from --apply-threads threads
+// (single_apply_upserts_per_s), then the same cluster's put rate (blocking
+// single puts from 32 callers): put_rate_ratio = upserts_per_s / put_rate.
 //
 // Phase C (queries): the entry tables of bench_query_index are emptied and
 // bulk-loaded DIRECTLY with multi-row INSERTs (--entries rows over --drivers
@@ -135,7 +138,7 @@ int RunIndexBench(const IndexBenchOptions& o) {
   LagFigures lag;
   if (int rc = RunLagPhase(b, reader, &lag); rc != 0) return rc;
 
-  // ---- Phase B: IndexWriter::Apply throughput ----
+  // ---- Phase B: IndexWriter throughput, and the put rate ----
   // The drivers of phase B's trips and of phase C's entries.
   std::vector<Uuid> drivers(static_cast<size_t>(o.drivers));
   for (auto& d : drivers) d = Uuid::Random();
@@ -183,7 +186,15 @@ void AddIndexCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--pollers", o->pollers, "threads polling the index for sampled puts")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_option("--apply-cells", o->apply_cells, "cells applied with IndexWriter in phase B")
+  cmd->add_option("--batch-cells", o->batch_cells,
+                  "cells applied with IndexWriter::ApplyBatch in phase B")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--put-cells", o->put_cells, "single puts timing the put rate in phase B")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--apply-cells", o->apply_cells,
+                  "cells applied one at a time with IndexWriter::Apply in phase B")
       ->check(CLI::Range(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--apply-threads", o->apply_threads, "threads calling IndexWriter::Apply")

@@ -42,7 +42,9 @@ struct IndexBenchOptions {
   int sample_every = 10;
   int poll_ms = 2;
   int pollers = 2;
-  int apply_cells = 5000;
+  int batch_cells = 30000;
+  int apply_cells = 3000;
+  int put_cells = 20000;
   int apply_threads = IndexWorkerOptions{}.concurrency;
   int entries = 1000000;
   int drivers = 2000;
@@ -114,15 +116,27 @@ int RunLagPhase(const IndexBenchRun& b, IndexReader& reader, LagFigures* out);
 // ---- Phase B: index-entry upserts (bench_index_upserts.cc) ----------------------------
 
 struct UpsertFigures {
-  size_t cells = 0;
-  uint64_t apply_errors = 0;
-  double apply_s = 0;
+  // Group apply (IndexWriter::ApplyBatch in the worker's lanes).
+  size_t batch_cells = 0, lanes = 0, max_batch = 0;
+  double batch_s = 0;
   double upserts_per_s = 0;
+  double batch_p50 = 0, batch_p99 = 0;  // ms per ApplyBatch call
+  // The same cluster's blocking single puts from 32 callers.
+  double put_rate = 0;
+  uint64_t put_errors = 0;
+  double put_rate_ratio = 0;  // upserts_per_s / put_rate
+  // One cell per transaction (IndexWriter::Apply).
+  size_t cells = 0;
+  uint64_t apply_errors = 0;  // every failed apply or put of the phase
+  double apply_s = 0;
+  double single_upserts_per_s = 0;
   double apply_p50 = 0, apply_p99 = 0;
   double flush_p50 = 0;
 };
 
-// Applies --apply-cells new trips of `drivers` to query_def with IndexWriter.
+// Applies --batch-cells new trips of `drivers` to query_def with
+// IndexWriter::ApplyBatch as the worker does, --apply-cells more one at a
+// time with IndexWriter::Apply, and measures the cluster's put rate.
 int RunUpsertPhase(const IndexBenchRun& b, const std::vector<Uuid>& drivers, UpsertFigures* out);
 
 // ---- Phase C: queries (bench_index_query.cc) ------------------------------------------

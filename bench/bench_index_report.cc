@@ -79,12 +79,24 @@ int PrintIndexReport(const IndexBenchRun& b, bool private_broker, const LagFigur
   t.Add("worker histogram p50 / p99 (phase A writes)",
         "<= " + FormatNumber(lag.worker_p50, 1) + " / <= " + FormatNumber(lag.worker_p99, 1) +
             " ms (bucket upper bounds, txn-start (created_at) to entry written)");
-  t.Section("phase B: index-entry upserts (IndexWriter::Apply)");
-  t.Add("cells applied", std::to_string(upsert.cells) + " from " + std::to_string(o.apply_threads) +
-                             " threads (" + std::to_string(upsert.apply_errors) + " errors)");
-  t.Add("seconds", FormatNumber(upsert.apply_s, 3));
-  t.Add("upserts/s", FormatNumber(upsert.upserts_per_s, 0));
-  t.Add("Apply latency p50 / p99 ms",
+  t.Section("phase B: index-entry upserts (IndexWriter)");
+  t.Add("group apply: cells", std::to_string(upsert.batch_cells) + " in " +
+                                  std::to_string(upsert.lanes) + " lanes (one thread each), " +
+                                  "ApplyBatch of " + std::to_string(upsert.max_batch) + " at most");
+  t.Add("group apply: seconds", FormatNumber(upsert.batch_s, 3));
+  t.Add("group apply: upserts/s", FormatNumber(upsert.upserts_per_s, 0));
+  t.Add("group apply: ApplyBatch p50 / p99 ms",
+        FormatNumber(upsert.batch_p50, 2) + " / " + FormatNumber(upsert.batch_p99, 2));
+  t.Add("put rate of this cluster (32 callers, single puts)",
+        FormatNumber(upsert.put_rate, 0) + " cells/s" +
+            (upsert.put_errors ? " (" + std::to_string(upsert.put_errors) + " failed)" : ""));
+  t.Add("put_rate_ratio (group apply upserts/s / put rate)",
+        FormatNumber(upsert.put_rate_ratio, 3) + " (issue 16 target >= 1.5)");
+  t.Add("single apply: cells", std::to_string(upsert.cells) + " from " +
+                                   std::to_string(o.apply_threads) + " threads (" +
+                                   std::to_string(upsert.apply_errors) + " errors in phase B)");
+  t.Add("single apply: upserts/s", FormatNumber(upsert.single_upserts_per_s, 0));
+  t.Add("single apply: Apply latency p50 / p99 ms",
         FormatNumber(upsert.apply_p50, 2) + " / " + FormatNumber(upsert.apply_p99, 2));
   t.Add("one autocommit upsert p50 ms",
         FormatNumber(upsert.flush_p50, 2) + " (redo-log flush; an Apply commits twice)");
@@ -142,6 +154,11 @@ int PrintIndexReport(const IndexBenchRun& b, bool private_broker, const LagFigur
   j["achieved_rate"] = Round(lag.achieved, 1);
   j["upserts_per_s"] = Round(upsert.upserts_per_s, 1);
   j["apply_p50_ms"] = Round(upsert.apply_p50, 3);
+  j["single_apply_upserts_per_s"] = Round(upsert.single_upserts_per_s, 1);
+  j["batch_p50_ms"] = Round(upsert.batch_p50, 3);
+  j["batch_p99_ms"] = Round(upsert.batch_p99, 3);
+  j["put_rate"] = Round(upsert.put_rate, 1);
+  j["put_rate_ratio"] = Round(upsert.put_rate_ratio, 3);
   j["entries"] = query.load_rows;
   j["bulk_loaded"] = true;
   j["bulk_rows_per_s"] = Round(query.load_rows / query.load_seconds, 1);

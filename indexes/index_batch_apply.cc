@@ -162,16 +162,19 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
     if (!locked.ok()) return fail(locked);
     for (size_t start = 0; start < keys.size(); start += kRowsPerStatement) {
       const size_t end = std::min(keys.size(), start + kRowsPerStatement);
-      std::string sql =
-          "SELECT shard, row_key, column_key, ref_key, target_shard FROM " + pointer + " WHERE ";
+      // Point lookups by the primary key, forced: on a small table the
+      // optimizer prefers a full scan, which (FOR UPDATE) waits for the rows
+      // of every other lane and deadlocks with them. A row IN list, not ORs:
+      // the server evaluates the whole condition for every row it reads.
+      std::string sql = "SELECT shard, row_key, column_key, ref_key, target_shard FROM " + pointer +
+                        " FORCE INDEX (PRIMARY) WHERE (shard, row_key, column_key) IN (";
       std::vector<SqlParam> params;
       for (size_t i = start; i < end; ++i) {
         const auto& [shard, row, column] = *keys[i];
-        sql +=
-            std::string(i > start ? " OR " : "") + "(shard = ? AND row_key = ? AND column_key = ?)";
+        sql += i > start ? ", (?, ?, ?)" : "(?, ?, ?)";
         params.insert(params.end(), {int64_t{shard}, row, column});
       }
-      auto rows = c.Query(sql + " FOR UPDATE", params);
+      auto rows = c.Query(sql + ") FOR UPDATE", params);
       if (!rows.ok()) return fail(rows.status());
       for (const auto& r : *rows) {
         auto it = pointers.find({static_cast<uint32_t>(r.Uint(0)), r.Bytes(1), r.Bytes(2)});
