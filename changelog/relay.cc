@@ -115,6 +115,11 @@ void Relay::Impl::HostLoop(size_t host_index) {
       idle_ms = std::min(idle_ms * 2, config.relay.poll_max_ms);
     } else {
       idle_ms = config.relay.poll_min_ms;
+      // Caught up (less than a page): the next poll waits poll_min_ms, so a
+      // steady trickle is read in pages of a few cells, not one query per
+      // cell. A full page means a backlog: read on at once.
+      if (produced < static_cast<size_t>(std::max(1, config.relay.batch_cells)) * mine.size())
+        std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
     }
   }
   // Shutdown: flush and save what this thread owns, then let the locks go.
