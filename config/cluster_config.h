@@ -94,7 +94,7 @@ struct KafkaConfig {
 
 struct RelayConfig {
   int batch_cells = 1000;    // cells read from a shard log per round
-  int poll_min_ms = 1;       // idle poll interval starts here...
+  int poll_min_ms = 1;       // idle poll interval starts here (and pause after a caught-up read)...
   int poll_max_ms = 50;      // ...and doubles up to this while nothing is new
   int lock_retry_ms = 1000;  // how often an idle relay tries to take unowned shards
   // Publish each stream in Kafka transactions (transactional.id per stream):
