@@ -356,14 +356,20 @@ TEST(DeadLetterTest, EncodeDecodeRoundTripAndTopicNames) {
 
 // The relay encodes events directly (changelog/cell_event.cc); the bytes must
 // stay those of the JSON document encoding every consumer already reads.
-TEST(CellEventEncodingTest, DirectEncodingIsByteIdenticalToTheDocumentEncoding) {
+// A cell of row 6b82bf47-..., BASE, ref_key 3, shard 7, at `added_id`.
+Cell EventCell(uint64_t added_id) {
   Cell c;
   c.row_key = *Uuid::Parse("6b82bf47-eed5-4707-991b-3cf64b41a40d");
   c.column = "BASE";
   c.ref_key = 3;
   c.created_at = 1'700'000'000'123'456;
   c.shard = 7;
-  c.added_id = 18'446'744'073'709'551'000ULL;
+  c.added_id = added_id;
+  return c;
+}
+
+TEST(CellEventEncodingTest, DirectEncodingIsByteIdenticalToTheDocumentEncoding) {
+  Cell c = EventCell(18'446'744'073'709'551'000ULL);
   const nlohmann::json bodies[] = {
       {{"city", "SF"}, {"fare", {{"total", 9.5}, {"items", {1, 2, 3}}}}},
       {{"quote\"back\\slash\nline", "caf\u00e9 \x01"}, {"z", nullptr}, {"a", true}},
@@ -398,13 +404,7 @@ TEST(CellEventEncodingTest, DirectEncodingIsByteIdenticalToTheDocumentEncoding) 
 // Every field comes back (the body moved out of the parsed document, not
 // copied), and a missing or mistyped field is an error naming it.
 TEST(CellEventEncodingTest, DecodeReturnsEveryFieldAndNamesABadOne) {
-  Cell c;
-  c.row_key = *Uuid::Parse("6b82bf47-eed5-4707-991b-3cf64b41a40d");
-  c.column = "BASE";
-  c.ref_key = 3;
-  c.created_at = 1'700'000'000'123'456;
-  c.shard = 7;
-  c.added_id = 1042;
+  Cell c = EventCell(1042);
   c.body = {{"city", "SF"}, {"fare", {{"total", 9.5}}}};
   auto back = DecodeCellEvent(EncodeCellEvent("trips", c, INT64_MAX));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
