@@ -263,6 +263,12 @@ Result<std::vector<IndexDefinition>> LoadIndexDefinitions(const std::string& pat
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<std::string> files;
+  if (!fs::exists(path, ec))
+    return NotFound("index definitions '" + path + "' do not exist (" +
+                    (fs::path(path).is_absolute()
+                         ? std::string("an absolute path")
+                         : "relative to " + fs::current_path(ec).string()) +
+                    ")");
   if (fs::is_directory(path, ec)) {
     for (const auto& e : fs::directory_iterator(path, ec)) {
       auto ext = e.path().extension().string();
@@ -276,7 +282,7 @@ Result<std::vector<IndexDefinition>> LoadIndexDefinitions(const std::string& pat
   std::string errors;
   for (const auto& f : files) {
     std::ifstream in(f);
-    if (!in) return InvalidArgument(f + ": cannot open index definition");
+    if (!in) return InvalidArgument(f + ": cannot open index definition file");
     std::stringstream ss;
     ss << in.rdbuf();
     auto defs = ParseIndexDefinitions(ss.str(), f, cluster);

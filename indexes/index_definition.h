@@ -69,6 +69,9 @@ Result<std::vector<IndexDefinition>> ParseIndexDefinitions(std::string_view yaml
                                                            const std::string& source,
                                                            const ClusterConfig& cluster);
 // Loads a file, or every *.yaml / *.yml file of a directory (sorted by name).
+// NotFound naming `path` (and the working directory it was resolved against)
+// when it does not exist; InvalidArgument naming the file for one that cannot
+// be read or parsed (every parse error, with file and line).
 Result<std::vector<IndexDefinition>> LoadIndexDefinitions(const std::string& path,
                                                           const ClusterConfig& cluster);
 

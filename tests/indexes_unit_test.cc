@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <ostream>
@@ -326,7 +327,19 @@ TEST(IndexDefinitionTest, DuplicateIndexNames) {
   EXPECT_THAT(
       r.status().message(),
       AllOf(HasSubstr("b.yml: duplicate index 'driver_partner_index'"), HasSubstr("a.yaml")));
-  EXPECT_FALSE(LoadIndexDefinitions(dir.File("missing.yaml"), Cluster()).ok());
+  auto missing = LoadIndexDefinitions(dir.File("missing.yaml"), Cluster());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(StatusCode::kNotFound, missing.status().code());
+  EXPECT_THAT(missing.status().message(),
+              AllOf(HasSubstr(dir.File("missing.yaml")), HasSubstr("do not exist")));
+}
+
+TEST(IndexDefinitionTest, RelativeMissingPathNamesTheWorkingDirectory) {
+  auto r = LoadIndexDefinitions("no-such-indexes-dir", Cluster());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              AllOf(HasSubstr("'no-such-indexes-dir'"),
+                    HasSubstr("relative to " + std::filesystem::current_path().string())));
 }
 
 TEST(IndexDefinitionTest, FingerprintFollowsTheDefinitionNotTheFile) {

@@ -25,7 +25,12 @@ struct IndexArgs {
 };
 
 std::vector<IndexDefinition> LoadDefsOrExit(const ClusterConfig& cfg, const IndexArgs& a) {
-  return OrFail(LoadIndexDefinitions(a.indexes_path, cfg));
+  auto defs = LoadIndexDefinitions(a.indexes_path, cfg);
+  if (!defs.ok() && defs.status().code() == StatusCode::kNotFound)
+    OrFail(NotFound(defs.status().message() +
+                    "; give the definitions' file or directory with `cellar index --indexes "
+                    "PATH <command>` (default: ./indexes)"));
+  return OrFail(std::move(defs));
 }
 
 const IndexDefinition& FindOrExit(const std::vector<IndexDefinition>& defs,
@@ -173,6 +178,8 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     }
     PrintJson(out);
   });
+  // `--indexes` may follow the command too (`cellar index apply --indexes DIR`).
+  for (CLI::App* sub : idx->get_subcommands({})) sub->fallthrough();
 }
 
 }  // namespace cellar::cli
