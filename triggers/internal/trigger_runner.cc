@@ -10,6 +10,10 @@
 namespace cellar::internal {
 namespace {
 
+// A pausing consumer waits this long for handler calls in flight before it
+// logs that the rest will be delivered again (it waits for them anyway).
+constexpr int kPauseDrainMs = 2000;
+
 int JitteredBackoffMs(const RetryPolicy& p, int attempt) {
   int64_t wait = p.initial_backoff_ms;
   for (int i = 1; i < attempt && wait < p.max_backoff_ms; ++i) wait *= 2;
@@ -101,6 +105,10 @@ void TriggerRunner::Stop(int drain_timeout_ms) {
     consuming_ = false;
     c = consumer_;
   }
+  // Queued events are abandoned without a call and a body re-read waiting
+  // for the store gives up after its current backoff: only handler calls in
+  // flight are waited for.
+  c->Pause();
   c->Stop(drain_timeout_ms);
 }
 
@@ -156,7 +164,7 @@ Status TriggerRunner::Control(bool paused, const std::string& reason) {
     // the member leaves the group, so the partitions' offsets stop advancing.
     if (c) {
       c->Pause();
-      c->Stop(0);
+      c->Stop(kPauseDrainMs);
     }
     return Status::Ok();
   }
@@ -170,7 +178,7 @@ Status TriggerRunner::Control(bool paused, const std::string& reason) {
   }
   if (old) {
     old->Pause();
-    old->Stop(0);
+    old->Stop(kPauseDrainMs);
   }
   {
     // A resumed trigger starts a new window: the old set-aside events do not
