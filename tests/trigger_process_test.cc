@@ -468,7 +468,7 @@ TEST(TriggerProcessTest, CliPauseAndResumeReachARunningTriggerProcess) {
         auto l = ReadTriggerLag(c->config, "trips", "held");
         return l.ok() && l->total_lag >= 1;
       },
-      30s));
+      30s, 200ms));
   EXPECT_EQ(log.ok({second.ToString(), "BASE", 0}), 0) << "a paused trigger delivered";
   std::tie(code, out) = RunCli(
       logs, "status.log", {"--config", c->config_path, "trigger", "status", "held", "-d", "trips"});

@@ -388,7 +388,7 @@ TEST(WebhookTest, EraseIsDeliveredAsATombstoneByDefaultAndNotWhenTurnedOff) {
         auto l = ReadTriggerLag(c->config, "trips", "hook_live");
         return l.ok() && l->total_lag == 0;
       },
-      30s));
+      30s, 200ms));
   w.Stop();
   relay->Stop();
 
