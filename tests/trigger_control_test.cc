@@ -182,7 +182,7 @@ TEST(TriggerStopTest, StopCutsARetryBackoffShortAndTheEventIsDeliveredAgainAfter
 // trigger_control stops both within a bounded wait (gauge 1, no handler call,
 // the group's lag grows while writes go on); resume continues from where it
 // stopped: every event written during the pause is handled, in row order.
-TEST(TriggerControlTest, PauseReachesEveryWorkerAndResumeHandlesThePausedWritesOnceInOrder) {
+TEST(TriggerControlTest, PauseReachesEveryWorkerAndResumeHandlesThePausedWritesInRowOrder) {
   auto c = MakeCluster("tg_ctl", Broker());
   ASSERT_TRUE(c);
   auto relay = StartRelay(c->store.get(), "ctl-relay");
