@@ -207,6 +207,50 @@ TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
     EXPECT_THAT(e, ::testing::MatchesRegex("hooks\\.yaml:[0-9]+: triggers[^ ]*: .+")) << e;
 }
 
+// Erases reach webhooks by default (issue #17); `include_tombstones: false`
+// turns them off; anything but a boolean is an error with file, line and key.
+TEST(TriggerDefinitionsTest, IncludeTombstonesDefaultsToTrueAndCanBeTurnedOff) {
+  const std::string yaml = R"(triggers:
+  - name: with_erases
+    datastore: trips
+    column: BASE
+    webhook: { url: "http://127.0.0.1:8080/a" }
+  - name: without_erases
+    datastore: trips
+    column: BASE
+    include_tombstones: false
+    webhook: { url: "http://127.0.0.1:8080/b" }
+  - name: explicit_erases
+    datastore: trips
+    column: BASE
+    include_tombstones: true
+    webhook: { url: "http://127.0.0.1:8080/c" }
+)";
+  auto r = ParseTriggerDefinitions(yaml, "hooks.yaml", Cluster());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_TRUE((*r)[0].include_tombstones);
+  EXPECT_FALSE((*r)[1].include_tombstones);
+  EXPECT_TRUE((*r)[2].include_tombstones);
+  EXPECT_TRUE(WebhookTriggerOptions((*r)[0]).include_tombstones);
+  EXPECT_FALSE(WebhookTriggerOptions((*r)[1]).include_tombstones);
+  EXPECT_TRUE(TriggerOptions{}.include_tombstones) << "C++ handlers get erases by default too";
+
+  const std::string bad = R"(triggers:
+  - name: a
+    datastore: trips
+    column: BASE
+    include_tombstones: sometimes
+    include_tombstone: false
+    webhook: { url: "http://127.0.0.1:8080/a" }
+)";
+  const std::vector<std::string> errors = Errors(bad);
+  EXPECT_THAT(errors, ::testing::Contains("hooks.yaml:5: triggers[0].include_tombstones: "
+                                          "expected true or false"));
+  EXPECT_THAT(errors, ::testing::Contains(::testing::StartsWith(
+                          "hooks.yaml:6: triggers[0].include_tombstone: unknown key")));
+}
+
 TEST(TriggerDefinitionsTest, DocumentShapeErrors) {
   auto errs = Errors("triggers: [\n");
   ASSERT_FALSE(errs.empty());

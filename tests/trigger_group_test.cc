@@ -89,9 +89,9 @@ TEST(TriggerTest, StatusReportsCommitsAndLagAndACleanStopLeavesNothingToRedelive
       << text;
   EXPECT_EQ(MetricValue(text, "cellar_trigger_lag", {{"trigger", "resume"}}), 0) << text;
 
-  // More writes, and Stop() while they are being handled: it drains what it
-  // took, commits, and a new worker of the same trigger takes the rest with
-  // no event handled twice.
+  // More writes, and Stop() while they are being handled: it finishes the
+  // handler calls in flight (starting no new one), commits, and a new worker
+  // of the same trigger takes the rest with no event handled twice.
   std::set<CellAddr> more = PutVersion(*c->store, NewRows(80), "BASE", 0, body);
   all.insert(more.begin(), more.end());
   ASSERT_TRUE(WaitFor([&] { return first.total() > 45; }, 30s));

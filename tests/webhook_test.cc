@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/webhook_sink.h"
 #include "tests/trigger_test_util.h"
 #include "triggers/trigger_admin.h"
 
@@ -329,6 +330,83 @@ TEST(WebhookTest, FilterTimeoutsServerErrorsAndClientErrorsFollowThePolicy) {
             << main.set_aside << "; hook_drop handled " << drop.handled << "\n";
   w.Stop();
   relay->Stop();
+}
+
+// Erases reach webhooks by default: the tombstone's delivery has
+// "tombstone": true and "body": null and comes after the row's earlier
+// version; `include_tombstones: false` in the YAML leaves it out.
+TEST(WebhookTest, EraseIsDeliveredAsATombstoneByDefaultAndNotWhenTurnedOff) {
+  auto c = MakeCluster("tg_hookerase", Broker());
+  ASSERT_TRUE(c);
+  std::mutex mu;
+  std::map<std::string, std::vector<nlohmann::json>> received;  // by path, arrival order
+  auto sink = testing::WebhookSink::Start([&](const std::string& path, const std::string& body) {
+    auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return 400;
+    std::lock_guard<std::mutex> lock(mu);
+    received[path].push_back(std::move(j));
+    return 200;
+  });
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  const std::string yaml =
+      "triggers:\n"
+      "  - name: hook_all\n"
+      "    datastore: trips\n"
+      "    column: BASE\n"
+      "    webhook: { url: \"" +
+      (*sink)->Url("/all") +
+      "\" }\n"
+      "  - name: hook_live\n"
+      "    datastore: trips\n"
+      "    column: BASE\n"
+      "    include_tombstones: false\n"
+      "    webhook: { url: \"" +
+      (*sink)->Url("/live") + "\" }\n";
+  auto defs = ParseTriggerDefinitions(yaml, "hooks.yaml", c->config);
+  ASSERT_TRUE(defs.ok()) << defs.status().ToString();
+  auto relay = StartRelay(c->store.get(), "hookerase-relay");
+  ASSERT_TRUE(relay);
+  TriggerWorker w(c->config, Opts("hookerase"));
+  for (const auto& d : *defs) ASSERT_EQ("OK", w.on_webhook(d).ToString());
+  ASSERT_TRUE(w.Start().ok());
+
+  const std::vector<Uuid> rows = NewRows(6);
+  PutVersion(*c->store, rows, "BASE", 0, [](size_t i) { return nlohmann::json{{"n", i}}; });
+  for (const Uuid& r : rows) {
+    auto e = c->store->Erase("trips", r, "BASE");
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+  }
+  auto count = [&](const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu);
+    return received[path].size();
+  };
+  ASSERT_TRUE(WaitFor([&] { return count("/all") >= 2 * rows.size(); }, 30s))
+      << "deliveries to /all: " << count("/all");
+  ASSERT_TRUE(WaitFor([&] { return count("/live") >= rows.size(); }, 30s));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto l = ReadTriggerLag(c->config, "trips", "hook_live");
+        return l.ok() && l->total_lag == 0;
+      },
+      30s, 200ms));
+  w.Stop();
+  relay->Stop();
+
+  std::lock_guard<std::mutex> lock(mu);
+  std::map<std::string, std::vector<nlohmann::json>> by_row;
+  for (const auto& j : received["/all"]) by_row[j.value("row_key", "")].push_back(j);
+  ASSERT_EQ(by_row.size(), rows.size());
+  for (const auto& [row, events] : by_row) {
+    ASSERT_EQ(events.size(), 2u) << row;
+    EXPECT_EQ(events[0]["ref_key"], 0) << row;
+    EXPECT_EQ(events[0]["tombstone"], false) << row;
+    EXPECT_EQ(events[1]["ref_key"], 1) << row;
+    EXPECT_EQ(events[1]["tombstone"], true) << row << ": " << events[1].dump();
+    EXPECT_TRUE(events[1].contains("body") && events[1]["body"].is_null()) << events[1].dump();
+  }
+  EXPECT_EQ(received["/live"].size(), rows.size());
+  for (const auto& j : received["/live"])
+    EXPECT_EQ(j["tombstone"], false) << "include_tombstones: false delivered " << j.dump();
 }
 
 }  // namespace

@@ -148,8 +148,9 @@ Result<std::vector<WebhookTriggerConfig>> ParseTriggerDefinitions(std::string_vi
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node t = list[i];
     const std::string p = "triggers[" + std::to_string(i) + "]";
-    if (!r.CheckKeys(
-            t, p, {"name", "datastore", "column", "filter", "webhook", "retry", "dead_letter"}) &&
+    if (!r.CheckKeys(t, p,
+                     {"name", "datastore", "column", "filter", "webhook", "retry", "dead_letter",
+                      "include_tombstones"}) &&
         !t.IsMap())
       continue;
     WebhookTriggerConfig w;
@@ -201,6 +202,7 @@ Result<std::vector<WebhookTriggerConfig>> ParseTriggerDefinitions(std::string_vi
         if (r.ReadInt(h, "timeout_ms", hp, 1, 600000, &v)) w.timeout_ms = static_cast<int>(v);
       }
     }
+    r.ReadBool(t, "include_tombstones", p, &w.include_tombstones);
     if (YAML::Node n = t["retry"]) ReadRetry(r, n, p + ".retry", &w.retry, &w.on_4xx);
     if (YAML::Node n = t["dead_letter"]) {
       const std::string dp = p + ".dead_letter";

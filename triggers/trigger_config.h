@@ -13,6 +13,7 @@
 //       retry: { max_attempts: 5, initial_backoff_ms: 100, max_backoff_ms: 10000,
 //                on_4xx: dead_letter }     # dead_letter | drop | retry
 //       dead_letter: { pause_after: 100, window: 10m, later_events_of_row: continue }
+//       include_tombstones: true           # default; false: erases are not delivered
 // Unknown keys are errors; every error names file, line and key.
 #pragma once
 
@@ -70,6 +71,8 @@ struct WebhookTriggerConfig {
   On4xx on_4xx = On4xx::kDeadLetter;
   RetryPolicy retry;
   DeadLetterPolicy dead_letter;
+  // Erases are delivered as {"tombstone": true, "body": null} unless false.
+  bool include_tombstones = true;
 };
 
 bool IsValidTriggerName(const std::string& name);

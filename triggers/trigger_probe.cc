@@ -37,7 +37,7 @@ Gauge& TriggerProbe::Lag(const std::string& trigger, const std::string& topic, i
 }
 
 Gauge& TriggerProbe::Paused(const std::string& trigger) {
-  return registry_->GetGauge("cellar_trigger_paused", "1 while the trigger is paused for a person",
+  return registry_->GetGauge("cellar_trigger_paused", "1 while the trigger is paused (by an operator or the dead-letter policy)",
                              {{"trigger", trigger}});
 }
 

@@ -5,7 +5,8 @@
 //   cellar_trigger_set_aside_total{trigger,partition}   events set aside in the DLQ
 //   cellar_trigger_handler_seconds{trigger,partition}   handler latency histogram
 //   cellar_trigger_lag{trigger,topic,partition}         records behind the partition end
-//   cellar_trigger_paused{trigger}                      1 while paused for a person
+//   cellar_trigger_paused{trigger}                      1 while paused (`cellar trigger pause`
+//                                                       or the dead-letter policy; trigger_control.h)
 // `partition` is the partition number, "retry" (the retry topic) or "replay".
 // Ownership: the registry is not owned and outlives the probe. Threading: all
 // methods are thread-safe; returned references live as long as the registry.

@@ -3,13 +3,17 @@
 #include <pthread.h>
 
 #include <charconv>
+#include <chrono>
 #include <csignal>
+#include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "changelog/kafka/record_writer.h"
+#include "triggers/internal/trigger_control_internal.h"
 #include "triggers/internal/trigger_runner.h"
 #include "triggers/trigger_probe.h"
 #include "triggers/webhook.h"
@@ -32,6 +36,82 @@ struct TriggerWorker::Impl {
   Mutex mu;  // Start, Stop, EnsureRunners
   bool started GUARDED_BY(mu) = false;
   bool stopped GUARDED_BY(mu) = false;
+
+  // The trigger_control poller (trigger_control.h): its thread, its own
+  // connection (control thread only) and its stop signal.
+  std::thread control_thread;
+  std::unique_ptr<MysqlConnection> control_conn;
+  std::string control_table;
+  std::string control_error;  // the last error logged (logged again only when it changes)
+  Mutex control_mu;
+  CondVar control_cv;
+  bool control_stop GUARDED_BY(control_mu) = false;
+
+  // Connects (again) and creates the table when needed.
+  Status EnsureControlConnection() {
+    if (control_conn && !control_conn->broken()) return Status::Ok();
+    control_conn.reset();
+    CELLAR_ASSIGN_OR_RETURN(auto conn, internal::ConnectControl(config, &control_table));
+    CELLAR_RETURN_IF_ERROR(internal::EnsureControlTable(*conn, control_table));
+    control_conn = std::move(conn);
+    return Status::Ok();
+  }
+
+  void ControlError(const Status& s) {
+    if (s.ToString() == control_error) return;
+    control_error = s.ToString();
+    LogWarn("trigger", "trigger_control unreadable; pause state unchanged until it can be read",
+            {{"error", control_error}});
+  }
+
+  // One poll: writes pending dead-letter auto-pauses, reads every state and
+  // applies it to the runners. Control thread (or Start before it exists).
+  void ControlRound() {
+    if (Status s = EnsureControlConnection(); !s.ok()) return ControlError(s);
+    std::set<std::string> unwritten;  // auto-pauses not stored yet: not resumed meanwhile
+    for (auto& r : runners) {
+      auto reason = r->TakeAutoPause();
+      if (!reason) continue;
+      Status s =
+          internal::WriteControl(*control_conn, control_table, r->spec().name, true, *reason);
+      if (!s.ok()) {
+        r->RequeueAutoPause(*reason);
+        unwritten.insert(r->spec().name);
+        ControlError(s);
+      }
+    }
+    auto states = internal::ReadControl(*control_conn, control_table);
+    if (!states.ok()) return ControlError(states.status());
+    if (!control_error.empty() && unwritten.empty()) {
+      LogInfo("trigger", "trigger_control readable again", {});
+      control_error.clear();
+    }
+    for (auto& r : runners) {
+      if (unwritten.count(r->spec().name)) continue;
+      const TriggerControlState* st = nullptr;
+      for (const auto& s : *states)
+        if (s.trigger == r->spec().name) st = &s;
+      const bool paused = st && st->paused;
+      if (!paused && !r->paused()) continue;
+      if (Status s = r->Control(paused, st ? st->reason : ""); !s.ok())
+        LogWarn("trigger", "cannot resume; trying again at the next poll",
+                {{"trigger", r->spec().name}, {"error", s.ToString()}});
+    }
+  }
+
+  void ControlLoop() {
+    while (true) {
+      {
+        MutexLock lock(&control_mu);
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(options.control_poll_ms);
+        while (!control_stop)
+          if (!control_cv.WaitUntil(&control_mu, deadline)) break;
+        if (control_stop) return;
+      }
+      ControlRound();
+    }
+  }
 
   // Creates the DLQ writer and one runner per trigger (idempotent).
   Status EnsureRunners() REQUIRES(mu) {
@@ -92,8 +172,29 @@ Status TriggerWorker::Start() {
   MutexLock lock(&m.mu);
   if (m.started) return FailedPrecondition("trigger worker already started");
   CELLAR_RETURN_IF_ERROR(m.EnsureRunners());
-  for (auto& runner : m.runners) CELLAR_RETURN_IF_ERROR(runner->Start());
+  // A trigger paused in trigger_control starts paused. When the table cannot
+  // be read now, triggers start running and the poller applies the state as
+  // soon as it can read it.
+  std::vector<TriggerControlState> states;
+  if (m.options.control_poll_ms > 0) {
+    Status s = m.EnsureControlConnection();
+    if (s.ok()) {
+      auto read = internal::ReadControl(*m.control_conn, m.control_table);
+      if (read.ok())
+        states = std::move(read).value();
+      else
+        s = read.status();
+    }
+    if (!s.ok()) m.ControlError(s);
+  }
+  for (auto& runner : m.runners) {
+    const TriggerControlState* st = nullptr;
+    for (const auto& c : states)
+      if (c.trigger == runner->spec().name && c.paused) st = &c;
+    CELLAR_RETURN_IF_ERROR(runner->Start(st != nullptr, st ? st->reason : ""));
+  }
   m.started = true;
+  if (m.options.control_poll_ms > 0) m.control_thread = std::thread([&m] { m.ControlLoop(); });
   return Status::Ok();
 }
 
@@ -102,6 +203,14 @@ void TriggerWorker::Stop() {
   MutexLock lock(&m.mu);
   if (m.stopped) return;
   m.stopped = true;
+  // No new attempts from here on, also while a control round finishes.
+  for (auto& r : m.runners) r->RequestStop();
+  {
+    MutexLock control_lock(&m.control_mu);
+    m.control_stop = true;
+  }
+  m.control_cv.NotifyAll();
+  if (m.control_thread.joinable()) m.control_thread.join();
   for (auto& r : m.runners) r->Stop(m.options.drain_timeout_ms);
   m.store->Close();
 }

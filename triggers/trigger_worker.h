@@ -5,7 +5,7 @@
 //     ... // read or write cells through ctx.store(); return an error Status to retry
 //     return cellar::Status::Ok();
 //   });
-//   return w.run();  // until SIGTERM/SIGINT: drains in-flight work, commits offsets, exits 0
+//   return w.run();  // until SIGTERM/SIGINT: finishes calls in flight, commits offsets, exits 0
 //
 // Handler contract
 // - Delivery is at least once. A handler may see an event again (after a crash,
@@ -21,6 +21,13 @@
 //   (dead_letter.h) and the trigger goes on. Return FailedPrecondition to set
 //   the event aside at once (no retry makes sense). A thrown exception counts
 //   as a failed attempt with its what() as the error.
+// - Erases reach the handler: an erase's tombstone is an event with
+//   cell.tombstone true and a null body, in the row's order after its earlier
+//   versions (like DynamoDB Streams' REMOVE and Debezium's delete). The filter
+//   does not apply to tombstones (they have no body to test).
+//   TriggerOptions::include_tombstones = false (YAML `include_tombstones:
+//   false`) leaves them out. Handlers that read body fields must check
+//   event.cell.tombstone first.
 // - The event carries the cell's body (null only for tombstones). A body
 //   larger than kafka.max_event_body_bytes, which the change log leaves out, is
 //   read from the store before the handler runs; while that read fails
@@ -30,9 +37,26 @@
 // - Offsets are committed only for events that were handled or set aside.
 // - Later events of a row whose event was set aside: handled as usual by
 //   default (LaterEventsPolicy::kContinue); kSetAside sets them aside too.
+// - Pause and resume (trigger_control.h): `cellar trigger pause NAME` (or
+//   PauseTrigger()) pauses the trigger in every process running it within
+//   about TriggerWorkerOptions::control_poll_ms plus its handler calls in
+//   flight: no events are handled, offsets stay where they are and the lag
+//   grows; cellar_trigger_paused{trigger} is 1. `cellar trigger resume NAME`
+//   continues from the committed offsets, nothing lost (events in flight at
+//   the pause may come again). A trigger paused there starts paused.
 // - More than DeadLetterPolicy::pause_after set-aside events within its window
-//   pause the trigger (no more events are handled) and log an error: a person
-//   must look (Schemaless's "stop for a person"); restart to resume.
+//   pause the trigger the same way (stored in trigger_control with the
+//   reason, so every process pauses and `cellar trigger resume` continues)
+//   and log an error: a person must look (Schemaless's "stop for a person").
+// - Stopping is bounded. Stop() (SIGTERM in run()) ends every retry backoff
+//   at once: an event waiting to be retried makes no new attempt, its offset
+//   stays uncommitted and it is delivered again after a restart. Events not
+//   started yet are not started (delivered again too). Stop() then waits for
+//   the handler calls in flight (each attempt is waited for, never cut: a
+//   webhook's is bounded by its timeout_ms), commits and leaves the group.
+//   Bound: the longest handler call in flight + about 1 s (the last commit
+//   and leaving the group), + a trigger_control read in progress (bounded by
+//   the MySQL connect/io timeouts).
 // - Each named trigger is its own Kafka consumer group
 //   (<prefix>.trigger.<name>): triggers progress independently, and several
 //   processes running the same trigger share its partitions.
@@ -81,7 +105,7 @@ struct TriggerOptions {
   int concurrency = 8;                 // handler threads
   int max_pending = 10000;             // queued events before polling pauses
   bool from_beginning = true;          // where a new consumer group starts
-  bool include_tombstones = false;     // tombstones reach the handler only when set
+  bool include_tombstones = true;      // erases (tombstone events, body null) reach the handler
 };
 
 // Where a replay starts: a time (cells created at or after it), or per-shard
@@ -106,6 +130,7 @@ struct TriggerPartitionStatus {
 struct TriggerStatus {
   std::string name;
   bool paused = false;
+  std::string pause_reason;  // while paused: the operator's or the dead-letter policy's
   std::vector<TriggerPartitionStatus> partitions;
 };
 
@@ -116,7 +141,12 @@ struct TriggerWorkerOptions {
   // registry itself (server/metrics_endpoint.h).
   MetricsRegistry* metrics = nullptr;
   std::string client_id = "cellar-trigger";
-  int drain_timeout_ms = 30000;  // how long Stop() waits for in-flight handlers
+  // How long Stop() waits for handler calls in flight before it stops waiting
+  // for further ones (calls still running are waited for: none is cut).
+  int drain_timeout_ms = 30000;
+  // How often trigger_control (trigger_control.h) is read, milliseconds; 0:
+  // never (no pause/resume without a restart, no start paused).
+  int control_poll_ms = 1000;
 };
 
 class TriggerWorker {
@@ -134,10 +164,13 @@ class TriggerWorker {
   // InvalidArgument for a webhook the handler cannot be built from.
   [[nodiscard]] Status on_webhook(const WebhookTriggerConfig& config);
 
-  // Starts consuming. Unavailable when Kafka cannot be reached.
+  // Starts consuming (triggers paused in trigger_control start paused) and
+  // the trigger_control poller. Unavailable when Kafka cannot be reached; an
+  // unreadable trigger_control is logged and read again every poll.
   Status Start();
-  // Stops polling, waits up to drain_timeout_ms for in-flight handlers, commits
-  // offsets, leaves the groups. Idempotent; thread-safe.
+  // Stops polling and retrying (see "Stopping is bounded"), waits for handler
+  // calls in flight, commits the finished offsets, leaves the groups.
+  // Idempotent; thread-safe.
   void Stop();
   // Start(), wait for SIGTERM/SIGINT, Stop(). Returns the process exit code.
   // REQUIRES: called from main before other threads exist (blocks the signals).

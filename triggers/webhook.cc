@@ -86,6 +86,7 @@ TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config) {
   o.retry = config.retry;
   o.dead_letter = config.dead_letter;
   o.filter = config.filter;
+  o.include_tombstones = config.include_tombstones;
   return o;
 }
 

@@ -17,6 +17,9 @@
 namespace {
 
 cellar::Status Bill(const cellar::CellEvent& e, cellar::TriggerContext& ctx) {
+  // An erased trip (tombstone, body null) is not billed: its STATUS stays as
+  // it was. Triggers deliver erases by default.
+  if (e.cell.tombstone) return cellar::Status::Ok();
   const nlohmann::json& trip = e.cell.body;
   double total = 0;
   if (trip.contains("fare") && trip["fare"].is_object() && trip["fare"].contains("total") &&
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   if (registered.ok())
     registered = w.on("trips", "STATUS", "status_audit",
                       [](const cellar::CellEvent& e, cellar::TriggerContext&) {
+                        if (e.cell.tombstone) return cellar::Status::Ok();  // no state to log
                         cellar::LogInfo("status_audit", "trip status",
                                         {{"row", e.cell.row_key.ToString()},
                                          {"ref_key", std::to_string(e.cell.ref_key)},

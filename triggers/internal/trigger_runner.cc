@@ -10,6 +10,10 @@
 namespace cellar::internal {
 namespace {
 
+// A pausing consumer waits this long for handler calls in flight before it
+// logs that the rest will be delivered again (it waits for them anyway).
+constexpr int kPauseDrainMs = 2000;
+
 int JitteredBackoffMs(const RetryPolicy& p, int attempt) {
   int64_t wait = p.initial_backoff_ms;
   for (int i = 1; i < attempt && wait < p.max_backoff_ms; ++i) wait *= 2;
@@ -32,7 +36,7 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
       cells_topic_(ChangeLogTopic(config.kafka, spec_.datastore)),
       dlq_topic_(DeadLetterTopic(config.kafka, spec_.datastore, spec_.name)),
       retry_topic_(RetryTopic(config.kafka, spec_.datastore, spec_.name)) {
-  KeyedConsumerOptions o;
+  KeyedConsumerOptions& o = consumer_options_;
   o.group_id = TriggerGroup(config.kafka, spec_.name);
   o.client_id = client_id_ + "-" + spec_.name;
   o.datastores = {spec_.datastore};
@@ -42,21 +46,39 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
   o.max_pending = spec_.options.max_pending;
   o.log_component = "trigger";
   o.metrics = &probe_->registry();
+  MutexLock lock(&consumer_mu_);
+  consumer_ = MakeConsumer();
+}
+
+TriggerRunner::~TriggerRunner() { Stop(0); }
+
+std::unique_ptr<KeyedConsumer> TriggerRunner::MakeConsumer() {
   KeyedConsumerCallbacks cb;
   cb.decode = [this](const ConsumedRecord& rec) { return Decode(rec); };
   cb.handle = [this](KeyedEvent& e) { return Handle(e); };
   cb.unreadable = [this](KeyedEvent& e, const Status& s) { return Unreadable(e, s); };
   cb.on_progress = [this](const std::vector<PartitionProgress>& p) { UpdateLag(p); };
-  consumer_ = std::make_unique<KeyedConsumer>(store_, std::move(o), std::move(cb));
+  return std::make_unique<KeyedConsumer>(store_, consumer_options_, std::move(cb));
 }
 
-TriggerRunner::~TriggerRunner() { Stop(0); }
+std::shared_ptr<KeyedConsumer> TriggerRunner::consumer() const {
+  MutexLock lock(&consumer_mu_);
+  return consumer_;
+}
 
-Status TriggerRunner::Start() {
+Status TriggerRunner::Start(bool paused, const std::string& reason) {
   // The DLQ and retry topics must exist before the consumer subscribes.
   CELLAR_RETURN_IF_ERROR(writer_->EnsureTopic(dlq_topic_, 1));
   CELLAR_RETURN_IF_ERROR(writer_->EnsureTopic(retry_topic_, 1));
+  if (paused) {
+    PauseLocally(reason);
+    LogWarn("trigger", "started paused (trigger_control); `cellar trigger resume` continues it",
+            {{"trigger", spec_.name}, {"reason", reason}});
+    return Status::Ok();
+  }
+  MutexLock lock(&consumer_mu_);
   CELLAR_RETURN_IF_ERROR(consumer_->Start());
+  consuming_ = true;
   probe_->Paused(spec_.name).Set(0);
   LogInfo("trigger", "started",
           {{"trigger", spec_.name},
@@ -66,7 +88,126 @@ Status TriggerRunner::Start() {
   return Status::Ok();
 }
 
-void TriggerRunner::Stop(int drain_timeout_ms) { consumer_->Stop(drain_timeout_ms); }
+void TriggerRunner::RequestStop() {
+  {
+    MutexLock lock(&halt_mu_);
+    stop_requested_ = true;
+  }
+  halt_cv_.NotifyAll();
+}
+
+void TriggerRunner::Stop(int drain_timeout_ms) {
+  RequestStop();
+  std::shared_ptr<KeyedConsumer> c;
+  {
+    MutexLock lock(&consumer_mu_);
+    stopped_ = true;
+    consuming_ = false;
+    c = consumer_;
+  }
+  // Queued events are abandoned without a call and a body re-read waiting
+  // for the store gives up after its current backoff: only handler calls in
+  // flight are waited for.
+  c->Pause();
+  c->Stop(drain_timeout_ms);
+}
+
+bool TriggerRunner::WaitUnlessHalted(int ms) {
+  MutexLock lock(&halt_mu_);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, ms));
+  while (!Halted())
+    if (!halt_cv_.WaitUntil(&halt_mu_, deadline)) break;
+  return !Halted();
+}
+
+void TriggerRunner::PauseLocally(const std::string& reason) {
+  {
+    MutexLock lock(&reason_mu_);
+    pause_reason_ = reason;
+  }
+  {
+    MutexLock lock(&halt_mu_);
+    paused_ = true;
+  }
+  halt_cv_.NotifyAll();
+  probe_->Paused(spec_.name).Set(1);
+}
+
+std::optional<std::string> TriggerRunner::TakeAutoPause() {
+  MutexLock lock(&reason_mu_);
+  std::optional<std::string> r = std::move(auto_pause_);
+  auto_pause_.reset();
+  return r;
+}
+
+void TriggerRunner::RequeueAutoPause(const std::string& reason) {
+  MutexLock lock(&reason_mu_);
+  if (!auto_pause_) auto_pause_ = reason;
+}
+
+Status TriggerRunner::Control(bool paused, const std::string& reason) {
+  if (paused) {
+    std::shared_ptr<KeyedConsumer> c;
+    {
+      MutexLock lock(&consumer_mu_);
+      if (stopped_) return Status::Ok();
+      if (!paused_) {
+        LogWarn("trigger", "PAUSED (trigger_control): no events are handled until resumed",
+                {{"trigger", spec_.name}, {"reason", reason}});
+      }
+      if (consuming_) c = consumer_;
+      consuming_ = false;
+    }
+    PauseLocally(reason);
+    // Events not finished are abandoned; the finished prefix is committed and
+    // the member leaves the group, so the partitions' offsets stop advancing.
+    if (c) {
+      c->Pause();
+      c->Stop(kPauseDrainMs);
+    }
+    return Status::Ok();
+  }
+  std::shared_ptr<KeyedConsumer> old;
+  {
+    MutexLock lock(&consumer_mu_);
+    if (stopped_ || !paused_) return Status::Ok();
+    // An auto-pause the poller has not applied yet: its consumer is paused for good.
+    if (consuming_) old = consumer_;
+    consuming_ = false;
+  }
+  if (old) {
+    old->Pause();
+    old->Stop(kPauseDrainMs);
+  }
+  {
+    // A resumed trigger starts a new window: the old set-aside events do not
+    // pause it again at once.
+    MutexLock dead(&dead_mu_);
+    recent_dead_.clear();
+  }
+  // A stopped consumer cannot start again: a new member of the same group
+  // reads on from the committed offsets.
+  std::shared_ptr<KeyedConsumer> fresh = MakeConsumer();
+  {
+    MutexLock lock(&consumer_mu_);
+    if (stopped_) return Status::Ok();
+    paused_ = false;  // before Start: the new consumer's events must not be abandoned
+    if (Status s = fresh->Start(); !s.ok()) {
+      paused_ = true;
+      return s;
+    }
+    consumer_ = std::move(fresh);
+    consuming_ = true;
+  }
+  {
+    MutexLock r(&reason_mu_);
+    pause_reason_.clear();
+  }
+  probe_->Paused(spec_.name).Set(0);
+  LogInfo("trigger", "resumed (trigger_control)", {{"trigger", spec_.name}});
+  return Status::Ok();
+}
 
 Result<std::optional<CellEvent>> TriggerRunner::Decode(const ConsumedRecord& rec) const {
   std::string dead_letter_event;
@@ -134,7 +275,7 @@ const TriggerRunner::PartitionMetrics& TriggerRunner::MetricsOf(const std::strin
 }
 
 bool TriggerRunner::Process(Work& w) {
-  if (consumer_->paused() || consumer_->stopping()) return false;  // delivered again later
+  if (Halted()) return false;  // delivered again later (stopping or paused)
   // A row blocked by LaterEventsPolicy::kSetAside stays blocked for live
   // events, but events copied back by `dlq retry` run: they are the row's
   // set-aside events, in order (otherwise they could never be retried).
@@ -174,7 +315,9 @@ bool TriggerRunner::Process(Work& w) {
     }
     if (last.code() == StatusCode::kFailedPrecondition || attempt == rp.max_attempts) break;
     probe_->Retried(spec_.name, w.partition_label).Increment();
-    if (!consumer_->WaitUnlessStopping(JitteredBackoffMs(rp, attempt))) return false;
+    // Stop() or a pause cuts the backoff short: no new attempt, the event is
+    // abandoned (uncommitted) and delivered again later.
+    if (!WaitUnlessHalted(JitteredBackoffMs(rp, attempt))) return false;
   }
   return SetAside(w, last, std::min(attempt, rp.max_attempts));
 }
@@ -200,7 +343,7 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
     if (s.ok()) break;
     LogWarn("trigger", "dead-letter write failed; retrying",
             {{"trigger", spec_.name}, {"error", s.ToString()}});
-    if (!consumer_->WaitUnlessStopping(std::min(5000, 100 * i))) return false;
+    if (!WaitUnlessHalted(std::min(5000, 100 * i))) return false;
   }
   probe_->SetAside(spec_.name, w.partition_label).Increment();
   LogWarn("trigger", "event set aside",
@@ -219,13 +362,24 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
   while (!recent_dead_.empty() &&
          recent_dead_.front() < now - spec_.options.dead_letter.window_ms * 1000)
     recent_dead_.pop_front();
-  if (static_cast<int>(recent_dead_.size()) > spec_.options.dead_letter.pause_after &&
-      !consumer_->paused()) {
-    consumer_->Pause();
-    probe_->Paused(spec_.name).Set(1);
+  if (static_cast<int>(recent_dead_.size()) > spec_.options.dead_letter.pause_after && !paused_) {
+    const std::string reason =
+        "dead_letter.pause_after: " + std::to_string(recent_dead_.size()) +
+        " events set aside within " + std::to_string(spec_.options.dead_letter.window_ms) +
+        " ms (pause_after " + std::to_string(spec_.options.dead_letter.pause_after) +
+        "); last error: " + d.error;
+    PauseLocally(reason);
+    // Abandons what is queued; the control poller stops the consumer and
+    // writes the pause to trigger_control, where `cellar trigger resume`
+    // clears it.
+    consumer()->Pause();
+    {
+      MutexLock r(&reason_mu_);
+      auto_pause_ = reason;
+    }
     LogError("trigger",
              "PAUSED: too many events set aside; a person must look (see `cellar trigger dlq "
-             "list`), then restart the trigger",
+             "list`), then `cellar trigger resume`",
              {{"trigger", spec_.name},
               {"set_aside_in_window", std::to_string(recent_dead_.size())},
               {"pause_after", std::to_string(spec_.options.dead_letter.pause_after)}});
@@ -241,9 +395,12 @@ Status TriggerRunner::Replay(const ReplayFrom& from) {
     size_t outstanding GUARDED_BY(mu) = 0;
   };
   auto state = std::make_shared<State>();
+  // The pool the replay runs on (a resume replaces the consumer; this one
+  // stays alive until the replay returns).
+  const std::shared_ptr<KeyedConsumer> pool = consumer();
   auto interrupted = [&]() -> std::optional<Status> {
-    if (consumer_->stopping()) return Aborted("replay interrupted by stop");
-    if (consumer_->paused()) return Aborted("replay interrupted: the trigger paused");
+    if (stop_requested_ || pool->stopping()) return Aborted("replay interrupted by stop");
+    if (paused_ || pool->paused()) return Aborted("replay interrupted: the trigger paused");
     return std::nullopt;
   };
   uint64_t submitted = 0;
@@ -275,7 +432,7 @@ Status TriggerRunner::Replay(const ReplayFrom& from) {
           ++state->outstanding;
         }
         ++submitted;
-        consumer_->Submit(work->event.cell.row_key.ToString(), [this, work, state] {
+        pool->Submit(work->event.cell.row_key.ToString(), [this, work, state] {
           if (!Process(*work)) return;  // abandoned: the replay is interrupted
           MutexLock lock(&state->mu);
           --state->outstanding;
@@ -298,8 +455,12 @@ Status TriggerRunner::Replay(const ReplayFrom& from) {
 TriggerStatus TriggerRunner::status() const {
   TriggerStatus st;
   st.name = spec_.name;
-  st.paused = consumer_->paused();
-  for (const PartitionProgress& pp : consumer_->Progress()) {
+  st.paused = paused_;
+  {
+    MutexLock lock(&reason_mu_);
+    st.pause_reason = pause_reason_;
+  }
+  for (const PartitionProgress& pp : consumer()->Progress()) {
     TriggerPartitionStatus p;
     p.topic = pp.partition.topic;
     p.partition = pp.partition.partition;

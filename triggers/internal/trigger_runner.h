@@ -4,6 +4,11 @@
 // which events reach the handler (column, tombstones, filter), runs the
 // handler with retries, sets events aside in the dead-letter topic, pauses
 // after too many, and replays from the cell tables on the same pool.
+//
+// Pause and resume (trigger_control.h): a paused runner stops its consumer
+// (the finished prefix is committed, the member leaves the group, everything
+// else is delivered again later) and a resume starts a new consumer of the
+// same group, which reads on from the committed offsets.
 #pragma once
 
 #include <atomic>
@@ -38,10 +43,28 @@ class TriggerRunner {
                 KafkaRecordWriter* writer, TriggerProbe* probe, std::string client_id);
   ~TriggerRunner();  // Stop(0)
 
-  // Creates the DLQ and retry topics and starts consuming the change log.
+  // Creates the DLQ and retry topics and starts consuming the change log
+  // (unless `paused`: then consuming starts at the first Control(false)).
   // Replay() works without it.
-  Status Start();
+  Status Start(bool paused = false, const std::string& reason = "");
+  // Ends waits at once (a retrying event makes no new attempt and stays
+  // uncommitted), abandons events not started, waits for handler calls in
+  // flight (up to drain_timeout_ms, then for calls that still run), commits
+  // the finished prefix and leaves the group.
   void Stop(int drain_timeout_ms);
+  // The first step of Stop(): ends waits and starts no new attempt. Thread-safe.
+  void RequestStop();
+  // Control poller thread only (one caller at a time): applies the shared
+  // state. Pausing stops the consumer (returns once no handler runs); resuming
+  // starts a new one. Unavailable when a resume cannot start the consumer
+  // (the runner stays paused; call again).
+  Status Control(bool paused, const std::string& reason);
+  // A dead-letter auto-pause not yet written to the control table: its
+  // reason, cleared by the call (the caller writes it, and calls
+  // RequeueAutoPause(reason) when the write failed).
+  std::optional<std::string> TakeAutoPause();
+  void RequeueAutoPause(const std::string& reason);
+  bool paused() const { return paused_.load(); }
   Status Replay(const ReplayFrom& from);
   TriggerStatus status() const;
   const TriggerSpec& spec() const { return spec_; }
@@ -74,6 +97,14 @@ class TriggerRunner {
   bool Process(Work& w);
   // False when the worker is stopping and the event was abandoned.
   bool SetAside(const Work& w, const Status& error, int attempts);
+  // Stop() was called or the trigger is paused: no new attempt starts.
+  bool Halted() const { return stop_requested_.load() || paused_.load(); }
+  // Waits `ms`, or less once Halted(). True when the whole wait passed.
+  bool WaitUnlessHalted(int ms);
+  // Pauses delivery (from a pool thread too): later events are abandoned.
+  void PauseLocally(const std::string& reason);
+  std::unique_ptr<KeyedConsumer> MakeConsumer();
+  std::shared_ptr<KeyedConsumer> consumer() const;
 
   const TriggerSpec spec_;
   const ClusterConfig& config_;
@@ -82,7 +113,20 @@ class TriggerRunner {
   TriggerProbe* probe_;
   const std::string client_id_;
   const std::string cells_topic_, dlq_topic_, retry_topic_;
-  std::unique_ptr<KeyedConsumer> consumer_;
+  KeyedConsumerOptions consumer_options_;
+
+  mutable Mutex consumer_mu_;
+  // Replaced on resume; shared with a Replay() in progress.
+  std::shared_ptr<KeyedConsumer> consumer_ GUARDED_BY(consumer_mu_);
+  bool consuming_ GUARDED_BY(consumer_mu_) = false;  // consumer_ was started and not stopped
+  bool stopped_ GUARDED_BY(consumer_mu_) = false;    // Stop() was called
+
+  std::atomic<bool> stop_requested_{false}, paused_{false};
+  Mutex halt_mu_;  // paused_/stop_requested_ turn true under it, for WaitUnlessHalted
+  CondVar halt_cv_;
+  mutable Mutex reason_mu_;
+  std::string pause_reason_ GUARDED_BY(reason_mu_);
+  std::optional<std::string> auto_pause_ GUARDED_BY(reason_mu_);  // not yet written
 
   Mutex dead_mu_;
   // set-aside times within the window

@@ -8,6 +8,7 @@
 #include "cells/log_position.h"
 #include "cells/shard_map.h"
 #include "retention/purger.h"
+#include "triggers/trigger_control.h"
 #include "workers/cli/cli_common.h"
 
 namespace cellar::cli {
@@ -45,6 +46,7 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   app.add_subcommand("init", "create the host databases and tables (idempotent)")->callback([open] {
     auto store = open();
     OrFail(store->Init());
+    OrFail(EnsureTriggerControlTable(store->config()));  // trigger pause/resume state
     PrintJson({{"initialised_shards", store->config().shards}});
   });
 

@@ -1,10 +1,11 @@
-// `cellar trigger status | replay | dlq list | dlq retry`.
+// `cellar trigger status | pause | resume | replay | dlq list | dlq retry`.
 #include <httplib.h>
 
 #include <sstream>
 
 #include "changelog/consumer_groups.h"
 #include "triggers/trigger_admin.h"
+#include "triggers/trigger_control.h"
 #include "triggers/trigger_worker.h"
 #include "workers/cli/cli_common.h"
 
@@ -12,7 +13,7 @@ namespace cellar::cli {
 namespace {
 
 struct TriggerArgs {
-  std::string name, datastore, triggers_path, from = "beginning", metrics_url;
+  std::string name, datastore, triggers_path, from = "beginning", metrics_url, reason;
 };
 
 // The datastore of `name`: --datastore, or looked up in --triggers.
@@ -75,8 +76,37 @@ void AddTriggerCommands(CLI::App& app, const GlobalOptions& g) {
                           {"partitions", parts},
                           {"total_lag", lag.total_lag},
                           {"dead_letters", lag.dead_letters}};
+    // The shared pause state (trigger_control.h); Kafka's view stands without it.
+    auto control = ReadTriggerControlOf(cfg, a->name);
+    if (control.ok()) {
+      out["paused"] = control->has_value() && (*control)->paused;
+      if (control->has_value() && (*control)->paused) out["pause_reason"] = (*control)->reason;
+    } else {
+      out["paused"] = nullptr;
+      out["control_error"] = control.status().ToString();
+    }
     if (!a->metrics_url.empty()) out["metrics"] = ScrapeTrigger(a->metrics_url, a->name);
     PrintJson(out);
+  });
+
+  // Pause/resume need no datastore: a trigger's name is unique in the cluster.
+  auto* pause = trig->add_subcommand(
+      "pause", "stop handling events in every process running the trigger (no restart)");
+  pause->add_option("name", a->name, "trigger name")->required();
+  pause->add_option("--reason", a->reason, "why (shown by status)")
+      ->default_val("paused by an operator");
+  pause->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    OrFail(PauseTrigger(cfg, a->name, a->reason));
+    PrintJson({{"trigger", a->name}, {"paused", true}, {"reason", a->reason}});
+  });
+  auto* resume = trig->add_subcommand(
+      "resume", "continue a paused trigger (also one the dead-letter policy paused)");
+  resume->add_option("name", a->name, "trigger name")->required();
+  resume->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    OrFail(ResumeTrigger(cfg, a->name));
+    PrintJson({{"trigger", a->name}, {"paused", false}});
   });
 
   auto* replay = trig->add_subcommand(
