@@ -19,6 +19,7 @@
 
 #include "api/api_route.h"
 #include "api/openapi_document.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/http_test_util.h"
 
@@ -100,6 +101,20 @@ std::set<int> DocumentedStatuses(const json& doc, const std::string& path, const
   return out;
 }
 
+// Every "$ref" under `j` (all local, "#/...") that does not resolve in `doc`.
+void CollectDanglingRefs(const json& doc, const json& j, std::vector<std::string>* out) {
+  if (j.is_object()) {
+    if (auto it = j.find("$ref"); it != j.end() && it->is_string()) {
+      const std::string ref = *it;
+      if (ref.rfind("#/", 0) != 0 || !doc.contains(json::json_pointer(ref.substr(1))))
+        out->push_back(ref);
+    }
+    for (const auto& [_, v] : j.items()) CollectDanglingRefs(doc, v, out);
+  } else if (j.is_array()) {
+    for (const json& v : j) CollectDanglingRefs(doc, v, out);
+  }
+}
+
 TEST(OpenApi, ServedDocumentIsTheCommittedOpenApi3Json) {
   httplib::Client c(env->server->url());
   auto res = c.Get("/v1/openapi.json");
@@ -112,6 +127,9 @@ TEST(OpenApi, ServedDocumentIsTheCommittedOpenApi3Json) {
   EXPECT_EQ(0u, doc["openapi"].get<std::string>().rfind("3.", 0)) << doc["openapi"];
   EXPECT_TRUE(doc["info"].contains("title") && doc["info"].contains("version"));
   ASSERT_TRUE(doc["paths"].is_object());
+  std::vector<std::string> dangling;
+  CollectDanglingRefs(doc, doc, &dangling);
+  EXPECT_THAT(dangling, ::testing::IsEmpty());
   // Embedded at build time from the committed file: the same document.
   std::ifstream in(std::string(CELLAR_SOURCE_DIR) + "/api/openapi.json");
   std::stringstream ss;
