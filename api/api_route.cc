@@ -1,6 +1,6 @@
 #include "api/api_route.h"
 
-#include <vector>
+#include <algorithm>
 
 namespace cellar {
 namespace {
@@ -20,72 +20,114 @@ bool SplitPath(std::string_view path, std::vector<std::string_view>* out) {
   }
 }
 
-struct Choice {
-  std::string_view method;
-  RouteKind kind;
-};
+bool IsParam(std::string_view seg) {
+  return seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
+}
 
-// Picks the route for `method` among those sharing one path shape.
-RouteMatch Pick(std::string_view method, std::initializer_list<Choice> choices) {
-  RouteMatch m;
-  if (method == "HEAD") method = "GET";
-  for (const Choice& c : choices) {
-    if (c.method == method) {
-      m.kind = c.kind;
-      return m;
-    }
+// The number of literal segments of `tmpl` when it matches `segs`, else -1.
+int Specificity(std::string_view tmpl, const std::vector<std::string_view>& segs) {
+  std::vector<std::string_view> t;
+  if (!SplitPath(tmpl, &t) || t.size() != segs.size()) return -1;
+  int literals = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (IsParam(t[i])) continue;
+    if (t[i] != segs[i]) return -1;
+    ++literals;
   }
-  m.status = 405;
-  for (const Choice& c : choices) {
-    if (!m.allow.empty()) m.allow += ", ";
-    m.allow += c.method;
+  return literals;
+}
+
+void Bind(std::string_view tmpl, const std::vector<std::string_view>& segs, RouteMatch* m) {
+  std::vector<std::string_view> t;
+  SplitPath(tmpl, &t);
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!IsParam(t[i])) continue;
+    const std::string_view name = t[i].substr(1, t[i].size() - 2);
+    std::string value(segs[i]);
+    if (name == "datastore") m->datastore = std::move(value);
+    if (name == "row_key") m->row = std::move(value);
+    if (name == "column") m->column = std::move(value);
+    if (name == "ref_key") m->ref_key = std::move(value);
+    if (name == "shard") m->shard = std::move(value);
+    if (name == "index") m->index = std::move(value);
   }
-  return m;
 }
 
 }  // namespace
 
+const std::vector<RouteSpec>& Routes() {
+  // Auth (401/403) applies to every /v1 datastore route; 404 covers an
+  // unknown datastore; PUT/POST/DELETE bodies are read by the binding, which
+  // answers 413 (over --max-request-bytes) and 415 (multipart).
+  static const std::vector<RouteSpec> kRoutes = {
+      {RouteKind::kHealthz, "GET", "/healthz", {200}},
+      {RouteKind::kReadyz, "GET", "/readyz", {200, 503}},
+      {RouteKind::kMetrics, "GET", "/metrics", {200}},
+      {RouteKind::kOpenApi, "GET", "/v1/openapi.json", {200}},
+      {RouteKind::kGetCell,
+       "GET",
+       "/v1/{datastore}/cells/{row_key}/{column}/{ref_key}",
+       {200, 400, 401, 403, 404, 503}},
+      {RouteKind::kPutCell,
+       "PUT",
+       "/v1/{datastore}/cells/{row_key}/{column}/{ref_key}",
+       {200, 201, 400, 401, 403, 404, 409, 413, 415, 503}},
+      {RouteKind::kVersions,
+       "GET",
+       "/v1/{datastore}/cells/{row_key}/{column}/versions",
+       {200, 400, 401, 403, 404, 503}},
+      {RouteKind::kLatest,
+       "GET",
+       "/v1/{datastore}/cells/{row_key}/{column}",
+       {200, 400, 401, 403, 404, 503}},
+      {RouteKind::kErase,
+       "DELETE",
+       "/v1/{datastore}/cells/{row_key}/{column}",
+       {200, 400, 401, 403, 404, 409, 413, 415, 503}},
+      {RouteKind::kRow, "GET", "/v1/{datastore}/cells/{row_key}", {200, 400, 401, 403, 404, 503}},
+      {RouteKind::kBatch,
+       "POST",
+       "/v1/{datastore}/cells:batch",
+       {200, 400, 401, 403, 404, 413, 415}},
+      {RouteKind::kShardLog,
+       "GET",
+       "/v1/{datastore}/shards/{shard}/log",
+       {200, 400, 401, 403, 404, 503}},
+      {RouteKind::kIndexQuery,
+       "GET",
+       "/v1/{datastore}/indexes/{index}",
+       {200, 400, 401, 403, 404, 503}},
+  };
+  return kRoutes;
+}
+
+const RouteSpec* FindRoute(RouteKind kind) {
+  for (const RouteSpec& r : Routes())
+    if (r.kind == kind) return &r;
+  return nullptr;
+}
+
 RouteMatch MatchRoute(std::string_view method, std::string_view path) {
-  std::vector<std::string_view> s;
+  std::vector<std::string_view> segs;
   RouteMatch none;
-  if (!SplitPath(path, &s) || s.size() > 6) return none;
-  if (s.size() == 1) {
-    if (s[0] == "healthz") return Pick(method, {{"GET", RouteKind::kHealthz}});
-    if (s[0] == "readyz") return Pick(method, {{"GET", RouteKind::kReadyz}});
-    if (s[0] == "metrics") return Pick(method, {{"GET", RouteKind::kMetrics}});
-    return none;
-  }
-  if (s[0] != "v1" || s.size() < 3) return none;
+  if (!SplitPath(path, &segs)) return none;
+  if (method == "HEAD") method = "GET";
+  int best = -1;
+  for (const RouteSpec& r : Routes()) best = std::max(best, Specificity(r.path, segs));
+  if (best < 0) return none;
   RouteMatch m;
-  const std::string_view what = s[2];
-  if (what == "cells:batch" && s.size() == 3) {
-    m = Pick(method, {{"POST", RouteKind::kBatch}});
-  } else if (what == "cells" && s.size() == 4) {
-    m = Pick(method, {{"GET", RouteKind::kRow}});
-    m.row = s[3];
-  } else if (what == "cells" && s.size() == 5) {
-    m = Pick(method, {{"GET", RouteKind::kLatest}, {"DELETE", RouteKind::kErase}});
-    m.row = s[3];
-    m.column = s[4];
-  } else if (what == "cells" && s.size() == 6 && s[5] == "versions") {
-    m = Pick(method, {{"GET", RouteKind::kVersions}});
-    m.row = s[3];
-    m.column = s[4];
-  } else if (what == "cells" && s.size() == 6) {
-    m = Pick(method, {{"GET", RouteKind::kGetCell}, {"PUT", RouteKind::kPutCell}});
-    m.row = s[3];
-    m.column = s[4];
-    m.ref_key = s[5];
-  } else if (what == "shards" && s.size() == 5 && s[4] == "log") {
-    m = Pick(method, {{"GET", RouteKind::kShardLog}});
-    m.shard = s[3];
-  } else if (what == "indexes" && s.size() == 4) {
-    m = Pick(method, {{"GET", RouteKind::kIndexQuery}});
-    m.index = s[3];
-  } else {
-    return none;
+  m.status = 405;
+  for (const RouteSpec& r : Routes()) {
+    if (Specificity(r.path, segs) != best) continue;
+    if (r.method == method) {
+      RouteMatch found;
+      found.kind = r.kind;
+      Bind(r.path, segs, &found);
+      return found;
+    }
+    if (!m.allow.empty()) m.allow += ", ";
+    m.allow += r.method;
   }
-  m.datastore = s[1];
   return m;
 }
 
@@ -99,6 +141,8 @@ const char* RouteLabel(RouteKind kind) {
       return "readyz";
     case RouteKind::kMetrics:
       return "metrics";
+    case RouteKind::kOpenApi:
+      return "openapi";
     case RouteKind::kPutCell:
       return "put_cell";
     case RouteKind::kGetCell:
@@ -123,6 +167,19 @@ const char* RouteLabel(RouteKind kind) {
 
 bool IsWriteRoute(RouteKind kind) {
   return kind == RouteKind::kPutCell || kind == RouteKind::kErase || kind == RouteKind::kBatch;
+}
+
+bool IsDatastoreRoute(RouteKind kind) {
+  switch (kind) {
+    case RouteKind::kUnmatched:
+    case RouteKind::kHealthz:
+    case RouteKind::kReadyz:
+    case RouteKind::kMetrics:
+    case RouteKind::kOpenApi:
+      return false;
+    default:
+      return true;
+  }
 }
 
 }  // namespace cellar

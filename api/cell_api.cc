@@ -9,6 +9,7 @@
 #include "api/batch_request.h"
 #include "api/index_request.h"
 #include "api/json_body.h"
+#include "api/openapi_document.h"
 #include "api/request_fields.h"
 #include "base/time.h"
 #include "cells/log_position.h"
@@ -136,6 +137,11 @@ ApiResponse CellApi::Dispatch(const RouteMatch& route, const ApiRequest& req) co
       Status s = cells_->CheckReady();
       if (!s.ok()) return Error(Unavailable("not ready: " + s.message()));
       return Json(200, {{"status", "ready"}, {"shards", config_.shards}});
+    }
+    case RouteKind::kOpenApi: {
+      ApiResponse r;
+      r.body = std::string(OpenApiDocument());
+      return r;
     }
     case RouteKind::kMetrics:  // answered by the HTTP binding, which owns the registry
       return HttpError(404, "NotFound", "metrics are served by the HTTP server");

@@ -28,6 +28,8 @@
 //          applied that put (400 for a malformed or foreign token, 503 with
 //          Retry-After past limits.index_wait)
 //   GET    /healthz 200 | /readyz 200 or 503
+//   GET    /v1/openapi.json  200: the OpenAPI 3 document of all of this
+//          (api/openapi.json, openapi_document.h); no auth, like /healthz
 // (/metrics is answered by the HTTP binding, which owns the registry.)
 //
 // Errors are {"error":{"code","message"}} (api/api_wire.h): 400 malformed

@@ -67,6 +67,7 @@ MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& ho
   e.password = config.MysqlPassword();
   e.connect_timeout_ms = config.mysql.connect_timeout_ms;
   e.io_timeout_ms = config.mysql.io_timeout_ms;
+  e.tls = host.tls;
   return e;
 }
 
@@ -88,6 +89,42 @@ bool IsSupportedEngine(const std::string& version) {
   return major > 10 || (major == 10 && minor >= 5);
 }
 
+namespace {
+
+// Connector/C++ 1.1 (built on libmariadb here) options for `tls`: sslEnforce
+// makes the handshake fail unless TLS is on; libmariadb checks the server's
+// chain whenever a CA is set (so `required` passes none) and its name against
+// the address with sslVerify (MYSQL_OPT_SSL_VERIFY_SERVER_CERT).
+void SetTlsOptions(const MysqlTlsConfig& tls, sql::ConnectOptionsMap* opts) {
+  if (!tls.enabled()) return;
+  (*opts)["sslEnforce"] = true;
+  if (tls.mode != MysqlTlsMode::kRequired && !tls.ca.empty())
+    (*opts)["sslCA"] = sql::SQLString(tls.ca);
+  if (!tls.cert.empty()) (*opts)["sslCert"] = sql::SQLString(tls.cert);
+  if (!tls.key.empty()) (*opts)["sslKey"] = sql::SQLString(tls.key);
+  (*opts)["sslVerify"] = tls.mode == MysqlTlsMode::kVerifyIdentity;
+}
+
+// What a failed connect should tell the operator beyond the driver's text.
+std::string ConnectFailure(const MysqlEndpoint& e, const std::string& where,
+                           const std::string& what) {
+  if (e.tls.enabled())
+    return where + " unreachable over TLS (mode " + MysqlTlsModeName(e.tls.mode) +
+           (e.tls.ca.empty() || e.tls.mode == MysqlTlsMode::kRequired ? "" : ", ca " + e.tls.ca) +
+           "): " + what;
+  std::string msg = where + " unreachable: " + what;
+  // MariaDB refuses a plain login under require_secure_transport=ON with
+  // "Access denied" (1045), the same error as a wrong password.
+  if (what.find("(error 1045)") != std::string::npos ||
+      what.find("secure transport") != std::string::npos)
+    msg +=
+        "; if the server requires TLS (require_secure_transport), set mysql.tls or "
+        "mysql.hosts[].tls in the config";
+  return msg;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEndpoint& e) {
   const std::string where =
       "MySQL host " + e.label + " (" + e.address + ":" + std::to_string(e.port) + ")";
@@ -102,6 +139,7 @@ Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEnd
     opts["OPT_WRITE_TIMEOUT"] = std::max(1, (e.io_timeout_ms + 999) / 1000);
     opts["OPT_RECONNECT"] = false;
     opts["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+    SetTlsOptions(e.tls, &opts);
     std::unique_ptr<sql::Connection> conn(Driver()->connect(opts));
     std::unique_ptr<sql::Statement> st(conn->createStatement());
     st->execute("SET time_zone = '+00:00'");
@@ -122,11 +160,21 @@ Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEnd
     auto c = std::unique_ptr<MysqlConnection>(new MysqlConnection(e, std::move(conn)));
     return c;
   } catch (const sql::SQLException& ex) {
-    return Unavailable(where + " unreachable: " + ex.what() + " (error " +
-                       std::to_string(ex.getErrorCode()) + ")");
+    return Unavailable(ConnectFailure(
+        e, where, std::string(ex.what()) + " (error " + std::to_string(ex.getErrorCode()) + ")"));
   } catch (const std::exception& ex) {
-    return Unavailable(where + " unreachable: " + ex.what());
+    return Unavailable(ConnectFailure(e, where, ex.what()));
   }
+}
+
+Result<std::string> MysqlConnection::TlsCipher() {
+  std::string cipher;
+  CELLAR_RETURN_IF_ERROR(Guard("query", [&] {
+    std::unique_ptr<sql::Statement> st(conn_->createStatement());
+    std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SHOW SESSION STATUS LIKE 'Ssl_cipher'"));
+    if (rs->next()) cipher = rs->getString(2).asStdString();
+  }));
+  return cipher;
 }
 
 template <typename Fn>

@@ -63,12 +63,19 @@ struct MysqlEndpoint {
   std::string password;
   int connect_timeout_ms = 2000;
   int io_timeout_ms = 10000;
+  // TLS of the connection (config/cluster_config.h MysqlTlsConfig); files
+  // already resolved and checked readable by the config loader.
+  MysqlTlsConfig tls;
 };
 
 class MysqlConnection {
  public:
-  // Connects and sets the session to UTC, utf8mb4 and READ COMMITTED.
-  // Unavailable when the server cannot be reached or refuses the login;
+  // Connects (over TLS as endpoint.tls says) and sets the session to UTC,
+  // utf8mb4 and READ COMMITTED. Unavailable when the server cannot be reached
+  // or refuses the login, and when TLS fails (handshake, a certificate that
+  // does not verify against tls.ca or name the host): the message names the
+  // host, says TLS and the mode, and hints at mysql.tls when the server
+  // refuses a plain connection (require_secure_transport);
   // FailedPrecondition when it is not MariaDB 10.5 or newer (the one supported
   // engine: Cellar relies on INSERT ... RETURNING).
   static Result<std::unique_ptr<MysqlConnection>> Connect(const MysqlEndpoint& endpoint);
@@ -97,6 +104,10 @@ class MysqlConnection {
   // START TRANSACTION round trip. Unavailable/Internal when the SET fails.
   // REQUIRES: no transaction is open.
   Status UseImplicitTransactions();
+
+  // The session's TLS cipher (SHOW SESSION STATUS LIKE 'Ssl_cipher'): "" on
+  // a plain connection. Unavailable/Internal when the query fails.
+  Result<std::string> TlsCipher();
 
   // True after an Unavailable error: the caller must drop this connection.
   bool broken() const { return broken_; }

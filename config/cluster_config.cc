@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -47,12 +48,57 @@ void ReadIntInto(YamlReader& r, const YAML::Node& n, std::string_view key, std::
   if (r.ReadInt(n, key, path, min, max, &v)) *out = static_cast<int>(v);
 }
 
-void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig* m) {
+// Reads a `tls` block at `path` into *out (which starts as no TLS). Every
+// named file must be readable; relative paths resolve against `base_dir`.
+void LoadTls(YamlReader& r, const YAML::Node& n, const std::string& path,
+             const std::string& base_dir, MysqlTlsConfig* out) {
+  *out = MysqlTlsConfig();
+  if (!r.CheckKeys(n, path, {"mode", "ca", "cert", "key"}) && !n.IsMap()) return;
+  out->mode = MysqlTlsMode::kVerifyIdentity;
+  std::string mode;
+  if (r.ReadString(n, "mode", path, &mode)) {
+    if (mode == "disabled") {
+      out->mode = MysqlTlsMode::kDisabled;
+    } else if (mode == "required") {
+      out->mode = MysqlTlsMode::kRequired;
+    } else if (mode == "verify_ca") {
+      out->mode = MysqlTlsMode::kVerifyCa;
+    } else if (mode == "verify_identity") {
+      out->mode = MysqlTlsMode::kVerifyIdentity;
+    } else {
+      r.Error(n["mode"], path + ".mode",
+              "expected disabled, required, verify_ca or verify_identity, got '" + mode + "'");
+    }
+  }
+  for (auto [key, file] : {std::pair<const char*, std::string*>{"ca", &out->ca},
+                           {"cert", &out->cert},
+                           {"key", &out->key}}) {
+    if (!r.ReadString(n, key, path, file)) continue;
+    if (file->empty()) {
+      r.Error(n[key], path + "." + key, "must name a file");
+      continue;
+    }
+    if ((*file)[0] != '/' && !base_dir.empty()) *file = base_dir + "/" + *file;
+    if (!std::ifstream(*file).good())
+      r.Error(n[key], path + "." + key, "cannot read the file '" + *file + "'");
+  }
+  if ((out->mode == MysqlTlsMode::kVerifyCa || out->mode == MysqlTlsMode::kVerifyIdentity) &&
+      !n["ca"])
+    r.Error(n, path + ".ca",
+            std::string("mode ") + MysqlTlsModeName(out->mode) +
+                " needs the CA certificate file that signed the server's certificate");
+  if (n["cert"] && !n["key"]) r.Error(n, path + ".key", "cert needs its key");
+  if (n["key"] && !n["cert"]) r.Error(n, path + ".cert", "key needs its cert");
+}
+
+void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::string& base_dir,
+               MysqlConfig* m) {
   const std::string p = "mysql";
   if (!r.CheckKeys(n, p,
                    {"user", "password_env", "database_prefix", "connect_timeout_ms",
-                    "io_timeout_ms", "pool_size_per_host", "hosts"}))
+                    "io_timeout_ms", "pool_size_per_host", "tls", "hosts"}))
     if (!n.IsMap()) return;
+  if (n["tls"]) LoadTls(r, n["tls"], "mysql.tls", base_dir, &m->tls);
   r.ReadString(n, "user", p, &m->user);
   r.ReadString(n, "password_env", p, &m->password_env);
   if (r.ReadString(n, "database_prefix", p, &m->database_prefix) &&
@@ -69,8 +115,10 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, MysqlConfig*
   for (size_t i = 0; i < hosts.size(); ++i) {
     const YAML::Node h = hosts[i];
     const std::string hp = "mysql.hosts[" + std::to_string(i) + "]";
-    if (!r.CheckKeys(h, hp, {"name", "address", "port", "shards"}) && !h.IsMap()) continue;
+    if (!r.CheckKeys(h, hp, {"name", "address", "port", "shards", "tls"}) && !h.IsMap()) continue;
     MysqlHostConfig host;
+    host.tls = m->tls;
+    if (h["tls"]) LoadTls(r, h["tls"], hp + ".tls", base_dir, &host.tls);
     host.name = "db" + std::to_string(i + 1);
     if (r.ReadString(h, "name", hp, &host.name)) {
       if (!IsValidHostName(host.name))
@@ -198,6 +246,20 @@ void LoadDatastores(YamlReader& r, const YAML::Node& n, std::vector<DatastoreCon
 
 }  // namespace
 
+const char* MysqlTlsModeName(MysqlTlsMode mode) {
+  switch (mode) {
+    case MysqlTlsMode::kDisabled:
+      return "disabled";
+    case MysqlTlsMode::kRequired:
+      return "required";
+    case MysqlTlsMode::kVerifyCa:
+      return "verify_ca";
+    case MysqlTlsMode::kVerifyIdentity:
+      return "verify_identity";
+  }
+  return "disabled";
+}
+
 bool IsValidDatastoreName(std::string_view name) {
   if (name.empty() || name.size() > 48 || !(name[0] >= 'a' && name[0] <= 'z')) return false;
   for (char c : name)
@@ -295,7 +357,9 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
   r.ReadInt(root, "shards", "", 1, 65536, &shards);
   cfg.shards = static_cast<uint32_t>(shards);
 
-  if (r.Require(root, "mysql", "")) LoadMysql(r, root["mysql"], cfg.shards, &cfg.mysql);
+  // TLS files named relative to the config resolve against its directory.
+  const std::string base_dir = std::filesystem::path(source_name).parent_path().string();
+  if (r.Require(root, "mysql", "")) LoadMysql(r, root["mysql"], cfg.shards, base_dir, &cfg.mysql);
 
   if (YAML::Node n = root["limits"]) {
     r.CheckKeys(n, "limits", {"max_body_bytes", "max_batch_cells", "max_log_limit", "index_wait"});

@@ -7,7 +7,8 @@
 //     password_env: CELLAR_MYSQL_PASSWORD
 //     hosts:
 //       - { name: db1, address: 127.0.0.1, port: 3306, shards: 0-31 }
-//       - { name: db2, address: 127.0.0.1, port: 3307, shards: 32-63 }
+//       - { name: db2, address: 127.0.0.1, port: 3307, shards: 32-63,
+//           tls: { mode: verify_ca, ca: /etc/cellar/mysql-ca.pem } }
 //   kafka: { brokers: 127.0.0.1:9092, topic_prefix: cellar, partitions: 8 }
 //   datastores:
 //     - name: trips
@@ -44,6 +45,33 @@ struct DatastoreConfig {
   const ColumnConfig* FindColumn(std::string_view column) const;
 };
 
+// TLS of the connections to a MySQL host. YAML, per host or as mysql.tls
+// (the default of every host without its own block; a host's block replaces
+// the default whole, it is not merged):
+//   tls: { mode: verify_identity, ca: ca.pem, cert: client.pem, key: client-key.pem }
+// Without any tls block connections are plain (mode disabled), as before.
+// File paths are relative to the config file's directory; the loader checks
+// that each named file is readable.
+enum class MysqlTlsMode {
+  kDisabled,        // plain TCP
+  kRequired,        // TLS, the server's certificate is not checked
+  kVerifyCa,        // TLS, the server's certificate must chain to `ca`
+  kVerifyIdentity,  // kVerifyCa, and the certificate must name the host's address
+};
+
+struct MysqlTlsConfig {
+  // Default when a tls block is given without `mode`: verify_identity.
+  MysqlTlsMode mode = MysqlTlsMode::kDisabled;
+  std::string ca;    // PEM CA certificate(s); required by verify_ca and verify_identity
+  std::string cert;  // PEM client certificate, optional (then `key` too)
+  std::string key;   // PEM private key of `cert`
+
+  bool enabled() const { return mode != MysqlTlsMode::kDisabled; }
+};
+
+// "disabled", "required", "verify_ca", "verify_identity".
+const char* MysqlTlsModeName(MysqlTlsMode mode);
+
 struct MysqlHostConfig {
   std::string name;  // [A-Za-z0-9_-]{1,32}: logs, metrics and the database <prefix>_<name>
   std::string address = "127.0.0.1";
@@ -51,6 +79,8 @@ struct MysqlHostConfig {
   // The logical shards the host owns, ascending. YAML: ranges separated by
   // commas, e.g. "0-31" or "0-30,32" (after a shard moved).
   std::vector<uint32_t> shards;
+  // The host's `tls` block, or mysql.tls when it has none.
+  MysqlTlsConfig tls;
 
   bool Owns(uint32_t shard) const;
   // `shards` as the YAML spells it, e.g. "0-30,32".
@@ -64,6 +94,7 @@ struct MysqlConfig {
   int connect_timeout_ms = 2000;           // per connection attempt
   int io_timeout_ms = 10000;               // read/write timeout of one statement round trip
   int pool_size_per_host = 8;              // idle reader connections kept per host
+  MysqlTlsConfig tls;  // YAML mysql.tls: the default of hosts[].tls (already applied to them)
   std::vector<MysqlHostConfig> hosts;
 };
 

@@ -282,6 +282,12 @@ std::string PrivateMariaDb::Launch(bool* port_in_use) {
       "--innodb-buffer-pool-dump-at-shutdown=OFF",
   };
   if (IsRoot()) args.push_back("--user=root");
+  if (!options_.ssl_cert.empty()) {
+    args.push_back("--ssl-ca=" + options_.ssl_ca);
+    args.push_back("--ssl-cert=" + options_.ssl_cert);
+    args.push_back("--ssl-key=" + options_.ssl_key);
+  }
+  if (options_.require_secure_transport) args.push_back("--require-secure-transport=ON");
 
   int out_fd =
       open((dir_ + "/mariadbd.out").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -317,12 +323,10 @@ std::string PrivateMariaDb::Launch(bool* port_in_use) {
     // Probe only once our server says it is ready, then check that it really
     // is ours that answers (the datadir), not a foreign server on the port.
     std::string out, err;
+    std::vector<std::string> probe = ClientArgs(2);
+    probe.push_back("SELECT @@datadir");
     if (fresh.find(kReady) != std::string::npos && TcpConnects(port_) &&
-        RunCaptured({"mariadb", "--no-defaults", "--protocol=TCP", "-h127.0.0.1",
-                     "-P" + std::to_string(port_), "-uroot", "--batch", "--skip-column-names",
-                     "--connect-timeout=2", "-e", "SELECT @@datadir"},
-                    &out, &err) == 0 &&
-        out == expected_datadir + "\n") {
+        RunCaptured(probe, &out, &err) == 0 && out == expected_datadir + "\n") {
       return "";
     }
     std::this_thread::sleep_for(kPollInterval);
@@ -364,12 +368,26 @@ void PrivateMariaDb::Restart() {
   }
 }
 
+std::vector<std::string> PrivateMariaDb::ClientArgs(int connect_timeout_s) const {
+  std::vector<std::string> args = {"mariadb",
+                                   "--no-defaults",
+                                   "--protocol=TCP",
+                                   "-h127.0.0.1",
+                                   "-P" + std::to_string(port_),
+                                   "-uroot",
+                                   "--batch",
+                                   "--skip-column-names",
+                                   "--connect-timeout=" + std::to_string(connect_timeout_s)};
+  if (!options_.ssl_cert.empty()) args.push_back("--ssl");
+  args.push_back("-e");
+  return args;
+}
+
 bool PrivateMariaDb::Execute(const std::string& sql, std::string* output) const {
   std::string out, err;
-  int status = RunCaptured(
-      {"mariadb", "--no-defaults", "--protocol=TCP", "-h127.0.0.1", "-P" + std::to_string(port_),
-       "-uroot", "--batch", "--skip-column-names", "--connect-timeout=10", "-e", sql},
-      &out, &err);
+  std::vector<std::string> args = ClientArgs(10);
+  args.push_back(sql);
+  int status = RunCaptured(args, &out, &err);
   if (output != nullptr) *output = std::move(out);
   if (status == 0) return true;
   std::cerr << "PrivateMariaDb " << label_ << ": mariadb client failed ("

@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cellar::testing {
 
@@ -28,6 +29,12 @@ namespace cellar::testing {
 struct PrivateMariaDbOptions {
   std::string innodb_log_file_size = "64M";
   std::string innodb_buffer_pool_size = "128M";
+  // TLS: the server's --ssl-ca, --ssl-cert and --ssl-key files (all three or
+  // none; the test makes them). With them, require_secure_transport makes the
+  // server refuse plain TCP logins. The probes and Execute() then connect
+  // with TLS (`mariadb --ssl`, the certificate unchecked).
+  std::string ssl_ca, ssl_cert, ssl_key;
+  bool require_secure_transport = false;
 };
 
 class PrivateMariaDb {
@@ -78,6 +85,8 @@ class PrivateMariaDb {
   // success, otherwise a description of the failure; `port_in_use` is set
   // when the server failed because the port was taken.
   std::string Launch(bool* port_in_use);
+  // argv of the `mariadb` client for root over TCP to this server, up to the SQL.
+  std::vector<std::string> ClientArgs(int connect_timeout_s) const;
   std::string ErrorLogTail() const;
 
   std::string label_;

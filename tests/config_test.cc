@@ -336,7 +336,15 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
         "    - { name: db2, port: 3307, shards: 32-63, weight: 2 }\n");
     EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "weight",
                                              "mysql.hosts[1].weight: unknown key (allowed: name "
-                                             "address port shards)")));
+                                             "address port shards tls)")));
+  }
+  {
+    const std::string yaml = Yaml(
+        "    - { name: db1, port: 3306, shards: 0-31 }\n"
+        "    - { name: db2, port: 3307, shards: 32-63, tls: { mode: required, colour: blue } }\n");
+    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "colour",
+                                             "mysql.hosts[1].tls.colour: unknown key (allowed: "
+                                             "mode ca cert key)")));
   }
   {
     const std::string yaml =
@@ -366,7 +374,7 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
                 ElementsAre(At(yaml, "passwd",
                                "mysql.passwd: unknown key (allowed: user password_env "
                                "database_prefix connect_timeout_ms io_timeout_ms "
-                               "pool_size_per_host hosts)")));
+                               "pool_size_per_host tls hosts)")));
   }
 }
 
