@@ -91,10 +91,11 @@ int TablesOn(size_t i, const std::string& database, const std::vector<std::strin
   std::string list;
   for (const auto& t : tables) list += (list.empty() ? "'" : ",'") + t + "'";
   std::string out;
-  EXPECT_TRUE(env->db(i).Execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
-                                 "TABLE_SCHEMA = '" +
-                                     database + "' AND TABLE_NAME IN (" + list + ")",
-                                 &out));
+  EXPECT_TRUE(
+      env->db(i).Execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                         "TABLE_SCHEMA = '" +
+                             database + "' AND TABLE_NAME IN (" + list + ")",
+                         &out));
   return std::atoi(out.c_str());
 }
 
@@ -161,7 +162,7 @@ TEST(IndexDropRetiredTest, DropsRetiredVersionOnEveryHostKeepsServingAndBuilding
   ASSERT_EQ(BackfillIndex(store.get(), def2, nullptr).ToString(), "OK");
   // v3 (one more field again) is applied and left building.
   IndexDefinition def3 = def2;
-  def3.column_defs[0].fields.push_back({"status", IndexFieldType::kString, "f_status2"});
+  def3.column_defs[0].fields.push_back({"city_name", IndexFieldType::kString, "f_city_name"});
   auto v3 = catalog.Apply(def3);
   ASSERT_TRUE(v3.ok()) << v3.status().ToString();
   ASSERT_EQ(v3->version.version, 3);
@@ -336,16 +337,15 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   PutTrips(*c->store, driver, 7);
   // An index applied over a non-empty datastore: version 1 building; no
   // indexer ever ran, so its lag is the one record in the change log.
-  const std::string indexes_path = testing::WriteTempFile(
-      ReadFile(std::string(CELLAR_SOURCE_DIR) +
-               "/config/examples/indexes/driver_partner_index.yaml"),
-      ".yaml");
+  const std::string indexes_path =
+      testing::WriteTempFile(ReadFile(std::string(CELLAR_SOURCE_DIR) +
+                                      "/config/examples/indexes/driver_partner_index.yaml"),
+                             ".yaml");
   const IndexDefinition def = DriverPartnerDef(c->config);
   IndexCatalog catalog(c->store.get());
   ASSERT_TRUE(catalog.Apply(def).ok());
 
-  CliResult st =
-      RunCli(c->config_path, {"status", "--json", "--trigger", trigger + "@trips"});
+  CliResult st = RunCli(c->config_path, {"status", "--json", "--trigger", trigger + "@trips"});
   ASSERT_EQ(st.code, 0) << st.err;
   ASSERT_TRUE(st.json.is_object()) << st.out;
   const auto& j = st.json;
@@ -381,6 +381,7 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   // The human table says the same in words.
   CliResult human = RunCli(c->config_path, {"status", "--trigger", trigger + "@trips"});
   ASSERT_EQ(human.code, 0) << human.err;
+  std::printf("%s", human.out.c_str());  // what an operator sees, in the test log
   EXPECT_NE(human.out.find("stat1"), std::string::npos) << human.out;
   EXPECT_NE(human.out.find(trigger), std::string::npos) << human.out;
   EXPECT_NE(human.out.find(def.table), std::string::npos) << human.out;
