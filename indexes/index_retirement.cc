@@ -53,28 +53,35 @@ Result<std::vector<Candidate>> RetiredVersions(IndexCatalog& catalog, const std:
   return out;
 }
 
-// Host names where a table of `c` exists; errors per host in `errors`.
+// How many of `c`'s two tables host `h` holds.
+Result<int64_t> TablesHeld(CellStore* store, size_t h, const Candidate& c) {
+  const ClusterConfig& cfg = store->config();
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForHost(h).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows,
+      lease->Query("SELECT COUNT(*) FROM information_schema.TABLES WHERE"
+                   " TABLE_SCHEMA = ? AND TABLE_NAME IN (?, ?)",
+                   {cfg.HostDatabase(cfg.mysql.hosts[h]), EntryTableName(c.index, c.version),
+                    PointerTableName(c.index, c.version)}));
+  return rows.empty() ? 0 : rows[0].Int(0);
+}
+
+// Host names where a table of `c` exists; errors per host in `errors`. A
+// pooled connection that broke since it was last used (the server restarted)
+// fails once and is dropped: one more try uses a fresh one.
 std::vector<std::string> HostsHolding(CellStore* store, const Candidate& c,
                                       std::vector<std::string>* errors) {
   const ClusterConfig& cfg = store->config();
   std::vector<std::string> hosts;
   for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
-    const std::string& host = cfg.mysql.hosts[h].name;
-    auto lease = store->PoolForHost(h).Acquire();
-    if (!lease.ok()) {
-      errors->push_back(host + ": " + lease.status().ToString());
-      continue;
+    auto held = TablesHeld(store, h, c);
+    if (!held.ok() && held.status().code() == StatusCode::kUnavailable)
+      held = TablesHeld(store, h, c);
+    if (!held.ok()) {
+      errors->push_back(cfg.mysql.hosts[h].name + ": " + held.status().ToString());
+    } else if (*held > 0) {
+      hosts.push_back(cfg.mysql.hosts[h].name);
     }
-    auto rows = (*lease)->Query(
-        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?"
-        " AND TABLE_NAME IN (?, ?)",
-        {cfg.HostDatabase(cfg.mysql.hosts[h]), EntryTableName(c.index, c.version),
-         PointerTableName(c.index, c.version)});
-    if (!rows.ok()) {
-      errors->push_back(host + ": " + rows.status().ToString());
-      continue;
-    }
-    if (!rows->empty() && (*rows)[0].Int(0) > 0) hosts.push_back(host);
   }
   return hosts;
 }
@@ -101,6 +108,14 @@ Status DropOnHost(CellStore* store, size_t h, const Candidate& c) {
   return Status::Ok();
 }
 
+// Adds "host: error" to report->unreachable_hosts unless the host is there.
+void NoteUnreachable(DropRetiredReport* report, const std::string& host_error) {
+  const std::string host = host_error.substr(0, host_error.find(": "));
+  for (const auto& u : report->unreachable_hosts)
+    if (u.substr(0, u.find(": ")) == host) return;
+  report->unreachable_hosts.push_back(host_error);
+}
+
 }  // namespace
 
 Result<DropRetiredReport> DropRetiredIndexVersions(CellStore* store,
@@ -120,7 +135,10 @@ Result<DropRetiredReport> DropRetiredIndexVersions(CellStore* store,
     d.serving_version = c.serving;
     d.tables = {EntryTableName(c.index, c.version), PointerTableName(c.index, c.version)};
     d.hosts = HostsHolding(store, c, &d.errors);
-    if (d.hosts.empty() && d.errors.empty()) continue;  // dropped before
+    for (const auto& e : d.errors) NoteUnreachable(&report, e);
+    // No reachable host holds it: dropped before (hosts that could not be
+    // asked are in unreachable_hosts; a later run covers them).
+    if (d.hosts.empty()) continue;
     todo.emplace_back(c, std::move(d));
   }
   if (options.dry_run || todo.empty()) {
@@ -146,6 +164,7 @@ Result<DropRetiredReport> DropRetiredIndexVersions(CellStore* store,
     for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
       const std::string& host = cfg.mysql.hosts[h].name;
       Status s = DropOnHost(store, h, c);
+      if (s.code() == StatusCode::kUnavailable) s = DropOnHost(store, h, c);  // as HostsHolding
       bool held = false;  // its tables were there, or the host could not be asked
       for (const auto& x : planned.hosts) held |= x == host;
       for (const auto& e : planned.errors) held |= e.rfind(host + ": ", 0) == 0;
@@ -153,6 +172,7 @@ Result<DropRetiredReport> DropRetiredIndexVersions(CellStore* store,
         if (held) d.hosts.push_back(host);
       } else {
         d.errors.push_back(host + ": " + s.ToString());
+        NoteUnreachable(&report, d.errors.back());
       }
     }
     LogInfo("index", "dropped retired version",

@@ -23,7 +23,8 @@
 // version's history, and version numbers are never reused), so a version
 // whose tables are gone from every host is "already dropped": a second run
 // finds nothing to drop. A host that cannot be reached is reported for that
-// version and the others are still done; a re-run finishes the job.
+// version (and in unreachable_hosts) and the others are still done; a re-run
+// once it is back finishes the job.
 //
 // Thread-safe (no shared state); safe beside running workers, queries and
 // backfills for the reasons above.
@@ -62,8 +63,15 @@ struct RetiredVersionDrop {
 
 struct DropRetiredReport {
   bool dry_run = false;
-  std::vector<RetiredVersionDrop> versions;  // empty: nothing to drop
+  // Versions whose tables a reachable host still holds (with the hosts that
+  // could not be asked in their `errors`); empty: nothing to drop.
+  std::vector<RetiredVersionDrop> versions;
+  // Hosts that could not be asked or dropped on ("host: error"), once each.
+  // Retired versions that only they might still hold are not in `versions`:
+  // a run once they are back finds and drops them.
+  std::vector<std::string> unreachable_hosts;
   bool ok() const {
+    if (!unreachable_hosts.empty()) return false;
     for (const auto& v : versions)
       if (!v.errors.empty()) return false;
     return true;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 
+#include "cells/mysql_client.h"
 #include "changelog/cell_event.h"
 #include "changelog/consumer_groups.h"
 #include "changelog/kafka/consumer_group_lag.h"
@@ -21,15 +22,17 @@ std::vector<HostRow> GatherHosts(CellStore& store) {
     HostRow row;
     row.name = host.name;
     row.address = host.address + ":" + std::to_string(host.port);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto lease = store.PoolForHost(h).Acquire();
-    if (!lease.ok()) {
-      row.error = lease.status().ToString();
-      out.push_back(row);
-      continue;
-    }
-    // A pooled connection may be stale: a query proves the host answers now.
-    auto rows = (*lease)->Query("SELECT VERSION()");
+    auto t0 = std::chrono::steady_clock::now();
+    // A query proves the host answers now. A pooled connection that broke
+    // since the last round (--watch over a server restart) fails once and is
+    // dropped; the second try connects afresh.
+    auto ask = [&]() -> Result<std::vector<SqlRow>> {
+      t0 = std::chrono::steady_clock::now();
+      CELLAR_ASSIGN_OR_RETURN(auto lease, store.PoolForHost(h).Acquire());
+      return lease->Query("SELECT VERSION()");
+    };
+    auto rows = ask();
+    if (!rows.ok() && rows.status().code() == StatusCode::kUnavailable) rows = ask();
     if (!rows.ok()) {
       row.error = rows.status().ToString();
     } else {

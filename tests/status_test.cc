@@ -203,6 +203,7 @@ TEST(IndexDropRetiredTest, DropsRetiredVersionOnEveryHostKeepsServingAndBuilding
   EXPECT_EQ(drop.json["dropped"][0]["version"], 1);
   EXPECT_EQ(drop.json["dropped"][0]["hosts"], nlohmann::json({"stat1", "stat2"}));
   EXPECT_EQ(drop.json["dropped"][0]["errors"], nlohmann::json::array());
+  EXPECT_EQ(drop.json["unreachable_hosts"], nlohmann::json::array());
   for (size_t h = 0; h < 2; ++h) {
     const std::string db = cfg->HostDatabase(cfg->mysql.hosts[h]);
     EXPECT_EQ(TablesOn(h, db, tables_of(1)), 0) << db;
@@ -247,6 +248,36 @@ TEST(IndexDropRetiredTest, DropsRetiredVersionOnEveryHostKeepsServingAndBuilding
   EXPECT_EQ(r->versions[0].serving_version, 3);
   for (size_t h = 0; h < 2; ++h)
     EXPECT_EQ(TablesOn(h, cfg->HostDatabase(cfg->mysql.hosts[h]), tables_of(3)), 2);
+
+  // A host down during the drop: the others are done, it is reported and the
+  // exit code is 1; a run once it is back finishes the job.
+  IndexDefinition def4 = def3;
+  def4.column_defs[0].fields.push_back({"city_code", IndexFieldType::kString, "f_city_code"});
+  ASSERT_TRUE(catalog.Apply(def4).ok());
+  ASSERT_EQ(BackfillIndex(store.get(), def4, nullptr).ToString(), "OK");  // v3 retires
+  env->db(1).Stop();
+  CliResult partial = RunCli(config_path, {"index", "drop-retired"});
+  env->db(1).Restart();
+  EXPECT_EQ(partial.code, 1) << partial.out << partial.err;
+  ASSERT_TRUE(partial.json.is_object()) << partial.out;
+  ASSERT_EQ(partial.json["dropped"].size(), 1u) << partial.out;
+  EXPECT_EQ(partial.json["dropped"][0]["version"], 3);
+  EXPECT_EQ(partial.json["dropped"][0]["hosts"], nlohmann::json({"stat1"})) << partial.out;
+  ASSERT_EQ(partial.json["dropped"][0]["errors"].size(), 1u) << partial.out;
+  EXPECT_EQ(partial.json["dropped"][0]["errors"][0].get<std::string>().rfind("stat2: ", 0), 0u)
+      << partial.out;
+  ASSERT_EQ(partial.json["unreachable_hosts"].size(), 1u) << partial.out;
+  EXPECT_EQ(TablesOn(0, cfg->HostDatabase(cfg->mysql.hosts[0]), tables_of(3)), 0);
+  EXPECT_EQ(TablesOn(1, cfg->HostDatabase(cfg->mysql.hosts[1]), tables_of(3)), 2);
+  r = DropRetiredIndexVersions(store.get(), opts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->versions.size(), 1u);
+  EXPECT_EQ(r->versions[0].version, 3);
+  EXPECT_EQ(r->versions[0].hosts, std::vector<std::string>{"stat2"});
+  EXPECT_TRUE(r->ok()) << (r->unreachable_hosts.empty() ? "" : r->unreachable_hosts[0]);
+  EXPECT_EQ(TablesOn(1, cfg->HostDatabase(cfg->mysql.hosts[1]), tables_of(3)), 0);
+  for (size_t h = 0; h < 2; ++h)
+    EXPECT_EQ(TablesOn(h, cfg->HostDatabase(cfg->mysql.hosts[h]), tables_of(4)), 2);
 
   opts.index = "no_such_index";
   EXPECT_EQ(DropRetiredIndexVersions(store.get(), opts).status().code(), StatusCode::kNotFound);
@@ -424,6 +455,19 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
     const auto first = nlohmann::json::parse(s.substr(0, s.find('\n')), nullptr, false);
     EXPECT_EQ(first.value("relay_total_lag", -1), 7) << s;
   }
+
+  // Kafka down: shown unreachable, trigger and index figures carry the error,
+  // the hosts and the relay are still reported, exit 0.
+  env->broker().SetDown(true);
+  CliResult nokafka = RunCli(c->config_path, {"status", "--json", "--trigger", trigger + "@trips"});
+  env->broker().SetDown(false);
+  ASSERT_EQ(nokafka.code, 0) << nokafka.err;
+  ASSERT_TRUE(nokafka.json.is_object()) << nokafka.out;
+  EXPECT_EQ(nokafka.json["kafka"]["reachable"], false) << nokafka.out;
+  EXPECT_TRUE(nokafka.json["kafka"]["error"].is_string()) << nokafka.out;
+  EXPECT_TRUE(nokafka.json["triggers"][0]["error"].is_string()) << nokafka.out;
+  EXPECT_TRUE(nokafka.json["triggers"][0]["dead_letters"].is_null()) << nokafka.out;
+  EXPECT_EQ(nokafka.json["relay_total_lag"], 7) << nokafka.out;
 
   // Host stat2 stopped: it is "down" with its error; stat1 is still reported.
   env->db(1).Stop();

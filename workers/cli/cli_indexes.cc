@@ -163,8 +163,13 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
                           {"tables", v.tables},
                           {"hosts", v.hosts},
                           {"errors", v.errors}});
-    nlohmann::json out = {{"dry_run", r.dry_run}, {r.dry_run ? "would_drop" : "dropped", versions}};
-    if (r.versions.empty()) out["message"] = "no retired index version has tables left to drop";
+    nlohmann::json out = {{"dry_run", r.dry_run},
+                          {r.dry_run ? "would_drop" : "dropped", versions},
+                          {"unreachable_hosts", r.unreachable_hosts}};
+    if (r.versions.empty())
+      out["message"] = r.unreachable_hosts.empty()
+                           ? "no retired index version has tables left to drop"
+                           : "no retired index version has tables left on the reachable hosts";
     PrintJson(out);
     if (!r.ok()) throw CLI::RuntimeError(1);
   });
