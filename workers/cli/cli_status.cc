@@ -46,16 +46,20 @@ void AddStatusCommand(CLI::App& app, const GlobalOptions& g) {
       "status",
       "one view of the cluster: hosts, relay lag per stream, trigger lag and DLQ, index lag");
   st->add_option("--watch", a->watch, "redraw every SECONDS (default 2) until Ctrl-C")
-      ->expected(0, 1);
+      ->expected(0, 1)
+      ->type_name("[SECONDS]");
   st->add_flag("--json", a->json, "print one JSON document (with --watch: one per line)");
   st->add_option("--trigger", a->triggers,
-                 "a trigger to report, NAME or NAME@DATASTORE; repeatable");
+                 "a trigger to report, NAME or NAME@DATASTORE; repeatable")
+      ->type_name("NAME[@DATASTORE]");
   st->add_option("--triggers", a->triggers_path,
-                 "trigger definitions (YAML): report every trigger in it");
+                 "trigger definitions (YAML): report every trigger in it")
+      ->type_name("FILE");
   st->callback([a, st, &g] {
     const bool watch = st->count("--watch") > 0;
     double seconds = 2;
-    if (watch && !a->watch.empty()) {
+    // CLI11 gives `--watch` without a value as one empty string.
+    if (watch && !a->watch.empty() && !a->watch[0].empty()) {
       try {
         seconds = std::stod(a->watch[0]);
       } catch (const std::exception&) {
