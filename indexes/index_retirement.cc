@@ -125,8 +125,7 @@ Result<DropRetiredReport> DropRetiredIndexVersions(CellStore* store,
   report.dry_run = options.dry_run;
   CELLAR_ASSIGN_OR_RETURN(auto candidates, RetiredVersions(catalog, options.index));
 
-  // Versions with tables left somewhere (a host that cannot be asked counts as
-  // holding them: the drop then reports it).
+  // Versions whose tables a reachable host still holds.
   std::vector<std::pair<Candidate, RetiredVersionDrop>> todo;
   for (const auto& c : candidates) {
     RetiredVersionDrop d;

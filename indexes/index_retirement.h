@@ -16,6 +16,10 @@
 // it read the registry, re-reads it, and drops only versions that are still
 // retired with a newer ready version. A building or ready version is never
 // dropped, nor is any version of an index that has no ready version.
+// (Queries resolve the serving version after any read-your-writes wait, just
+// before reading. One edge remains: a worker that cannot reach the registry
+// keeps its last list; its writes to a dropped version then fail and are
+// retried until it reads the registry again, which ends them.)
 //
 // Dropping a version removes, in every host database, its entry table
 // idx_T_vN, its pointer table idx_T_vN_rows (DROP TABLE IF EXISTS) and its
