@@ -64,6 +64,19 @@ Status IndexCatalog::EnsureRegistry(MysqlConnection& conn) {
                          " ENGINE=InnoDB");
 }
 
+Result<std::vector<std::string>> IndexCatalog::Indexes() {
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows,
+      lease->Query("SELECT DISTINCT table_name FROM " +
+                   QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
+                   " ORDER BY table_name"));
+  std::vector<std::string> out;
+  for (const auto& r : rows) out.push_back(r.Bytes(0));
+  return out;
+}
+
 Result<std::vector<IndexVersion>> IndexCatalog::Versions(const std::string& table) {
   CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
   CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));

@@ -80,6 +80,8 @@ class IndexCatalog {
   // if a host is unreachable (re-run: it is idempotent). FailedPrecondition
   // on a cluster still in the per-shard layout (CellStore::CheckLayout).
   Result<ApplyOutcome> Apply(const IndexDefinition& def);
+  // The name of every index with a version in the registry, sorted.
+  Result<std::vector<std::string>> Indexes();
   // All versions of `table`, oldest first (empty if never applied).
   Result<std::vector<IndexVersion>> Versions(const std::string& table);
   // The version queries read: the newest ready one, else the newest building

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   cellar::cli::AddTriggerCommands(app, g);
   cellar::cli::AddServeCommand(app, g);
   cellar::cli::AddIndexCommands(app, g);
+  cellar::cli::AddStatusCommand(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

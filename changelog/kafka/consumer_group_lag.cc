@@ -47,6 +47,18 @@ Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& gr
   return out;
 }
 
+Status ProbeKafka(const ClusterConfig& config, int timeout_ms) {
+  CELLAR_ASSIGN_OR_RETURN(auto c, MakeAdminConsumer(config.kafka, "cellar-probe"));
+  RdKafka::Metadata* md = nullptr;
+  RdKafka::ErrorCode err = c->metadata(/*all_topics=*/false, nullptr, &md, timeout_ms);
+  std::unique_ptr<RdKafka::Metadata> owned(md);
+  c->close();
+  if (err != RdKafka::ERR_NO_ERROR)
+    return Unavailable("Kafka (" + config.kafka.brokers +
+                       ") did not answer: " + RdKafka::err2str(err));
+  return Status::Ok();
+}
+
 Result<int64_t> TopicRecordCount(const ClusterConfig& config, const std::string& topic) {
   CELLAR_ASSIGN_OR_RETURN(auto c, MakeAdminConsumer(config.kafka, "cellar-topic-count"));
   int64_t total = 0;

@@ -27,6 +27,10 @@ struct GroupLag {
 Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& group,
                               const std::vector<std::string>& topics);
 
+// OK when a broker answers a metadata request within timeout_ms; Unavailable
+// (with librdkafka's reason) otherwise; InvalidArgument when no broker is configured.
+Status ProbeKafka(const ClusterConfig& config, int timeout_ms);
+
 // Records currently stored in `topic` (sum over partitions of end - start); 0 if absent.
 Result<int64_t> TopicRecordCount(const ClusterConfig& config, const std::string& topic);
 

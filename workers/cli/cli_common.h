@@ -43,7 +43,10 @@ void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g);
 void AddTriggerCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `migrate` and `shards move` (REQUIRES: AddCellCommands first).
 void AddLayoutCommands(CLI::App& app, const GlobalOptions& g);
-// Registers `index apply | query | backfill | check | status`.
+// Registers `index apply | query | backfill | check | status | drop-retired`.
 void AddIndexCommands(CLI::App& app, const GlobalOptions& g);
+
+// Registers `status` (status/cluster_status.h).
+void AddStatusCommand(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace cellar::cli

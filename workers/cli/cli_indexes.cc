@@ -1,4 +1,4 @@
-// `cellar index apply | query | backfill | check | status`.
+// `cellar index apply | query | backfill | check | status | drop-retired`.
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "indexes/index_catalog.h"
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"
+#include "indexes/index_retirement.h"
 #include "workers/cli/cli_common.h"
 
 namespace cellar::cli {
@@ -21,7 +22,7 @@ struct IndexArgs {
   std::string name, shard_value, order_by, cursor, after;
   std::vector<std::string> where, fields;
   int limit = 100;
-  bool ascending = false, verify = false, repair = false;
+  bool ascending = false, verify = false, repair = false, dry_run = false;
 };
 
 std::vector<IndexDefinition> LoadDefsOrExit(const ClusterConfig& cfg, const IndexArgs& a) {
@@ -145,6 +146,37 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
                {"repaired", r.repaired},
                {"examples", r.examples}});
     if (!a->repair && (r.missing || r.stale || r.extra)) throw CLI::RuntimeError(1);
+  });
+
+  auto* drop = idx->add_subcommand(
+      "drop-retired",
+      "drop the tables of retired index versions on every host (index_retirement.h)");
+  drop->add_option("name", a->name, "only this index (default: every index in the registry)");
+  drop->add_flag("--dry-run", a->dry_run, "print what would be dropped; drop nothing");
+  drop->callback([a, &g] {
+    ClusterConfig cfg = LoadConfigOrExit(g);
+    auto store = CellStore::Open(cfg);
+    DropRetiredOptions opts;
+    opts.index = a->name;
+    opts.dry_run = a->dry_run;
+    auto r = OrFail(DropRetiredIndexVersions(store.get(), opts));
+    nlohmann::json versions = nlohmann::json::array();
+    for (const auto& v : r.versions)
+      versions.push_back({{"index", v.index},
+                          {"version", v.version},
+                          {"serving_version", v.serving_version},
+                          {"tables", v.tables},
+                          {"hosts", v.hosts},
+                          {"errors", v.errors}});
+    nlohmann::json out = {{"dry_run", r.dry_run},
+                          {r.dry_run ? "would_drop" : "dropped", versions},
+                          {"unreachable_hosts", r.unreachable_hosts}};
+    if (r.versions.empty())
+      out["message"] = r.unreachable_hosts.empty()
+                           ? "no retired index version has tables left to drop"
+                           : "no retired index version has tables left on the reachable hosts";
+    PrintJson(out);
+    if (!r.ok()) throw CLI::RuntimeError(1);
   });
 
   idx->add_subcommand("status", "versions, states and the index worker's lag")->callback([a, &g] {
