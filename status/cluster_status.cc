@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "cells/mysql_client.h"
 #include "changelog/cell_event.h"
@@ -10,6 +11,7 @@
 #include "changelog/relay.h"
 #include "indexes/index_catalog.h"
 #include "triggers/trigger_admin.h"
+#include "triggers/trigger_control.h"
 
 namespace cellar {
 namespace {
@@ -70,10 +72,25 @@ std::vector<RelayStreamRow> GatherRelay(CellStore& store, const std::vector<Host
 std::vector<TriggerRow> GatherTriggers(const ClusterConfig& cfg, const KafkaRow& kafka,
                                        const std::vector<TriggerRef>& refs) {
   std::vector<TriggerRow> out;
+  // Paused state from the control table (triggers/trigger_control.h); a
+  // trigger paused there but not named by the caller still gets a row.
+  auto control = ReadTriggerControl(cfg);
+  std::map<std::string, TriggerControlState> control_by_name;
+  if (control.ok())
+    for (auto& c : *control) control_by_name[c.trigger] = c;
+  auto set_pause = [&](TriggerRow& row) {
+    if (!control.ok()) return;  // unknown: left unset, shown as such
+    auto it = control_by_name.find(row.name);
+    row.paused = it != control_by_name.end() && it->second.paused;
+    if (row.paused.value_or(false)) row.paused_reason = it->second.reason;
+  };
+  std::set<std::string> named;
   for (const auto& t : refs) {
     TriggerRow row;
     row.name = t.name;
     row.datastore = t.datastore;
+    named.insert(t.name);
+    set_pause(row);
     if (!kafka.reachable) {
       row.error = kafka.configured ? kafka.error : "no Kafka configured";
     } else if (auto lag = ReadTriggerLag(cfg, t.datastore, t.name); !lag.ok()) {
@@ -82,6 +99,13 @@ std::vector<TriggerRow> GatherTriggers(const ClusterConfig& cfg, const KafkaRow&
       row.lag = lag->total_lag;
       row.dead_letters = lag->dead_letters;
     }
+    out.push_back(std::move(row));
+  }
+  for (const auto& [name, c] : control_by_name) {
+    if (!c.paused || named.count(name)) continue;
+    TriggerRow row;
+    row.name = name;
+    set_pause(row);
     out.push_back(std::move(row));
   }
   return out;

@@ -402,7 +402,7 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   EXPECT_EQ(j["triggers"][0]["name"], trigger);
   EXPECT_EQ(j["triggers"][0]["dead_letters"], 1) << st.out;
   EXPECT_EQ(j["triggers"][0]["lag"], 0) << st.out;
-  EXPECT_TRUE(j["triggers"][0].contains("paused")) << st.out;
+  EXPECT_EQ(j["triggers"][0]["paused"], false) << st.out;
   const nlohmann::json* idx = Find(j["indexes"], "name", def.table);
   ASSERT_NE(idx, nullptr) << st.out;
   EXPECT_EQ((*idx)["serving_version"], 1);
@@ -416,6 +416,30 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   EXPECT_NE(human.out.find("stat1"), std::string::npos) << human.out;
   EXPECT_NE(human.out.find(trigger), std::string::npos) << human.out;
   EXPECT_NE(human.out.find(def.table), std::string::npos) << human.out;
+
+  // A trigger paused with `cellar trigger pause` shows as paused with its
+  // reason, and a paused trigger the caller did not name is listed too.
+  for (const std::string& name : {trigger, std::string("unnamed_paused")}) {
+    CliResult paused = RunCli(c->config_path, {"trigger", "pause", name, "--reason", "upgrade"});
+    ASSERT_EQ(paused.code, 0) << paused.err;
+  }
+  CliResult after_pause =
+      RunCli(c->config_path, {"status", "--json", "--trigger", trigger + "@trips"});
+  ASSERT_EQ(after_pause.code, 0) << after_pause.err;
+  ASSERT_TRUE(after_pause.json.is_object()) << after_pause.out;
+  const nlohmann::json* named = Find(after_pause.json["triggers"], "name", trigger);
+  const nlohmann::json* unnamed = Find(after_pause.json["triggers"], "name", "unnamed_paused");
+  ASSERT_NE(named, nullptr) << after_pause.out;
+  ASSERT_NE(unnamed, nullptr) << after_pause.out;
+  EXPECT_EQ((*named)["paused"], true) << after_pause.out;
+  EXPECT_EQ((*named)["paused_reason"], "upgrade") << after_pause.out;
+  EXPECT_EQ((*unnamed)["paused"], true) << after_pause.out;
+  ASSERT_EQ(RunCli(c->config_path, {"trigger", "resume", trigger}).code, 0);
+  CliResult resumed = RunCli(c->config_path, {"status", "--json", "--trigger", trigger + "@trips"});
+  ASSERT_TRUE(resumed.json.is_object()) << resumed.out;
+  named = Find(resumed.json["triggers"], "name", trigger);
+  ASSERT_NE(named, nullptr) << resumed.out;
+  EXPECT_EQ((*named)["paused"], false) << resumed.out;
 
   // The older per-topic commands carry the same figures.
   CliResult relay = RunCli(c->config_path, {"relay", "status"});
