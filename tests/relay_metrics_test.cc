@@ -25,7 +25,7 @@ double Published(const MetricsRegistry& m, const std::string& datastore) {
 }
 
 double StreamLag(const MetricsRegistry& m, const std::string& host, const std::string& datastore) {
-  return MetricValue(m.Render(), "cellar_relay_stream_lag",
+  return MetricValue(m.Render(), "cellar_relay_lag_cells",
                      {{"host", host}, {"datastore", datastore}});
 }
 
@@ -156,7 +156,7 @@ TEST(RelayMetricsTest, RelayProcessServesItsMetricsOnMetricsAddress) {
       << "scraped:\n"
       << text << "\nlog:\n"
       << relay.Log();
-  EXPECT_GE(MetricValue(text, "cellar_relay_stream_lag"), 0) << text;
+  EXPECT_GE(MetricValue(text, "cellar_relay_lag_cells"), 0) << text;
   EXPECT_EQ(relay.Terminate(10s), 0) << relay.Log();
 }
 
