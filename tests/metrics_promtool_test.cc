@@ -69,7 +69,8 @@ TEST(MetricsPromtoolTest, EveryProcessMetricsPassPromtoolCheck) {
 
   auto c = MakeCluster("prom", Broker());
   ASSERT_TRUE(c);
-  auto sink = testing::WebhookSink::Start([](const std::string&, const std::string&) { return 200; });
+  auto sink =
+      testing::WebhookSink::Start([](const std::string&, const std::string&) { return 200; });
   ASSERT_TRUE(sink.ok()) << sink.status().ToString();
   const std::string triggers_path = testing::WriteTempFile(
       "triggers:\n"
@@ -83,10 +84,10 @@ TEST(MetricsPromtoolTest, EveryProcessMetricsPassPromtoolCheck) {
   const Endpoint relay_m, trigger_m, indexer_m, billing_m;
   ChildProcess relay(Args({CELLAR_RELAY_BIN, "--config", c->config_path}, relay_m.Flag()),
                      dir.File("relay.log"));
-  ChildProcess trigger(Args({CELLAR_TRIGGER_BIN, "--config", c->config_path, "--triggers",
-                             triggers_path},
-                            trigger_m.Flag()),
-                       dir.File("trigger.log"));
+  ChildProcess trigger(
+      Args({CELLAR_TRIGGER_BIN, "--config", c->config_path, "--triggers", triggers_path},
+           trigger_m.Flag()),
+      dir.File("trigger.log"));
   ChildProcess indexer(Args({CELLAR_INDEXER_BIN, "--config", c->config_path, "--indexes",
                              std::string(CELLAR_SOURCE_DIR) + "/config/examples/indexes"},
                             indexer_m.Flag()),
@@ -124,16 +125,36 @@ TEST(MetricsPromtoolTest, EveryProcessMetricsPassPromtoolCheck) {
     const ChildProcess* child;
   };
   const std::vector<Scraped> all = {
-      {"cellar-relay", [&] { return relay_m.Scrape(); }, "cellar_relay_events_published_total",
-       {{"datastore", "trips"}}, kTrips + 0.0, &relay},
-      {"cellar-trigger", [&] { return trigger_m.Scrape(); }, "cellar_trigger_handled_total",
-       {{"trigger", "hook"}}, kTrips + 0.0, &trigger},
-      {"cellar-indexer", [&] { return indexer_m.Scrape(); }, "cellar_index_applied_total", {},
-       kTrips + 0.0, &indexer},
-      {"cellar-billing", [&] { return billing_m.Scrape(); }, "cellar_trigger_handled_total",
-       {{"trigger", "billing"}}, kTrips + 0.0, &billing},
-      {"cellard", [&] { return HttpGet(cellard->port(), "/metrics"); }, "cellar_http_requests_total",
-       {}, kTrips + 0.0, nullptr},
+      {"cellar-relay",
+       [&] { return relay_m.Scrape(); },
+       "cellar_relay_events_published_total",
+       {{"datastore", "trips"}},
+       kTrips + 0.0,
+       &relay},
+      {"cellar-trigger",
+       [&] { return trigger_m.Scrape(); },
+       "cellar_trigger_handled_total",
+       {{"trigger", "hook"}},
+       kTrips + 0.0,
+       &trigger},
+      {"cellar-indexer",
+       [&] { return indexer_m.Scrape(); },
+       "cellar_index_applied_total",
+       {},
+       kTrips + 0.0,
+       &indexer},
+      {"cellar-billing",
+       [&] { return billing_m.Scrape(); },
+       "cellar_trigger_handled_total",
+       {{"trigger", "billing"}},
+       kTrips + 0.0,
+       &billing},
+      {"cellard",
+       [&] { return HttpGet(cellard->port(), "/metrics"); },
+       "cellar_http_requests_total",
+       {},
+       kTrips + 0.0,
+       nullptr},
   };
   for (const Scraped& s : all) {
     std::string text;
