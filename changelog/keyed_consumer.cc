@@ -33,6 +33,9 @@ constexpr int kPauseFetchAfterFullMs = 1000;
 constexpr int kLookupAfterRounds = 2;
 constexpr int kRetryLookupRounds = 25;
 constexpr int kLookupTimeoutMs = 1000;
+// Commit rounds between partition ends asked from the broker while fetching is
+// paused (KeyedConsumerOptions::commit_interval_ms each).
+constexpr int kQueryEndEveryRounds = 5;
 
 bool IsTransient(StatusCode c) {
   return c == StatusCode::kUnavailable || c == StatusCode::kAborted ||
@@ -83,6 +86,7 @@ struct KeyedConsumer::Impl {
   uint64_t next_generation GUARDED_BY(mu) = 1;
 
   bool fetch_paused = false;  // polling thread only: the assignment is paused
+  int paused_rounds = 0;      // polling thread only: commit rounds while fetch_paused
 
   // Batch mode: events queued per lane; a lane is scheduled on the pool while
   // its queue is non-empty (one RunLane at a time per lane).
@@ -172,7 +176,11 @@ struct KeyedConsumer::Impl {
           LogWarn(o.log_component, "offset commit failed",
                   {{"group", o.group_id}, {"topic", t.tp.topic}, {"error", s.ToString()}});
       }
-      auto end = consumer->KnownEnd(t.tp);
+      // While fetching is paused no fetch response refreshes the known end:
+      // ask the broker, about once a second.
+      auto end = fetch_paused && paused_rounds % kQueryEndEveryRounds == 0
+                     ? consumer->QueryEnd(t.tp, kLookupTimeoutMs)
+                     : consumer->KnownEnd(t.tp);
       MutexLock lock(&mu);
       auto it = parts.find(t.tp);
       if (it == parts.end() || it->second.generation != t.generation) continue;
@@ -194,6 +202,7 @@ struct KeyedConsumer::Impl {
         }
       }
     }
+    paused_rounds = fetch_paused ? paused_rounds + 1 : 0;
     LookUpOldest(lookups);
     if (cb.on_progress) cb.on_progress(Progress());
   }
