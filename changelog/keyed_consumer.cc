@@ -187,7 +187,7 @@ struct KeyedConsumer::Impl {
       Partition& p = it->second;
       if (committed) p.committed = std::max(p.committed, t.committable + 1);
       if (end.ok()) {
-        p.end = *end;
+        p.end = std::max(p.end, *end);  // a stale KnownEnd between QueryEnd rounds
         const int64_t next = std::max({t.committable + 1, p.committed, p.first_received});
         p.lag = std::max<int64_t>(0, p.end - next);
         const bool stuck = p.lag > 0 && p.offsets.open() == 0 && next == p.next;
