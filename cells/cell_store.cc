@@ -506,6 +506,21 @@ Result<uint64_t> CellStore::HostHead(const std::string& datastore, size_t host) 
                                    });
 }
 
+Result<MicrosSinceEpoch> CellStore::HostLogCreatedAt(const std::string& datastore, size_t host,
+                                                     uint64_t after_added_id) {
+  CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
+  if (host >= impl_->config.mysql.hosts.size())
+    return InvalidArgument("host " + std::to_string(host) + " out of range");
+  const std::string sql = "SELECT created_at FROM " + impl_->HostTable(host, datastore) +
+                          " WHERE added_id > ? ORDER BY added_id LIMIT 1";
+  return impl_->WithHost<MicrosSinceEpoch>(host, "host " + impl_->config.mysql.hosts[host].name,
+                                           [&](MysqlConnection& c) -> Result<MicrosSinceEpoch> {
+                                             CELLAR_ASSIGN_OR_RETURN(
+                                                 auto rows, c.Query(sql, {after_added_id}));
+                                             return rows.empty() ? 0 : rows[0].Int(0);
+                                           });
+}
+
 Result<PurgeStats> CellStore::Purge(const std::string& datastore) {
   CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
   PurgeStats stats;

@@ -205,6 +205,12 @@ class CellStore : public CellService {
                                             uint64_t after_added_id, int limit);
   // The highest committed added_id of the host's log (0 when empty).
   [[nodiscard]] Result<uint64_t> HostHead(const std::string& datastore, size_t host);
+  // The created_at of the committed cell with the smallest added_id above
+  // `after_added_id` in the host's log (a relay stream's oldest unpublished
+  // cell); 0 when there is none. Does not wait for open writers: a cell they
+  // commit later is not seen. Errors as HostHead.
+  [[nodiscard]] Result<MicrosSinceEpoch> HostLogCreatedAt(const std::string& datastore, size_t host,
+                                                          uint64_t after_added_id);
 
   // Physically deletes expired versions of TTL columns on every host
   // (shards_failed counts the shards of hosts that failed), without any bound:

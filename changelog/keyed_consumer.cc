@@ -13,6 +13,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "changelog/consumer_probe.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "changelog/keyed_executor.h"
 #include "changelog/partition_offsets.h"
 
@@ -25,6 +26,16 @@ constexpr size_t kMaxBurst = 256;
 // A pool full for longer than this pauses the assignment and polling goes on
 // (rebalances are served, the member stays in the group).
 constexpr int kPauseFetchAfterFullMs = 1000;
+// A partition lagging with nothing in hand at the same position for this many
+// commit rounds has the record at that position looked up in Kafka for its
+// timestamp (PartitionProgress::oldest_timestamp_ms); a failed look-up is
+// tried again after kRetryLookupRounds more.
+constexpr int kLookupAfterRounds = 2;
+constexpr int kRetryLookupRounds = 25;
+constexpr int kLookupTimeoutMs = 1000;
+// Commit rounds between partition ends asked from the broker while fetching is
+// paused (KeyedConsumerOptions::commit_interval_ms each).
+constexpr int kQueryEndEveryRounds = 5;
 
 bool IsTransient(StatusCode c) {
   return c == StatusCode::kUnavailable || c == StatusCode::kAborted ||
@@ -48,6 +59,10 @@ struct KeyedConsumer::Impl {
     int64_t committed = -1;  // next offset, as last committed
     int64_t end = -1;
     int64_t lag = 0;
+    int64_t next = -1;            // the first offset not finished, as of the last round
+    int rounds_at_next = 0;       // commit rounds with nothing open and lag at `next`
+    int64_t looked_up = -1;       // the offset whose timestamp was looked up...
+    int64_t looked_up_ts_ms = 0;  // ...and its timestamp (0: not found)
   };
 
   CellStore* const store;
@@ -71,6 +86,7 @@ struct KeyedConsumer::Impl {
   uint64_t next_generation GUARDED_BY(mu) = 1;
 
   bool fetch_paused = false;  // polling thread only: the assignment is paused
+  int paused_rounds = 0;      // polling thread only: commit rounds while fetch_paused
 
   // Batch mode: events queued per lane; a lane is scheduled on the pool while
   // its queue is non-empty (one RunLane at a time per lane).
@@ -102,14 +118,14 @@ struct KeyedConsumer::Impl {
 
   // --- offsets ----------------------------------------------------------------
 
-  uint64_t Track(const TopicPartitionId& tp, int64_t offset) {
+  uint64_t Track(const TopicPartitionId& tp, int64_t offset, int64_t timestamp_ms) {
     MutexLock lock(&mu);
     Partition& p = parts[tp];
     if (p.generation == 0) {
       p.generation = next_generation++;
       p.first_received = offset;
     }
-    p.offsets.Track(offset);
+    p.offsets.Track(offset, timestamp_ms);
     return p.generation;
   }
 
@@ -128,8 +144,12 @@ struct KeyedConsumer::Impl {
   std::vector<PartitionProgress> Progress() const {
     MutexLock lock(&mu);
     std::vector<PartitionProgress> out;
-    for (const auto& [tp, p] : parts)
-      out.push_back(PartitionProgress{tp, p.committed, p.end, p.lag, p.offsets.open()});
+    for (const auto& [tp, p] : parts) {
+      int64_t oldest = p.offsets.oldest_open_timestamp_ms();
+      if (p.offsets.open() == 0)
+        oldest = p.lag > 0 && p.looked_up == p.next ? p.looked_up_ts_ms : 0;
+      out.push_back(PartitionProgress{tp, p.committed, p.end, p.lag, p.offsets.open(), oldest});
+    }
     return out;
   }
 
@@ -141,6 +161,7 @@ struct KeyedConsumer::Impl {
       int64_t committable, committed;
     };
     std::vector<Todo> todo;
+    std::vector<RecordPosition> lookups;
     {
       MutexLock lock(&mu);
       for (const auto& [tp, p] : parts)
@@ -155,19 +176,50 @@ struct KeyedConsumer::Impl {
           LogWarn(o.log_component, "offset commit failed",
                   {{"group", o.group_id}, {"topic", t.tp.topic}, {"error", s.ToString()}});
       }
-      auto end = consumer->KnownEnd(t.tp);
+      // While fetching is paused no fetch response refreshes the known end:
+      // ask the broker, about once a second.
+      auto end = fetch_paused && paused_rounds % kQueryEndEveryRounds == 0
+                     ? consumer->QueryEnd(t.tp, kLookupTimeoutMs)
+                     : consumer->KnownEnd(t.tp);
       MutexLock lock(&mu);
       auto it = parts.find(t.tp);
       if (it == parts.end() || it->second.generation != t.generation) continue;
       Partition& p = it->second;
       if (committed) p.committed = std::max(p.committed, t.committable + 1);
       if (end.ok()) {
-        p.end = *end;
+        p.end = std::max(p.end, *end);  // a stale KnownEnd between QueryEnd rounds
         const int64_t next = std::max({t.committable + 1, p.committed, p.first_received});
         p.lag = std::max<int64_t>(0, p.end - next);
+        const bool stuck = p.lag > 0 && p.offsets.open() == 0 && next == p.next;
+        p.rounds_at_next = stuck ? p.rounds_at_next + 1 : 0;
+        p.next = next;
+        if (p.rounds_at_next >= kLookupAfterRounds && p.looked_up != next)
+          lookups.push_back({t.tp.topic, t.tp.partition, next});
+        else if (p.rounds_at_next >= kLookupAfterRounds + kRetryLookupRounds &&
+                 p.looked_up_ts_ms == 0) {
+          lookups.push_back({t.tp.topic, t.tp.partition, next});
+          p.rounds_at_next = kLookupAfterRounds;
+        }
       }
     }
+    paused_rounds = fetch_paused ? paused_rounds + 1 : 0;
+    LookUpOldest(lookups);
     if (cb.on_progress) cb.on_progress(Progress());
+  }
+
+  // Polling thread: the timestamps of the records at `positions` (partitions
+  // lagging with nothing in hand, so the polling thread has nothing else to
+  // do for them), remembered per partition for Progress().
+  void LookUpOldest(const std::vector<RecordPosition>& positions) {
+    if (positions.empty()) return;
+    auto ts = ReadRecordTimestamps(store->config().kafka, positions, kLookupTimeoutMs);
+    MutexLock lock(&mu);
+    for (size_t i = 0; i < positions.size(); ++i) {
+      auto it = parts.find(TopicPartitionId{positions[i].topic, positions[i].partition});
+      if (it == parts.end()) continue;
+      it->second.looked_up = positions[i].offset;
+      it->second.looked_up_ts_ms = ts.ok() ? (*ts)[i] : 0;
+    }
   }
 
   // Polling thread, inside Poll/Close.
@@ -283,7 +335,7 @@ struct KeyedConsumer::Impl {
       if (!rec->has_value()) break;
       ConsumedRecord& r = **rec;
       const TopicPartitionId tp{r.topic, r.partition};
-      const uint64_t generation = Track(tp, r.offset);
+      const uint64_t generation = Track(tp, r.offset, r.broker_timestamp_ms);
       Dispatch(std::move(r), tp, generation, &tasks);
     }
     if (!tasks.empty()) pool.SubmitMany(std::move(tasks));
@@ -508,6 +560,11 @@ struct KeyedConsumer::Impl {
     return !stopping.load();
   }
 };
+
+double OldestUnprocessedAgeSeconds(const PartitionProgress& p, int64_t now_ms) {
+  if ((p.lag <= 0 && p.open == 0) || p.oldest_timestamp_ms <= 0) return 0;
+  return static_cast<double>(std::max<int64_t>(0, now_ms - p.oldest_timestamp_ms)) / 1e3;
+}
 
 KeyedConsumer::KeyedConsumer(CellStore* store, KeyedConsumerOptions options,
                              KeyedConsumerCallbacks callbacks)

@@ -106,7 +106,17 @@ struct PartitionProgress {
   int64_t end = -1;        // partition end as last fetched; -1: unknown
   int64_t lag = 0;         // records between the finished prefix (or commit) and the end
   size_t open = 0;         // events received and not finished
+  // Record timestamp (ms since the epoch; the relay stamps a cell's
+  // created_at) of the oldest event received and not finished; when none is
+  // open but lag > 0, of the record at the next offset to read, looked up in
+  // Kafka once that position stayed put for two commit rounds (a paused
+  // consumer); 0 when caught up or not known (yet).
+  int64_t oldest_timestamp_ms = 0;
 };
+
+// Seconds from `p`'s oldest unprocessed event (oldest_timestamp_ms) to
+// `now_ms` (DynamoDB's IteratorAge); 0 when caught up or not known.
+double OldestUnprocessedAgeSeconds(const PartitionProgress& p, int64_t now_ms);
 
 struct KeyedConsumerOptions {
   std::string group_id;                   // required

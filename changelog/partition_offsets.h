@@ -11,13 +11,16 @@ namespace cellar {
 
 class PartitionOffsets {
  public:
-  // A record at `offset` was received (offsets arrive in increasing order).
-  void Track(int64_t offset) { open_.emplace(offset, false); }
+  // A record at `offset` was received (offsets arrive in increasing order);
+  // `timestamp_ms` is its record timestamp (oldest_open_timestamp_ms).
+  void Track(int64_t offset, int64_t timestamp_ms = 0) {
+    open_.emplace(offset, Open{false, timestamp_ms});
+  }
   // The record at `offset` is handled or set aside.
   void Done(int64_t offset) {
     auto it = open_.find(offset);
-    if (it != open_.end()) it->second = true;
-    while (!open_.empty() && open_.begin()->second) {
+    if (it != open_.end()) it->second.done = true;
+    while (!open_.empty() && open_.begin()->second.done) {
       committable_ = open_.begin()->first;
       open_.erase(open_.begin());
     }
@@ -25,9 +28,18 @@ class PartitionOffsets {
   // The highest offset with every earlier tracked record done, or -1.
   int64_t committable() const { return committable_; }
   size_t open() const { return open_.size(); }
+  // The timestamp of the oldest record received and not done (the first
+  // tracked one not done: every earlier one is); 0 when none is open.
+  int64_t oldest_open_timestamp_ms() const {
+    return open_.empty() ? 0 : open_.begin()->second.timestamp_ms;
+  }
 
  private:
-  std::map<int64_t, bool> open_;  // offset -> done
+  struct Open {
+    bool done;
+    int64_t timestamp_ms;
+  };
+  std::map<int64_t, Open> open_;  // offset -> state
   int64_t committable_ = -1;
 };
 

@@ -28,7 +28,8 @@
 // queues and retries, the relay logs once per outage and catches up.
 //
 // Metrics: with a registry the relay registers the RelayProbe's metrics
-// (relay_probe.h) and updates them; the per-stream lag and checkpoint age are
+// (relay_probe.h) and updates them; the per-stream lag, oldest unpublished
+// cell age and checkpoint age are
 // read (ReadRelayStatus) every kRelayMetricsIntervalMs on a thread of their
 // own. The relay serves nothing: a program exports the registry
 // (server/metrics_endpoint.h).
@@ -88,7 +89,11 @@ class Relay {
   std::unique_ptr<Impl> impl_;
 };
 
-// Per stream (host, datastore) view for `cellar relay status`.
+// Per stream (host, datastore) view for `cellar relay status` and the relay's
+// cellar_relay_lag_cells / cellar_relay_oldest_unpublished_age_seconds.
+// Read from MySQL alone, so it works with no relay running; "acknowledged"
+// means saved in the stream's checkpoint (which trails Kafka's
+// acknowledgements by about the relay's checkpoint save interval).
 struct RelayStreamStatus {
   std::string host;  // host name
   std::string datastore;
@@ -96,10 +101,21 @@ struct RelayStreamStatus {
   uint64_t head = 0;  // newest added_id of the host log
   uint64_t lag = 0;   // host-log positions committed but not yet acknowledged by Kafka
   MicrosSinceEpoch checkpoint_updated_at = 0;
+  // created_at of the oldest committed cell above the checkpoint (the next
+  // one to publish); 0 when the stream is caught up.
+  MicrosSinceEpoch oldest_unpublished_created_at = 0;
   bool owned = false;  // a relay holds the stream's lock
   std::string error;   // non-empty when the host could not be read
 };
+
+// Every stream of the cluster, in host then datastore order of the config. A
+// host that cannot be read gives its streams an `error` (the other fields
+// are then not meaningful). Threading: any thread; one query batch per host.
 std::vector<RelayStreamStatus> ReadRelayStatus(CellStore& store);
+
+// Seconds from the stream's oldest unpublished cell's created_at to `now`
+// (DynamoDB's IteratorAge); 0 when caught up (lag 0 or no such cell).
+double OldestUnpublishedAgeSeconds(const RelayStreamStatus& status, MicrosSinceEpoch now);
 
 // Lock name of a stream's relay ownership (at most 64 characters).
 std::string RelayLockName(const std::string& host_database, const std::string& datastore);

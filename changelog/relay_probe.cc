@@ -14,8 +14,12 @@ RelayProbe::RelayProbe(MetricsRegistry* registry, const ClusterConfig& config) {
     for (const auto& ds : config.datastores) {
       const MetricLabels labels{{"host", host.name}, {"datastore", ds.name}};
       streams_[{host.name, ds.name}] = StreamGauges{
-          &r.GetGauge("cellar_relay_stream_lag",
+          &r.GetGauge("cellar_relay_lag_cells",
                       "Host-log positions committed but not yet acknowledged by Kafka", labels),
+          &r.GetGauge("cellar_relay_oldest_unpublished_age_seconds",
+                      "Seconds since the created_at of the oldest cell not yet acknowledged "
+                      "(0 when caught up)",
+                      labels),
           &r.GetGauge("cellar_relay_checkpoint_age_seconds",
                       "Seconds since the stream's checkpoint last moved", labels)};
     }
@@ -46,6 +50,7 @@ void RelayProbe::UpdateStreams(const std::vector<RelayStreamStatus>& streams,
     auto it = streams_.find({st.host, st.datastore});
     if (it == streams_.end()) continue;
     it->second.lag->Set(static_cast<double>(st.lag));
+    it->second.oldest_age->Set(OldestUnpublishedAgeSeconds(st, now));
     const MicrosSinceEpoch since = st.checkpoint_updated_at > 0 ? st.checkpoint_updated_at : now;
     it->second.checkpoint_age->Set(static_cast<double>(std::max<MicrosSinceEpoch>(0, now - since)) /
                                    1e6);

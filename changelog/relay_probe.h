@@ -3,8 +3,10 @@
 //   cellar_relay_events_published_total{datastore}   cell events published: acknowledged
 //       by Kafka (exactly-once mode: counted when their fenced batch commits,
 //       cells a takeover found already in Kafka included)
-//   cellar_relay_stream_lag{host,datastore}          host-log positions committed but not
+//   cellar_relay_lag_cells{host,datastore}           host-log positions committed but not
 //       yet acknowledged (the stream's head minus its checkpoint, ReadRelayStatus)
+//   cellar_relay_oldest_unpublished_age_seconds{host,datastore}  now minus the created_at
+//       of the oldest cell not yet acknowledged; 0 when caught up (OldestUnpublishedAgeSeconds)
 //   cellar_relay_checkpoint_age_seconds{host,datastore}  since the checkpoint last moved
 //       (0 before its first checkpoint; it grows on an idle stream too: read it
 //       with the lag)
@@ -52,6 +54,7 @@ class RelayProbe {
  private:
   struct StreamGauges {
     Gauge* lag;
+    Gauge* oldest_age;
     Gauge* checkpoint_age;
   };
   // Filled by the constructor, read-only afterwards.

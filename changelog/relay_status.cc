@@ -1,4 +1,7 @@
-// ReadRelayStatus: per stream (host, datastore) checkpoint, head and lag.
+// ReadRelayStatus: per stream (host, datastore) checkpoint, head, lag and the
+// oldest unpublished cell's created_at.
+#include <algorithm>
+
 #include "cells/mysql_client.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
@@ -36,12 +39,26 @@ std::vector<RelayStreamStatus> ReadRelayStatus(CellStore& store) {
         st.checkpoint_updated_at = cp->updated_at;
         st.head = *head;
         st.lag = *head > st.checkpoint ? *head - st.checkpoint : 0;
+        if (st.lag > 0) {
+          auto oldest = store.HostLogCreatedAt(ds.name, h, st.checkpoint);
+          if (oldest.ok())
+            st.oldest_unpublished_created_at = *oldest;
+          else
+            st.error = oldest.status().ToString();
+        }
       }
       if (!table_error.empty() && st.error.empty()) st.error = table_error;
       out.push_back(st);
     }
   }
   return out;
+}
+
+double OldestUnpublishedAgeSeconds(const RelayStreamStatus& status, MicrosSinceEpoch now) {
+  if (status.lag == 0 || status.oldest_unpublished_created_at <= 0) return 0;
+  return static_cast<double>(
+             std::max<MicrosSinceEpoch>(0, now - status.oldest_unpublished_created_at)) /
+         1e6;
 }
 
 }  // namespace cellar

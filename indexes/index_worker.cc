@@ -9,7 +9,9 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "base/time.h"
 #include "cells/shard_map.h"
+#include "changelog/cell_event.h"
 #include "changelog/consumer_groups.h"
 #include "changelog/keyed_consumer.h"
 #include "indexes/index_catalog.h"
@@ -272,6 +274,16 @@ Status IndexWorker::Start() {
     return m.ApplyBatch(events) ? Disposition::kDone : Disposition::kAbandoned;
   };
   cb.unreadable = [&m](KeyedEvent& e, const Status& error) { return m.Unreadable(e, error); };
+  // Lag and oldest unprocessed age per index, after every commit round.
+  std::vector<std::pair<std::string, std::string>> index_topics;
+  for (const auto& d : m.defs) {
+    index_topics.emplace_back(d.table, ChangeLogTopic(m.store->config().kafka, d.datastore));
+    m.probe.LagEvents(d.table).Set(0);  // every series exists from the start
+    m.probe.OldestUnprocessedAge(d.table).Set(0);
+  }
+  cb.on_progress = [&m, index_topics](const std::vector<PartitionProgress>& progress) {
+    m.probe.UpdateProgress(index_topics, progress, NowMicros() / 1000);
+  };
   m.consumer = std::make_unique<KeyedConsumer>(m.store, std::move(o), std::move(cb));
   CELLAR_RETURN_IF_ERROR(m.consumer->Start());
   LogInfo("index", "worker started",

@@ -23,7 +23,9 @@
 // (index_probe.h): cellar_index_lag_seconds (the cell's created_at to its entry
 // written, observed once per event that changed the index: an entry upserted
 // or removed; replayed, stale and unindexed events are not lag),
-// cellar_index_applied_total{index,outcome}, cellar_index_skipped_total{index};
+// cellar_index_applied_total{index,outcome}, cellar_index_skipped_total{index},
+// cellar_index_lag_events{index} and cellar_index_oldest_unprocessed_age_seconds{index}
+// (updated after every offset commit round, commit_interval_ms);
 // and the consumer's cellar_consumer_body_rereads_total{group,outcome}. It
 // serves nothing: a program exports the registry (server/metrics_endpoint.h).
 // Threading: Start/Stop from one thread.

@@ -13,12 +13,16 @@
 #include <limits>
 #include <vector>
 
+#include "cells/mysql_client.h"
+#include "changelog/consumer_groups.h"
 #include "gtest/gtest.h"
+#include "testing/metric_value.h"
 #include "tests/indexes_test_util.h"
 
 namespace cellar::idxtest {
 namespace {
 
+using ::cellar::testing::MetricValue;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -96,6 +100,92 @@ TEST(IndexesLagTest, LagHistogramAgreesWithTheMeasuredCommitToEntryLag) {
     std::cout << "lag p" << q * 100 << ": measured " << measured_q * 1000
               << " ms, histogram bucket " << histogram_q * 1000 << " ms\n";
   }
+}
+
+// An index's lag and oldest unprocessed age: from Kafka alone while no
+// worker runs (ReadIndexerLag), then as the worker's gauges
+// cellar_index_lag_events and cellar_index_oldest_unprocessed_age_seconds
+// while its writes are held (the host's index_positions table locked by
+// another session: every batch waits), and both 0 once the lock goes.
+TEST(IndexesLagTest, LagAndOldestUnprocessedAgeWhileHeldThenZeroWhenCaughtUp) {
+  auto c = MakeCluster("idx_age");
+  ASSERT_TRUE(c);
+  const IndexDefinition def = DriverPartnerDef(c->config);
+  ApplyIndex(*c->store, def);
+  c->StartRelay();
+  std::mt19937_64 rng(7);
+  const auto drivers = RandomUuids(3), cities = RandomUuids(2);
+  constexpr int kCells = 10;
+  auto write = [&] {
+    for (int i = 0; i < kCells; ++i)
+      PutTrip(*c->store, Uuid::Random(), 1, TripBody(RandomTrip(rng, drivers, cities)));
+  };
+  write();
+  MicrosSinceEpoch written = NowMicros();  // every created_at so far <= this
+  Result<GroupLag> lag = Unavailable("not read");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        lag = ReadIndexerLag(c->config, "trips");
+        return lag.ok() && lag->total == kCells;
+      },
+      seconds(30), milliseconds(50)))
+      << (lag.ok() ? std::to_string(lag->total) : lag.status().ToString());
+  const MicrosSinceEpoch before = NowMicros();
+  lag = ReadIndexerLag(c->config, "trips");
+  ASSERT_TRUE(lag.ok()) << lag.status().ToString();
+  EXPECT_GE(lag->OldestAgeSeconds(NowMicros() / 1000), static_cast<double>(before - written) / 1e6);
+
+  c->StartWorker({def});
+  MetricsRegistry& m = c->worker->metrics();
+  auto gauge = [&](const char* name) {
+    return MetricValue(m.Render(), name, {{"index", def.table}});
+  };
+  ASSERT_TRUE(WaitFor([&] { return c->WorkerLag() == 0; }, seconds(30)));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return gauge("cellar_index_lag_events") == 0 &&
+               gauge("cellar_index_oldest_unprocessed_age_seconds") == 0;
+      },
+      seconds(30)))
+      << m.Render();
+
+  // Hold every write of the worker, then write more.
+  auto lease = c->store->PoolForHost(0).Acquire();
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  const std::string positions =
+      QualifiedTable(c->config.HostDatabase(c->config.mysql.hosts[0]), "index_positions");
+  ASSERT_TRUE((*lease)->Execute("LOCK TABLES " + positions + " WRITE").ok());
+  write();
+  written = NowMicros();
+  EXPECT_TRUE(WaitFor([&] { return gauge("cellar_index_lag_events") == kCells; }, seconds(30)))
+      << m.Render();
+  for (int round = 0; round < 2; ++round) {
+    const double since = static_cast<double>(NowMicros() - written) / 1e6;
+    EXPECT_TRUE(WaitFor(
+        [&] { return gauge("cellar_index_oldest_unprocessed_age_seconds") >= since; }, seconds(10)))
+        << "age below " << since << " s:\n"
+        << m.Render();
+    // (no ASSERT while the table is locked: the lease must be unlocked below)
+    EXPECT_TRUE(WaitFor([&] { return NowMicros() - written > (round + 1) * 700000; }, seconds(5)));
+  }
+  EXPECT_EQ(gauge("cellar_index_lag_events"), kCells) << "lag moved while every write is held";
+
+  ASSERT_TRUE((*lease)->Execute("UNLOCK TABLES").ok());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return gauge("cellar_index_lag_events") == 0 &&
+               gauge("cellar_index_oldest_unprocessed_age_seconds") == 0;
+      },
+      seconds(30)))
+      << m.Render();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        lag = ReadIndexerLag(c->config, "trips");
+        return lag.ok() && lag->total == 0;
+      },
+      seconds(30), milliseconds(50)));
+  ASSERT_TRUE(lag.ok());
+  EXPECT_EQ(lag->OldestAgeSeconds(NowMicros() / 1000), 0);
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 // gets the rest. Part of the trigger_test binary (its environment).
 #include "changelog/keyed_consumer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "changelog/consumer_probe.h"
@@ -306,6 +308,74 @@ TEST(KeyedConsumerTest, ProbeRegistersTheGroupsSeriesAtZero) {
   EXPECT_EQ(MetricValue(metrics.Render(), "cellar_consumer_body_rereads_total",
                         {{"group", "g2"}, {"outcome", "not_found"}}),
             1);
+}
+
+// A paused consumer with nothing in hand: the partition ends are asked from
+// the broker (no fetch refreshes them), so cells written after Pause() are its
+// lag, and their age comes from the record at the next offset, looked up in
+// Kafka (PartitionProgress::oldest_timestamp_ms).
+TEST(KeyedConsumerTest, PausedWithNothingInHandReportsLagAndTheAgeOfTheNextRecord) {
+  auto c = MakeCluster("kc_paused", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "kc-paused-relay");
+  ASSERT_TRUE(relay);
+  auto body = [](size_t i) { return nlohmann::json{{"i", i}}; };
+  // Rows on every partition, so that each is assigned and read before the pause.
+  constexpr size_t kRows = 40;
+  PutVersion(*c->store, NewRows(kRows), "BASE", 1, body);
+  std::atomic<size_t> handled{0};
+  KeyedConsumerCallbacks cb;
+  cb.handle = [&](KeyedEvent&) {
+    ++handled;
+    return Disposition::kDone;
+  };
+  std::mutex mu;
+  std::vector<PartitionProgress> last;
+  cb.on_progress = [&](const std::vector<PartitionProgress>& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    last = p;
+  };
+  KeyedConsumer kc(c->store.get(), Options(c->prefix + ".kc", 2, 100), cb);
+  ASSERT_TRUE(kc.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return handled == kRows; }, 30s));
+  // lag and the largest age over the partitions, at `now_ms`
+  auto figures = [&](int64_t now_ms) {
+    std::lock_guard<std::mutex> lock(mu);
+    int64_t lag = 0;
+    double age = 0;
+    size_t open = 0;
+    for (const auto& p : last) {
+      lag += p.lag;
+      open += p.open;
+      age = std::max(age, OldestUnprocessedAgeSeconds(p, now_ms));
+    }
+    return std::make_tuple(lag, age, open, last.size());
+  };
+  ASSERT_TRUE(WaitFor([&] { return std::get<0>(figures(NowMicros() / 1000)) == 0; }, 30s));
+
+  kc.Pause();
+  constexpr int64_t kLater = 9;
+  PutVersion(*c->store, NewRows(kLater), "BASE", 1, body);
+  const MicrosSinceEpoch written = NowMicros();
+  std::tuple<int64_t, double, size_t, size_t> f;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        f = figures(NowMicros() / 1000);
+        return std::get<0>(f) == kLater;
+      },
+      30s))
+      << "lag " << std::get<0>(f) << " over " << std::get<3>(f) << " partitions";
+  EXPECT_EQ(std::get<2>(f), 0u) << "events in hand after Pause()";
+  const MicrosSinceEpoch before = NowMicros();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        f = figures(NowMicros() / 1000);
+        return std::get<1>(f) >= static_cast<double>(before - written) / 1e6 && std::get<1>(f) > 0;
+      },
+      30s))
+      << "age " << std::get<1>(f);
+  EXPECT_EQ(handled, kRows);
+  kc.Stop(1000);
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 #include <httplib.h>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "base/metrics.h"
 #include "changelog/relay.h"
+#include "changelog/relay_probe.h"
 #include "gtest/gtest.h"
 #include "testing/metric_value.h"
 #include "testing/test_cluster.h"
@@ -25,7 +27,7 @@ double Published(const MetricsRegistry& m, const std::string& datastore) {
 }
 
 double StreamLag(const MetricsRegistry& m, const std::string& host, const std::string& datastore) {
-  return MetricValue(m.Render(), "cellar_relay_stream_lag",
+  return MetricValue(m.Render(), "cellar_relay_lag_cells",
                      {{"host", host}, {"datastore", datastore}});
 }
 
@@ -111,6 +113,76 @@ INSTANTIATE_TEST_SUITE_P(DeliveryModes, RelayMetricsModeTest, ::testing::Bool(),
                                              : std::string("AtLeastOnce");
                          });
 
+// cellar_relay_lag_cells and cellar_relay_oldest_unpublished_age_seconds of
+// one stream: with no relay running, cells written to it are its lag and the
+// age of the first of them grows with the clock (the library figures,
+// ReadRelayStatus, and the probe's gauges agree); a relay started then
+// brings both back to 0.
+TEST(RelayMetricsTest, LagAndOldestUnpublishedAgeOfAStoppedStreamThenCaughtUp) {
+  auto c = MakeCluster("rt_metrics_age", Broker());
+  ASSERT_TRUE(c);
+  constexpr uint32_t kShard = 2;
+  const std::string host = c->config.mysql.hosts[c->config.HostIndexForShard(kShard)].name;
+  constexpr int kCells = 7;
+  MicrosSinceEpoch first_written = 0;  // after the first put returned: its created_at <= this
+  for (int i = 0; i < kCells; ++i) {
+    auto r = c->store->Put(kDatastore, MakeCell(RowOnShard(kShard), 0, "unpublished"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (i == 0) first_written = NowMicros();
+  }
+  auto stream = [&]() -> RelayStreamStatus {
+    for (const RelayStreamStatus& st : ReadRelayStatus(*c->store))
+      if (st.host == host && st.datastore == kDatastore) return st;
+    ADD_FAILURE() << "no stream " << host << "/" << kDatastore;
+    return {};
+  };
+  MetricsRegistry metrics;
+  RelayProbe probe(&metrics, c->config);
+  const std::map<std::string, std::string> labels{{"host", host}, {"datastore", kDatastore}};
+  auto lag = [&] { return MetricValue(metrics.Render(), "cellar_relay_lag_cells", labels); };
+  auto age = [&] {
+    return MetricValue(metrics.Render(), "cellar_relay_oldest_unpublished_age_seconds", labels);
+  };
+  double last_age = 0;
+  for (int round = 0; round < 2; ++round) {
+    const RelayStreamStatus st = stream();
+    ASSERT_EQ(st.error, "");
+    const MicrosSinceEpoch now = NowMicros();
+    probe.UpdateStreams({st}, now);
+    EXPECT_EQ(st.lag, static_cast<uint64_t>(kCells));
+    EXPECT_EQ(lag(), kCells) << metrics.Render();
+    EXPECT_GT(st.oldest_unpublished_created_at, 0);
+    EXPECT_LE(st.oldest_unpublished_created_at, first_written);
+    EXPECT_EQ(age(), OldestUnpublishedAgeSeconds(st, now));
+    EXPECT_GE(age(), static_cast<double>(now - first_written) / 1e6) << metrics.Render();
+    EXPECT_GT(age(), last_age) << "the age did not grow";
+    last_age = age();
+    // The age grows with the clock while nothing is published.
+    if (round == 0) {
+      ASSERT_TRUE(WaitFor([&] { return NowMicros() - first_written > 300000; }, 5s));
+    }
+  }
+
+  // A relay publishes the stream: its own gauges (kRelayMetricsIntervalMs)
+  // and the library's figures return to 0.
+  MetricsRegistry relay_metrics;
+  Relay relay(c->store.get(), "age", &relay_metrics);
+  ASSERT_TRUE(relay.Start().ok());
+  auto relay_gauges_zero = [&] {
+    const std::string text = relay_metrics.Render();
+    return MetricValue(text, "cellar_relay_events_published_total", {{"datastore", kDatastore}}) ==
+               kCells &&
+           MetricValue(text, "cellar_relay_lag_cells", labels) == 0 &&
+           MetricValue(text, "cellar_relay_oldest_unpublished_age_seconds", labels) == 0;
+  };
+  EXPECT_TRUE(WaitFor(relay_gauges_zero, 30s)) << relay_metrics.Render();
+  const RelayStreamStatus after = stream();
+  EXPECT_EQ(after.lag, 0u);
+  EXPECT_EQ(after.oldest_unpublished_created_at, 0);
+  EXPECT_EQ(OldestUnpublishedAgeSeconds(after, NowMicros()), 0);
+  relay.Stop();
+}
+
 // The port a cellar-relay started with --metrics-address host:0 logged
 // ("serving /metrics" address=host:PORT); 0 while not logged yet.
 int LoggedMetricsPort(const std::string& log) {
@@ -156,7 +228,7 @@ TEST(RelayMetricsTest, RelayProcessServesItsMetricsOnMetricsAddress) {
       << "scraped:\n"
       << text << "\nlog:\n"
       << relay.Log();
-  EXPECT_GE(MetricValue(text, "cellar_relay_stream_lag"), 0) << text;
+  EXPECT_GE(MetricValue(text, "cellar_relay_lag_cells"), 0) << text;
   EXPECT_EQ(relay.Terminate(10s), 0) << relay.Log();
 }
 

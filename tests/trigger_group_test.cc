@@ -87,7 +87,7 @@ TEST(TriggerTest, StatusReportsCommitsAndLagAndACleanStopLeavesNothingToRedelive
   EXPECT_EQ(MetricValue(text, "cellar_trigger_handled_total", {{"trigger", "resume"}}),
             static_cast<double>(all.size()))
       << text;
-  EXPECT_EQ(MetricValue(text, "cellar_trigger_lag", {{"trigger", "resume"}}), 0) << text;
+  EXPECT_EQ(MetricValue(text, "cellar_trigger_lag_events", {{"trigger", "resume"}}), 0) << text;
 
   // More writes, and Stop() while they are being handled: it finishes the
   // handler calls in flight (starting no new one), commits, and a new worker

@@ -15,8 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "changelog/kafka/consumer_group_lag.h"
+#include "changelog/keyed_consumer.h"
 #include "changelog/keyed_executor.h"
 #include "changelog/partition_offsets.h"
+#include "changelog/relay.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/wait_for.h"
@@ -327,6 +330,48 @@ TEST(KeyedExecutorTest, WaitIdleAndShutdown) {
 
 // ---------------------------------------------------------------------------
 // PartitionOffsets
+
+TEST(PartitionOffsetsTest, OldestOpenTimestampIsTheFirstRecordNotDone) {
+  PartitionOffsets p;
+  EXPECT_EQ(p.oldest_open_timestamp_ms(), 0);
+  p.Track(5, 1000);
+  p.Track(6, 2000);
+  p.Track(7, 3000);
+  EXPECT_EQ(p.oldest_open_timestamp_ms(), 1000);
+  p.Done(6);  // out of order: 5 is still the oldest not done
+  EXPECT_EQ(p.oldest_open_timestamp_ms(), 1000);
+  p.Done(5);
+  EXPECT_EQ(p.oldest_open_timestamp_ms(), 3000);
+  p.Done(7);
+  EXPECT_EQ(p.oldest_open_timestamp_ms(), 0);
+}
+
+TEST(OldestUnprocessedAgeTest, AgeFromTheOldestTimestampAndZeroWhenCaughtUp) {
+  PartitionProgress p;
+  p.lag = 3;
+  p.oldest_timestamp_ms = 10'000;
+  EXPECT_DOUBLE_EQ(OldestUnprocessedAgeSeconds(p, 12'500), 2.5);
+  EXPECT_DOUBLE_EQ(OldestUnprocessedAgeSeconds(p, 9'000), 0);  // a clock behind: never negative
+  p.oldest_timestamp_ms = 0;                                   // not known
+  EXPECT_DOUBLE_EQ(OldestUnprocessedAgeSeconds(p, 12'500), 0);
+  p.lag = 0;
+  p.oldest_timestamp_ms = 10'000;
+  EXPECT_DOUBLE_EQ(OldestUnprocessedAgeSeconds(p, 12'500), 0);  // caught up
+
+  GroupLag g;
+  EXPECT_DOUBLE_EQ(g.OldestAgeSeconds(5'000), 0);
+  g.partitions.push_back({"t", 0, 4, 9, 5, 3'000});
+  g.partitions.push_back({"t", 1, 4, 9, 5, 1'000});
+  g.partitions.push_back({"t", 2, 9, 9, 0, 0});
+  EXPECT_DOUBLE_EQ(g.OldestAgeSeconds(5'000), 4);  // the oldest partition's
+
+  RelayStreamStatus st;
+  st.lag = 2;
+  st.oldest_unpublished_created_at = 1'000'000;
+  EXPECT_DOUBLE_EQ(OldestUnpublishedAgeSeconds(st, 3'500'000), 2.5);
+  st.lag = 0;
+  EXPECT_DOUBLE_EQ(OldestUnpublishedAgeSeconds(st, 3'500'000), 0);
+}
 
 TEST(PartitionOffsetsTest, OutOfOrderCompletionCommitsOnlyTheContiguousPrefix) {
   PartitionOffsets p;

@@ -9,10 +9,11 @@ namespace cellar {
 Result<TriggerLagReport> ReadTriggerLag(const ClusterConfig& config, const std::string& datastore,
                                         const std::string& trigger) {
   CELLAR_ASSIGN_OR_RETURN(GroupLag lag,
-                          ReadGroupLag(config, TriggerGroup(config.kafka, trigger),
-                                       {ChangeLogTopic(config.kafka, datastore),
-                                        RetryTopic(config.kafka, datastore, trigger)}));
+                          ReadTriggerGroupLag(config, trigger,
+                                              {ChangeLogTopic(config.kafka, datastore),
+                                               RetryTopic(config.kafka, datastore, trigger)}));
   TriggerLagReport report;
+  report.oldest_unprocessed_age_seconds = lag.OldestAgeSeconds(NowMicros() / 1000);
   report.partitions = std::move(lag.partitions);
   report.total_lag = lag.total;
   CELLAR_ASSIGN_OR_RETURN(

@@ -19,6 +19,10 @@ using TriggerPartitionLag = PartitionLag;
 struct TriggerLagReport {
   std::vector<TriggerPartitionLag> partitions;
   int64_t total_lag = 0;
+  // Now minus the timestamp of the oldest record not committed past (the
+  // cell's created_at on the change log; when it was set aside on the retry
+  // topic); 0 when caught up (ReadTriggerGroupLag).
+  double oldest_unprocessed_age_seconds = 0;
   int64_t dead_letters = 0;  // records in the DLQ topic
 };
 

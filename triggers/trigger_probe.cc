@@ -32,8 +32,26 @@ Histogram& TriggerProbe::HandlerSeconds(const std::string& trigger, const std::s
 
 Gauge& TriggerProbe::Lag(const std::string& trigger, const std::string& topic, int32_t partition) {
   return registry_->GetGauge(
-      "cellar_trigger_lag", "Records behind the partition end",
+      "cellar_trigger_lag_events", "Records behind the partition end",
       {{"trigger", trigger}, {"topic", topic}, {"partition", std::to_string(partition)}});
+}
+
+Gauge& TriggerProbe::OldestUnprocessedAge(const std::string& trigger, const std::string& topic,
+                                          int32_t partition) {
+  return registry_->GetGauge(
+      "cellar_trigger_oldest_unprocessed_age_seconds",
+      "Seconds since the event time of the oldest event not yet handled (0 when caught up)",
+      {{"trigger", trigger}, {"topic", topic}, {"partition", std::to_string(partition)}});
+}
+
+void TriggerProbe::UpdateProgress(const std::string& trigger,
+                                  const std::vector<PartitionProgress>& progress, int64_t now_ms) {
+  for (const auto& p : progress) {
+    if (p.end < 0) continue;  // the end is not known yet: neither is the lag
+    Lag(trigger, p.partition.topic, p.partition.partition).Set(static_cast<double>(p.lag));
+    OldestUnprocessedAge(trigger, p.partition.topic, p.partition.partition)
+        .Set(OldestUnprocessedAgeSeconds(p, now_ms));
+  }
 }
 
 Gauge& TriggerProbe::Paused(const std::string& trigger) {

@@ -4,7 +4,11 @@
 //   cellar_trigger_retried_total{trigger,partition}     handler attempts retried
 //   cellar_trigger_set_aside_total{trigger,partition}   events set aside in the DLQ
 //   cellar_trigger_handler_seconds{trigger,partition}   handler latency histogram
-//   cellar_trigger_lag{trigger,topic,partition}         records behind the partition end
+//   cellar_trigger_lag_events{trigger,topic,partition}  records behind the partition end
+//   cellar_trigger_oldest_unprocessed_age_seconds{trigger,topic,partition}  now minus the
+//       record timestamp (the cell's created_at) of the oldest event received and not
+//       handled, or of the record at the next offset when none is in hand; 0 when
+//       caught up (changelog/keyed_consumer.h OldestUnprocessedAgeSeconds)
 //   cellar_trigger_paused{trigger}                      1 while paused (`cellar trigger pause`
 //                                                       or the dead-letter policy; trigger_control.h)
 // `partition` is the partition number, "retry" (the retry topic) or "replay".
@@ -14,8 +18,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/metrics.h"
+#include "changelog/keyed_consumer.h"
 
 namespace cellar {
 
@@ -28,6 +34,11 @@ class TriggerProbe {
   Counter& SetAside(const std::string& trigger, const std::string& partition);
   Histogram& HandlerSeconds(const std::string& trigger, const std::string& partition);
   Gauge& Lag(const std::string& trigger, const std::string& topic, int32_t partition);
+  Gauge& OldestUnprocessedAge(const std::string& trigger, const std::string& topic,
+                              int32_t partition);
+  // Sets both gauges of every partition of `progress` whose end is known.
+  void UpdateProgress(const std::string& trigger, const std::vector<PartitionProgress>& progress,
+                      int64_t now_ms);
   Gauge& Paused(const std::string& trigger);
 
   MetricsRegistry& registry() { return *registry_; }

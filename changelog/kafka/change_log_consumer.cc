@@ -212,4 +212,9 @@ Result<int64_t> ChangeLogConsumer::KnownEnd(const TopicPartitionId& partition) {
   return high;
 }
 
+Result<int64_t> ChangeLogConsumer::QueryEnd(const TopicPartitionId& partition, int timeout_ms) {
+  return PartitionHighWatermark(impl_->consumer.get(), partition.topic, partition.partition,
+                                timeout_ms);
+}
+
 }  // namespace cellar

@@ -105,6 +105,10 @@ class ChangeLogConsumer {
   // reported it with fetched records: no request is sent. NotFound before the
   // first fetch response of that partition.
   Result<int64_t> KnownEnd(const TopicPartitionId& partition);
+  // The partition's end asked from the broker (one request, up to
+  // timeout_ms): for paused partitions, whose KnownEnd() no fetch refreshes.
+  // Unavailable when the broker does not answer.
+  Result<int64_t> QueryEnd(const TopicPartitionId& partition, int timeout_ms);
 
   // Leaves the group (if any) and closes. Idempotent.
   void Close();

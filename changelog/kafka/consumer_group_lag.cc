@@ -2,6 +2,10 @@
 
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
+
 #include "changelog/kafka/internal/kafka_conf.h"
 
 namespace cellar {
@@ -15,14 +19,78 @@ int Partitions(RdKafka::KafkaConsumer* c, const std::string& topic) {
 
 }  // namespace
 
+double GroupLag::OldestAgeSeconds(int64_t now_ms) const {
+  int64_t oldest = 0;
+  for (const auto& p : partitions)
+    if (p.lag > 0 && p.oldest_timestamp_ms > 0 && (oldest == 0 || p.oldest_timestamp_ms < oldest))
+      oldest = p.oldest_timestamp_ms;
+  return oldest == 0 ? 0 : static_cast<double>(std::max<int64_t>(0, now_ms - oldest)) / 1e3;
+}
+
+Result<std::vector<int64_t>> ReadRecordTimestamps(const KafkaConfig& kafka,
+                                                  const std::vector<RecordPosition>& positions,
+                                                  int timeout_ms) {
+  std::vector<int64_t> out(positions.size(), 0);
+  if (positions.empty()) return out;
+  std::map<std::pair<std::string, int32_t>, std::vector<size_t>> wanted;  // -> indexes
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    auto& w = wanted[{positions[i].topic, positions[i].partition}];
+    if (w.empty())
+      parts.push_back(RdKafka::TopicPartition::create(positions[i].topic, positions[i].partition,
+                                                      positions[i].offset));
+    else  // one read per partition: from its smallest offset asked
+      for (auto* tp : parts)
+        if (tp->topic() == positions[i].topic && tp->partition() == positions[i].partition)
+          tp->set_offset(std::min(tp->offset(), positions[i].offset));
+    w.push_back(i);
+  }
+  auto conf = MakeKafkaConf(kafka, {{"group.id", "cellar-record-timestamps"},
+                                    {"client.id", "cellar-record-timestamps"},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.auto.offset.store", "false"},
+                                    {"auto.offset.reset", "earliest"},
+                                    {"enable.partition.eof", "true"},
+                                    {"fetch.wait.max.ms", "10"}});
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
+      conf.ok() ? RdKafka::KafkaConsumer::create(conf->get(), err) : nullptr);
+  if (!consumer) {
+    RdKafka::TopicPartition::destroy(parts);
+    return conf.ok() ? InvalidArgument("Kafka consumer: " + err) : conf.status();
+  }
+  RdKafka::ErrorCode e = consumer->assign(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  if (e != RdKafka::ERR_NO_ERROR) {
+    consumer->close();
+    return Unavailable(std::string("Kafka assign: ") + RdKafka::err2str(e));
+  }
+  size_t left = positions.size();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(consumer->consume(50));
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // timeouts, EOF, transient errors
+    auto it = wanted.find({m->topic_name(), m->partition()});
+    if (it == wanted.end()) continue;
+    for (size_t i : it->second)
+      if (out[i] == 0 && m->offset() >= positions[i].offset) {
+        out[i] = std::max<int64_t>(1, m->timestamp().timestamp);
+        --left;
+      }
+  }
+  consumer->close();
+  return out;
+}
+
 Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& group,
-                              const std::vector<std::string>& topics) {
+                              const std::vector<std::string>& topics, bool with_oldest) {
   CELLAR_ASSIGN_OR_RETURN(auto c, MakeAdminConsumer(config.kafka, group));
   std::vector<RdKafka::TopicPartition*> parts;
   for (const auto& topic : topics)
     for (int p = 0, n = Partitions(c.get(), topic); p < n; ++p)
       parts.push_back(RdKafka::TopicPartition::create(topic, p));
   GroupLag out;
+  std::vector<RecordPosition> oldest;  // with_oldest: of the lagging partitions, in order
   RdKafka::ErrorCode err = parts.empty() ? RdKafka::ERR_NO_ERROR : c->committed(parts, 5000);
   if (err != RdKafka::ERR_NO_ERROR) {
     RdKafka::TopicPartition::destroy(parts);
@@ -41,9 +109,19 @@ Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& gr
     l.lag = std::max<int64_t>(0, l.end - (l.committed >= 0 ? l.committed : low));
     out.total += l.lag;
     out.partitions.push_back(l);
+    if (with_oldest && l.lag > 0)
+      oldest.push_back({l.topic, l.partition, l.committed >= 0 ? l.committed : low});
   }
   RdKafka::TopicPartition::destroy(parts);
   c->close();
+  if (!oldest.empty()) {
+    auto ts = ReadRecordTimestamps(config.kafka, oldest, 5000);
+    if (ts.ok())
+      for (size_t i = 0, j = 0; i < out.partitions.size() && j < oldest.size(); ++i)
+        if (out.partitions[i].topic == oldest[j].topic &&
+            out.partitions[i].partition == oldest[j].partition)
+          out.partitions[i].oldest_timestamp_ms = (*ts)[j++];
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 // (committed offsets and partition ends): works without the consumers running.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,16 +17,42 @@ struct PartitionLag {
   int64_t committed = -1;  // next offset the group reads; -1: nothing committed
   int64_t end = 0;         // partition end (high watermark)
   int64_t lag = 0;         // records the group has not committed past
+  // With `with_oldest`: the timestamp (ms since the epoch; the relay stamps
+  // a cell's created_at) of the first record the group has not committed
+  // past, when lag > 0; 0 when caught up or it could not be read.
+  int64_t oldest_timestamp_ms = 0;
 };
 
 struct GroupLag {
   std::vector<PartitionLag> partitions;  // every partition of every existing topic
   int64_t total = 0;
+  // Seconds from the oldest partitions' oldest_timestamp_ms to `now` (the
+  // consumer's IteratorAge); 0 when caught up or without `with_oldest`.
+  double OldestAgeSeconds(int64_t now_ms) const;
 };
 
 // Topics that do not exist are skipped. Unavailable when Kafka does not answer.
+// With `with_oldest`, also reads the record at each lagging partition's
+// committed offset for its timestamp (one short read; a record that cannot
+// be read within a few seconds leaves oldest_timestamp_ms 0).
 Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& group,
-                              const std::vector<std::string>& topics);
+                              const std::vector<std::string>& topics, bool with_oldest = false);
+
+// One record position.
+struct RecordPosition {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+};
+
+// The timestamps (ms since the epoch) of the records at `positions`, in
+// their order, read without a consumer group (a record no longer stored
+// answers with the next one's). An entry is 0 when its record could not be
+// read within timeout_ms (e.g. the offset is the partition end). Unavailable
+// or InvalidArgument when no consumer can be made or assigned.
+Result<std::vector<int64_t>> ReadRecordTimestamps(const KafkaConfig& kafka,
+                                                  const std::vector<RecordPosition>& positions,
+                                                  int timeout_ms);
 
 // OK when a broker answers a metadata request within timeout_ms; Unavailable
 // (with librdkafka's reason) otherwise; InvalidArgument when no broker is configured.

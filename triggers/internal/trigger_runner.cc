@@ -4,6 +4,7 @@
 #include <random>
 
 #include "base/log.h"
+#include "base/time.h"
 #include "changelog/consumer_groups.h"
 #include "triggers/dead_letter.h"
 
@@ -257,11 +258,7 @@ std::optional<Disposition> TriggerRunner::Unreadable(KeyedEvent& e, const Status
 }
 
 void TriggerRunner::UpdateLag(const std::vector<PartitionProgress>& progress) {
-  for (const auto& p : progress) {
-    if (p.end < 0) continue;
-    probe_->Lag(spec_.name, p.partition.topic, p.partition.partition)
-        .Set(static_cast<double>(p.lag));
-  }
+  probe_->UpdateProgress(spec_.name, progress, NowMicros() / 1000);
 }
 
 const TriggerRunner::PartitionMetrics& TriggerRunner::MetricsOf(const std::string& label) {
