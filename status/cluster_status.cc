@@ -61,6 +61,7 @@ std::vector<RelayStreamRow> GatherRelay(CellStore& store, const std::vector<Host
     r.lag = s.lag;
     r.owned = s.owned;
     r.error = s.error;
+    if (s.error.empty()) r.oldest_age_s = OldestUnpublishedAgeSeconds(s, NowMicros());
     // A host found down above is reported as such, whatever the second try said.
     if (r.error.empty() && by_name.count(s.host) && !by_name[s.host]->up)
       r.error = by_name[s.host]->error;
@@ -98,6 +99,7 @@ std::vector<TriggerRow> GatherTriggers(const ClusterConfig& cfg, const KafkaRow&
     } else {
       row.lag = lag->total_lag;
       row.dead_letters = lag->dead_letters;
+      row.oldest_age_s = lag->oldest_unprocessed_age_seconds;
     }
     out.push_back(std::move(row));
   }
@@ -134,8 +136,7 @@ std::vector<IndexRow> GatherIndexes(CellStore& store, const KafkaRow& kafka) {
     }
     if (rows.empty()) continue;
     if (kafka.reachable && !lag_by_datastore.count(ds.name))
-      lag_by_datastore.emplace(ds.name, ReadGroupLag(cfg, IndexerGroup(cfg.kafka),
-                                                     {ChangeLogTopic(cfg.kafka, ds.name)}));
+      lag_by_datastore.emplace(ds.name, ReadIndexerLag(cfg, ds.name));
     for (auto& [name, row] : rows) {
       // Serving: the newest ready version, else the newest building one
       // (IndexCatalog::Serving), from the versions read above.
@@ -149,6 +150,7 @@ std::vector<IndexRow> GatherIndexes(CellStore& store, const KafkaRow& kafka) {
         row.error = lag.status().ToString();
       } else {
         row.lag = lag->total;
+        row.oldest_age_s = lag->OldestAgeSeconds(NowMicros() / 1000);
       }
       out.push_back(std::move(row));
     }

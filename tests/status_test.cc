@@ -395,6 +395,9 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
     EXPECT_EQ(r["lag"].get<uint64_t>(),
               r["head"].get<uint64_t>() - r["checkpoint"].get<uint64_t>());
     if (r["datastore"] == "trips") trips_lag += r["lag"].get<uint64_t>();
+    // The age of the oldest unpublished cell: > 0 exactly when cells wait.
+    ASSERT_TRUE(r["oldest_age_s"].is_number()) << r.dump();
+    EXPECT_EQ(r["lag"].get<uint64_t>() > 0, r["oldest_age_s"].get<double>() > 0) << r.dump();
   }
   EXPECT_EQ(trips_lag, 7u) << st.out;
   EXPECT_EQ(j["relay_total_lag"], 7) << st.out;
@@ -402,6 +405,7 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   EXPECT_EQ(j["triggers"][0]["name"], trigger);
   EXPECT_EQ(j["triggers"][0]["dead_letters"], 1) << st.out;
   EXPECT_EQ(j["triggers"][0]["lag"], 0) << st.out;
+  EXPECT_EQ(j["triggers"][0]["oldest_age_s"], 0.0) << st.out;  // caught up
   EXPECT_EQ(j["triggers"][0]["paused"], false) << st.out;
   const nlohmann::json* idx = Find(j["indexes"], "name", def.table);
   ASSERT_NE(idx, nullptr) << st.out;
