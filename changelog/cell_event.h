@@ -25,10 +25,9 @@
 //   (kafka/internal/published_tail.h).
 #pragma once
 
-#include <vector>
-
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "cells/cell.h"
@@ -51,6 +50,7 @@ int32_t ChangeLogPartition(const KafkaConfig& kafka, uint32_t shard);
 struct EventHeader {
   std::string name;
   std::string value;
+  friend bool operator==(const EventHeader&, const EventHeader&) = default;
 };
 
 enum class CloudEventBinding {

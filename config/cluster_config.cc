@@ -68,8 +68,7 @@ void LoadKafkaProperties(YamlReader& r, const YAML::Node& n, KafkaConfig* kafka)
       continue;
     }
     kafka->properties[name] = kv.second.Scalar();
-    kafka->property_origins[name] =
-        r.source() + ":" + std::to_string(kv.first.Mark().line + 1);
+    kafka->property_origins[name] = r.source() + ":" + std::to_string(kv.first.Mark().line + 1);
   }
 }
 

@@ -20,7 +20,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <string_view>
 #include <vector>
 
 #include "base/status.h"

@@ -1,7 +1,5 @@
 #include "testing/private_mariadb.h"
 
-#include "testing/child_process.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -25,6 +23,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "testing/child_process.h"
 
 namespace cellar::testing {
 namespace {

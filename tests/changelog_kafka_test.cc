@@ -8,6 +8,9 @@
 //  - `cellar trigger status` prints exactly its JSON on stdout and no raw
 //    librdkafka line on stderr (librdkafka logs go to Cellar's log).
 // Against the binary's private MariaDB and the local broker.
+#include <sys/wait.h>
+
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -100,10 +103,9 @@ TEST_P(CloudEventsTest, RelayRecordsCarryTheHeadersAPlainClientReads) {
   EXPECT_EQ(WEXITSTATUS(py.status), 0) << py.out << py.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(BothRelayModes, CloudEventsTest, ::testing::Bool(),
-                         [](const auto& info) {
-                           return info.param ? "ExactlyOnce" : "AtLeastOnce";
-                         });
+INSTANTIATE_TEST_SUITE_P(BothRelayModes, CloudEventsTest, ::testing::Bool(), [](const auto& info) {
+  return info.param ? "ExactlyOnce" : "AtLeastOnce";
+});
 
 TEST(WebhookCloudEventsTest, RequestsCarryCeHeaders) {
   auto c = MakeCluster("ce_hook", Broker());
@@ -163,9 +165,10 @@ TEST(WebhookCloudEventsTest, RequestsCarryCeHeaders) {
 TEST(KafkaPropertiesTest, APropertyReachesTheRelaysClients) {
   // plaintext is what the local broker speaks: the relay publishes.
   {
-    auto c = ClusterFrom("kp_plain",
-                         YamlWithKafka("kp_plain", "  properties:\n    security.protocol: plaintext\n"
-                                                   "    client.id: kp-plain\n"));
+    auto c =
+        ClusterFrom("kp_plain", YamlWithKafka("kp_plain",
+                                              "  properties:\n    security.protocol: plaintext\n"
+                                              "    client.id: kp-plain\n"));
     ASSERT_TRUE(c);
     EXPECT_EQ(c->config.kafka.properties.at("security.protocol"), "plaintext");
     auto relay = StartRelay(c->store.get(), "kp");
@@ -224,8 +227,8 @@ TEST(QuietCliTest, TriggerStatusPrintsOnlyJson) {
   EXPECT_TRUE(WaitFor([&] { return relay->stats().acknowledged >= 1; }, 20s));
   relay->Stop();
 
-  Captured status = Run({CELLAR_BIN, "--config", c->config_path, "trigger", "status", "billing",
-                         "-d", "trips"});
+  Captured status =
+      Run({CELLAR_BIN, "--config", c->config_path, "trigger", "status", "billing", "-d", "trips"});
   ASSERT_TRUE(WIFEXITED(status.status) && WEXITSTATUS(status.status) == 0)
       << status.out << status.err;
   auto json = nlohmann::json::parse(status.out, nullptr, false);

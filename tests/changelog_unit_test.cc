@@ -12,21 +12,21 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "changelog/cell_event.h"
+#include "changelog/kafka/change_log_consumer.h"
 #include "changelog/kafka/kafka_producer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace cellar {
+
+void PrintTo(const EventHeader& h, std::ostream* os) { *os << h.name << ": " << h.value; }
+
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-bool operator==(const EventHeader& a, const EventHeader& b) {
-  return a.name == b.name && a.value == b.value;
-}
-void PrintTo(const EventHeader& h, std::ostream* os) { *os << h.name << ": " << h.value; }
 
 Cell SampleCell() {
   Cell c;
@@ -97,7 +97,8 @@ Status CreateProducer(const KafkaConfig& kafka) {
 
 TEST(KafkaPropertiesClientTest, AcceptedPropertiesBuildAClient) {
   KafkaConfig k = Kafka();
-  k.properties = {{"client.id", "unit"}, {"socket.keepalive.enable", "true"},
+  k.properties = {{"client.id", "unit"},
+                  {"socket.keepalive.enable", "true"},
                   {"security.protocol", "plaintext"}};
   Status s = CreateProducer(k);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -189,11 +190,23 @@ TEST(KafkaLogTest, LibrdkafkaLinesGoToTheStructuredLog) {
       // Topic metadata from nobody: librdkafka logs its attempts meanwhile.
       (*p)->TopicPartitions("t", 300).status().IgnoreError();
     }
+    {
+      // A consumer (no event_cb: its lines come through the conf's log_cb).
+      ClusterConfig cfg;
+      cfg.kafka = Kafka();
+      cfg.kafka.properties = {{"debug", "generic"}, {"client.id", "logtest-consumer"}};
+      ConsumerOptions options;
+      options.client_id = "ignored";  // kafka.properties win over Cellar's defaults
+      auto c = ChangeLogConsumer::Create(cfg, {}, options);
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      (*c)->Close();
+    }
     err = capture.Restore();
   }
   SetLogLevel(LogLevel::kInfo);
   EXPECT_THAT(err, HasSubstr("component=kafka")) << err;
-  EXPECT_THAT(err, HasSubstr("client=logtest")) << err;
+  EXPECT_THAT(err, HasSubstr("client=logtest facility=")) << err;
+  EXPECT_THAT(err, HasSubstr("client=logtest-consumer#consumer")) << err;
   std::istringstream in(err);
   std::string line;
   while (std::getline(in, line)) {

@@ -693,8 +693,8 @@ TEST(ConfigTest, KafkaPropertiesCellarOwnsAreRefusedByName) {
                                 "    enable.auto.commit: true\n");
   const auto errors = Errors(yaml);
   ASSERT_EQ(errors.size(), 5u) << ::testing::PrintToString(errors);
-  for (const char* key : {"bootstrap.servers", "enable.idempotence", "transactional.id",
-                          "group.id", "enable.auto.commit"})
+  for (const char* key : {"bootstrap.servers", "enable.idempotence", "transactional.id", "group.id",
+                          "enable.auto.commit"})
     EXPECT_THAT(errors, Contains(HasSubstr(At(yaml, std::string(key) + ":",
                                               std::string("kafka.properties.") + key +
                                                   ": is set by Cellar and cannot be configured"))))
@@ -707,11 +707,11 @@ TEST(ConfigTest, KafkaPropertiesCellarOwnsAreRefusedByName) {
 TEST(ConfigTest, KafkaPropertiesMustBeAMapOfScalars) {
   {
     const std::string yaml = Yaml("", "", "kafka:\n  properties: [a, b]\n");
-    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "[a, b]", "kafka.properties: expected a mapping")));
+    EXPECT_THAT(Errors(yaml),
+                ElementsAre(At(yaml, "[a, b]", "kafka.properties: expected a mapping")));
   }
   {
-    const std::string yaml =
-        Yaml("", "", "kafka:\n  properties:\n    sasl.username: { a: 1 }\n");
+    const std::string yaml = Yaml("", "", "kafka:\n  properties:\n    sasl.username: { a: 1 }\n");
     EXPECT_THAT(Errors(yaml),
                 ElementsAre(At(yaml, "{ a: 1 }",
                                "kafka.properties.sasl.username: expected a scalar value (string, "

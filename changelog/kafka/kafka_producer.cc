@@ -87,7 +87,8 @@ Result<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaConfig& 
   conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&impl->callbacks), err);
   conf->set("event_cb", static_cast<RdKafka::EventCb*>(&impl->callbacks), err);
   impl->producer.reset(RdKafka::Producer::create(conf.get(), err));
-  if (!impl->producer) return InvalidArgument("Kafka producer: " + err + KafkaPropertiesNote(kafka));
+  if (!impl->producer)
+    return InvalidArgument("Kafka producer: " + err + KafkaPropertiesNote(kafka));
   return std::unique_ptr<KafkaProducer>(new KafkaProducer(std::move(impl)));
 }
 
