@@ -10,6 +10,7 @@
 // Against the binary's private MariaDB and the local broker.
 #include <sys/wait.h>
 
+#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -60,7 +61,7 @@ struct Captured {
   int status = -1;  // waitpid status
   std::string out, err;
 };
-Captured Run(const std::vector<std::string>& args) {
+Captured RunCommand(const std::vector<std::string>& args) {
   Captured c;
   c.status = testing::RunCaptured(args, &c.out, &c.err);
   return c;
@@ -90,10 +91,11 @@ TEST_P(CloudEventsTest, RelayRecordsCarryTheHeadersAPlainClientReads) {
   auto relay = StartRelay(c->store.get(), "ce");
   ASSERT_TRUE(relay);
 
-  Captured py = Run({"/usr/bin/python3", CELLAR_SOURCE_DIR "/tests/cloudevents_consumer.py",
-                     Broker().bootstrap(), ChangeLogTopic(c->config.kafka, "trips"),
-                     c->config.kafka.topic_prefix, std::to_string(kPartitions), "51", "30"});
+  Captured py = RunCommand({"/usr/bin/python3", CELLAR_SOURCE_DIR "/tests/cloudevents_consumer.py",
+                            Broker().bootstrap(), ChangeLogTopic(c->config.kafka, "trips"),
+                            c->config.kafka.topic_prefix, std::to_string(kPartitions), "51", "30"});
   relay->Stop();
+  std::cout << "[ cloudevents ] python3-confluent-kafka read: " << py.out;
   ASSERT_TRUE(WIFEXITED(py.status)) << py.err;
   auto summary = nlohmann::json::parse(py.out, nullptr, false);
   ASSERT_FALSE(summary.is_discarded()) << "stdout: " << py.out << "\nstderr: " << py.err;
@@ -227,8 +229,8 @@ TEST(QuietCliTest, TriggerStatusPrintsOnlyJson) {
   EXPECT_TRUE(WaitFor([&] { return relay->stats().acknowledged >= 1; }, 20s));
   relay->Stop();
 
-  Captured status =
-      Run({CELLAR_BIN, "--config", c->config_path, "trigger", "status", "billing", "-d", "trips"});
+  Captured status = RunCommand(
+      {CELLAR_BIN, "--config", c->config_path, "trigger", "status", "billing", "-d", "trips"});
   ASSERT_TRUE(WIFEXITED(status.status) && WEXITSTATUS(status.status) == 0)
       << status.out << status.err;
   auto json = nlohmann::json::parse(status.out, nullptr, false);
@@ -238,8 +240,8 @@ TEST(QuietCliTest, TriggerStatusPrintsOnlyJson) {
   ExpectOnlyStructuredLines(status.err);
   EXPECT_THAT(status.err, ::testing::Not(HasSubstr("AUTOCREATE"))) << status.err;
 
-  Captured tail = Run({CELLAR_BIN, "--config", c->config_path, "log", "tail", "-d", "trips",
-                       "--from-beginning", "-n", "1", "--idle-exit-ms", "10000"});
+  Captured tail = RunCommand({CELLAR_BIN, "--config", c->config_path, "log", "tail", "-d", "trips",
+                              "--from-beginning", "-n", "1", "--idle-exit-ms", "10000"});
   ASSERT_TRUE(WIFEXITED(tail.status) && WEXITSTATUS(tail.status) == 0) << tail.out << tail.err;
   std::istringstream lines(tail.out);
   std::string first;
