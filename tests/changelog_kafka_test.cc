@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,6 +31,14 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+
+// `prefix`, or a new one when a test runs again in this process
+// (--gtest_repeat): new databases and topics, nothing left from the last run.
+std::string Fresh(const std::string& prefix) {
+  static std::map<std::string, int> runs;
+  const int run = ++runs[prefix];
+  return run == 1 ? prefix : prefix + "_r" + std::to_string(run);
+}
 
 // `prefix`'s cluster YAML with `extra` lines inserted into its kafka section
 // (indented two spaces, e.g. "  properties:\n    client.id: x\n").
@@ -73,7 +82,7 @@ class CloudEventsTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(CloudEventsTest, RelayRecordsCarryTheHeadersAPlainClientReads) {
   const bool exactly_once = GetParam();
-  const std::string prefix = exactly_once ? "ce_eo" : "ce_alo";
+  const std::string prefix = Fresh(exactly_once ? "ce_eo" : "ce_alo");
   auto c = ClusterFrom(prefix, ClusterYaml(prefix, Broker().bootstrap()) +
                                    "  exactly_once: " + (exactly_once ? "true" : "false") + "\n");
   ASSERT_TRUE(c);
@@ -167,10 +176,10 @@ TEST(WebhookCloudEventsTest, RequestsCarryCeHeaders) {
 TEST(KafkaPropertiesTest, APropertyReachesTheRelaysClients) {
   // plaintext is what the local broker speaks: the relay publishes.
   {
-    auto c =
-        ClusterFrom("kp_plain", YamlWithKafka("kp_plain",
-                                              "  properties:\n    security.protocol: plaintext\n"
-                                              "    client.id: kp-plain\n"));
+    const std::string prefix = Fresh("kp_plain");
+    auto c = ClusterFrom(prefix, YamlWithKafka(prefix,
+                                               "  properties:\n    security.protocol: plaintext\n"
+                                               "    client.id: kp-plain\n"));
     ASSERT_TRUE(c);
     EXPECT_EQ(c->config.kafka.properties.at("security.protocol"), "plaintext");
     auto relay = StartRelay(c->store.get(), "kp");
@@ -181,9 +190,10 @@ TEST(KafkaPropertiesTest, APropertyReachesTheRelaysClients) {
   // ssl with a CA file that does not exist: librdkafka refuses the client,
   // and the relay does not start; the error names the property.
   {
-    auto c = ClusterFrom("kp_ssl", YamlWithKafka("kp_ssl",
-                                                 "  properties:\n    security.protocol: ssl\n"
-                                                 "    ssl.ca.location: /nonexistent/ca.pem\n"));
+    const std::string prefix = Fresh("kp_ssl");
+    auto c = ClusterFrom(prefix, YamlWithKafka(prefix,
+                                               "  properties:\n    security.protocol: ssl\n"
+                                               "    ssl.ca.location: /nonexistent/ca.pem\n"));
     ASSERT_TRUE(c);
     Relay relay(c->store.get(), "kp-ssl");
     Status s = relay.Start();
@@ -192,8 +202,9 @@ TEST(KafkaPropertiesTest, APropertyReachesTheRelaysClients) {
   }
   // A value librdkafka rejects: the error names the key and its file:line.
   {
-    auto c = ClusterFrom("kp_bad",
-                         YamlWithKafka("kp_bad", "  properties:\n    security.protocol: tls\n"));
+    const std::string prefix = Fresh("kp_bad");
+    auto c =
+        ClusterFrom(prefix, YamlWithKafka(prefix, "  properties:\n    security.protocol: tls\n"));
     ASSERT_TRUE(c);
     Relay relay(c->store.get(), "kp-bad");
     Status s = relay.Start();

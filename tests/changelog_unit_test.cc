@@ -27,7 +27,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-
 Cell SampleCell() {
   Cell c;
   c.row_key = Uuid::Parse("6b82bf47-eed5-4707-991b-3cf64b41a40d").value();
