@@ -323,6 +323,8 @@ bool IsCellarOwnedKafkaProperty(std::string_view name, std::string* why) {
       {"transactional.id", "the relay's exactly-once publishing owns it"},
       {"acks", "the relay needs acks=all"},
       {"request.required.acks", "the relay needs acks=all"},
+      {"message.timeout.ms", "the exactly-once relay's batches wait for it to expire"},
+      {"delivery.timeout.ms", "the exactly-once relay's batches wait for it to expire"},
       {"log.queue", "librdkafka's logs go to Cellar's log"},
   };
   for (const Owned& o : kOwned)
