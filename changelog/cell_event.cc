@@ -10,6 +10,24 @@ int32_t ChangeLogPartition(const KafkaConfig& kafka, uint32_t shard) {
   return static_cast<int32_t>(shard % static_cast<uint32_t>(kafka.partitions));
 }
 
+std::vector<EventHeader> CloudEventHeaders(CloudEventBinding binding, const KafkaConfig& kafka,
+                                           const std::string& datastore, const Cell& cell) {
+  const char* prefix = binding == CloudEventBinding::kKafka ? "ce_" : "ce-";
+  auto name = [&](const char* attribute) { return std::string(prefix) + attribute; };
+  std::vector<EventHeader> h;
+  h.reserve(7);
+  h.push_back({name("specversion"), "1.0"});
+  h.push_back({name("id"),
+               datastore + ":" + std::to_string(cell.shard) + ":" + std::to_string(cell.added_id)});
+  h.push_back({name("source"), "cellar://" + kafka.topic_prefix + "/" + datastore});
+  h.push_back({name("type"), cell.tombstone ? "cellar.cell.erased" : "cellar.cell.written"});
+  h.push_back({name("time"), FormatRfc3339(cell.created_at)});
+  h.push_back({name("subject"),
+               cell.row_key.ToString() + "/" + cell.column + "/" + std::to_string(cell.ref_key)});
+  if (binding == CloudEventBinding::kKafka) h.push_back({"content-type", "application/json"});
+  return h;
+}
+
 namespace {
 
 // Appends `s` as a JSON string exactly as nlohmann::json::dump would (plain

@@ -11,10 +11,23 @@
 //      "body":{...}}                      // the cell's JSON object; null for tombstones
 //     "body_omitted":true replaces the body (then null) when its JSON text is
 //     larger than kafka.max_event_body_bytes: read it with get(row, column, ref_key).
+//   headers   CloudEvents v1.0, binary content mode (the value above is the
+//             event's data), the same attributes a webhook request carries as
+//             ce-* HTTP headers (CloudEventHeaders below):
+//     ce_specversion 1.0
+//     ce_id          <datastore>:<shard>:<added_id>   unique per cell version; the idempotency key
+//     ce_source      cellar://<topic_prefix>/<datastore>
+//     ce_type        cellar.cell.written, or cellar.cell.erased for a tombstone
+//     ce_time        the cell's created_at, RFC 3339 UTC with microseconds
+//     ce_subject     <row_key>/<column>/<ref_key>
+//     content-type   application/json
+//   The exactly-once relay adds cellar-stream and cellar-added-id
+//   (kafka/internal/published_tail.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "cells/cell.h"
@@ -32,6 +45,23 @@ struct CellEvent {
 std::string ChangeLogTopic(const KafkaConfig& kafka, const std::string& datastore);
 // shard % partitions.
 int32_t ChangeLogPartition(const KafkaConfig& kafka, uint32_t shard);
+
+// One protocol header: name and value.
+struct EventHeader {
+  std::string name;
+  std::string value;
+  friend bool operator==(const EventHeader&, const EventHeader&) = default;
+};
+
+enum class CloudEventBinding {
+  kKafka,  // ce_<attribute> headers plus content-type (CloudEvents Kafka protocol binding)
+  kHttp,   // ce-<attribute> headers; the request's Content-Type is the caller's
+};
+
+// The CloudEvents attributes of one change-log event as headers of
+// `binding` (documented above), in the order listed there.
+std::vector<EventHeader> CloudEventHeaders(CloudEventBinding binding, const KafkaConfig& kafka,
+                                           const std::string& datastore, const Cell& cell);
 
 // The JSON value of the Kafka record (documented above).
 std::string EncodeCellEvent(const std::string& datastore, const Cell& cell, int64_t max_body_bytes);

@@ -91,6 +91,31 @@ void LoadTls(YamlReader& r, const YAML::Node& n, const std::string& path,
   if (n["key"] && !n["cert"]) r.Error(n, path + ".cert", "key needs its cert");
 }
 
+// kafka.properties: a map of librdkafka property name -> scalar value. Values
+// are passed as text (YAML true/1000 become "true"/"1000"); librdkafka itself
+// checks names and values when a client is built.
+void LoadKafkaProperties(YamlReader& r, const YAML::Node& n, KafkaConfig* kafka) {
+  if (!r.ExpectMap(n, "kafka.properties")) return;
+  for (const auto& kv : n) {
+    const std::string name = kv.first.Scalar();
+    const std::string path = "kafka.properties." + name;
+    if (name.empty() || !kv.first.IsScalar()) {
+      r.Error(kv.first, "kafka.properties", "expected librdkafka property names as keys");
+      continue;
+    }
+    if (std::string why; IsCellarOwnedKafkaProperty(name, &why)) {
+      r.Error(kv.first, path, "is set by Cellar and cannot be configured: " + why);
+      continue;
+    }
+    if (!kv.second.IsScalar() || kv.second.IsNull()) {
+      r.Error(kv.second, path, "expected a scalar value (string, number or boolean)");
+      continue;
+    }
+    kafka->properties[name] = kv.second.Scalar();
+    kafka->property_origins[name] = r.source() + ":" + std::to_string(kv.first.Mark().line + 1);
+  }
+}
+
 void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::string& base_dir,
                MysqlConfig* m) {
   const std::string p = "mysql";
@@ -342,6 +367,36 @@ std::string ClusterConfig::MysqlPassword() const {
   return v ? v : "";
 }
 
+bool IsCellarOwnedKafkaProperty(std::string_view name, std::string* why) {
+  struct Owned {
+    std::string_view name, why;
+  };
+  static constexpr Owned kOwned[] = {
+      {"bootstrap.servers", "use kafka.brokers"},
+      {"metadata.broker.list", "use kafka.brokers"},
+      {"group.id", "each trigger, index and reader has its own consumer group"},
+      {"group.instance.id", "Cellar's consumers are dynamic group members"},
+      {"enable.auto.commit", "Cellar commits offsets only for finished work"},
+      {"enable.auto.offset.store", "Cellar commits offsets only for finished work"},
+      {"auto.offset.reset", "each consumer's start is part of its contract"},
+      {"enable.partition.eof", "Cellar's readers depend on it"},
+      {"isolation.level", "Cellar's readers depend on it"},
+      {"enable.idempotence", "the relay's ordering and exactly-once publishing need it"},
+      {"transactional.id", "the relay's exactly-once publishing owns it"},
+      {"acks", "the relay needs acks=all"},
+      {"request.required.acks", "the relay needs acks=all"},
+      {"message.timeout.ms", "the exactly-once relay's batches wait for it to expire"},
+      {"delivery.timeout.ms", "the exactly-once relay's batches wait for it to expire"},
+      {"log.queue", "librdkafka's logs go to Cellar's log"},
+  };
+  for (const Owned& o : kOwned)
+    if (o.name == name) {
+      if (why) *why = std::string(o.why);
+      return true;
+    }
+  return false;
+}
+
 Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
                                          const std::string& source_name) {
   YamlReader r(source_name);
@@ -379,7 +434,8 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
                 &cfg.group_commit.min_pipelined_cells);
   }
   if (YAML::Node n = root["kafka"]) {
-    r.CheckKeys(n, "kafka", {"brokers", "topic_prefix", "partitions", "max_event_body_bytes"});
+    r.CheckKeys(n, "kafka",
+                {"brokers", "topic_prefix", "partitions", "max_event_body_bytes", "properties"});
     r.ReadString(n, "brokers", "kafka", &cfg.kafka.brokers);
     if (r.ReadString(n, "topic_prefix", "kafka", &cfg.kafka.topic_prefix)) {
       bool ok = !cfg.kafka.topic_prefix.empty() && cfg.kafka.topic_prefix.size() <= 100;
@@ -390,6 +446,7 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
     ReadIntInto(r, n, "partitions", "kafka", 1, 10000, &cfg.kafka.partitions);
     r.ReadInt(n, "max_event_body_bytes", "kafka", 0, int64_t{1} << 30,
               &cfg.kafka.max_event_body_bytes);
+    if (YAML::Node props = n["properties"]) LoadKafkaProperties(r, props, &cfg.kafka);
   }
   if (YAML::Node n = root["relay"]) {
     r.CheckKeys(n, "relay",

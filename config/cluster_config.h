@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -121,7 +122,21 @@ struct KafkaConfig {
   std::string topic_prefix = "cellar";  // topic <prefix>.<datastore>.cells
   int partitions = 8;                   // partition = shard % partitions
   int64_t max_event_body_bytes = 256 * 1024;  // larger bodies are sent as address only
+  // kafka.properties: librdkafka properties (name -> value, e.g.
+  // security.protocol: SASL_SSL) given to every Kafka producer and consumer
+  // Cellar creates, over Cellar's own per-client defaults. Names Cellar must
+  // own (IsCellarOwnedKafkaProperty) are refused by the loader; librdkafka
+  // checks the rest when a client is built (changelog/kafka/kafka_properties.h).
+  std::map<std::string, std::string> properties;
+  // "<file>:<line>" of each entry of `properties`, for error messages; empty
+  // for properties set in code.
+  std::map<std::string, std::string> property_origins;
 };
+
+// True for librdkafka properties Cellar sets itself for correctness
+// (bootstrap.servers, group.id, offsets and idempotence/transactions, ...):
+// kafka.properties may not name them. `why` gets the reason when non-null.
+bool IsCellarOwnedKafkaProperty(std::string_view name, std::string* why = nullptr);
 
 struct RelayConfig {
   int batch_cells = 1000;    // cells read from a shard log per round

@@ -44,4 +44,10 @@ class ChildProcess {
   std::string log_path_;
 };
 
+// Runs a command (args[0] searched in PATH) to completion with stdin from
+// /dev/null, capturing stdout and stderr separately (the child inherits the
+// environment and dies with the calling thread). Returns the wait status
+// (waitpid), or -1 if it could not be started. No timeout: for commands that end.
+int RunCaptured(const std::vector<std::string>& args, std::string* out, std::string* err);
+
 }  // namespace cellar::testing

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "testing/child_process.h"
+
 namespace cellar::testing {
 namespace {
 
@@ -98,8 +100,9 @@ int RunLogged(const std::vector<std::string>& args, const std::string& log_path)
   return status;
 }
 
-// Runs a command to completion capturing stdout and stderr separately.
-// Returns the wait status, or -1 if it could not be started.
+}  // namespace
+
+// Declared in child_process.h; here beside Spawn, which it shares with the server start.
 int RunCaptured(const std::vector<std::string>& args, std::string* out, std::string* err) {
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
@@ -139,6 +142,8 @@ int RunCaptured(const std::vector<std::string>& args, std::string* out, std::str
   }
   return status;
 }
+
+namespace {
 
 // Asks the kernel for a currently free loopback port. Another process may
 // take it before we bind it; callers retry with a new port in that case.

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <thread>
 
@@ -46,17 +47,51 @@ struct WebhookSink::Impl {
 
 WebhookSink::WebhookSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+
+// As a production receiver would: answers leave at once (no Nagle wait on a
+// kept-alive connection) and a connection serves many deliveries.
+void Configure(httplib::Server& server) {
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(10000);
+}
+
+void Answer(int status, httplib::Response& res) {
+  res.status = status;
+  res.set_content(status >= 200 && status < 300 ? "ok" : "no", "text/plain");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler) {
   auto impl = std::make_unique<Impl>();
-  // As a production receiver would: answers leave at once (no Nagle wait on a
-  // kept-alive connection) and a connection serves many deliveries.
-  impl->server.set_tcp_nodelay(true);
-  impl->server.set_keep_alive_max_count(10000);
+  Configure(impl->server);
   impl->server.Post(
       ".*", [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-        res.status = handler(req.path, req.body);
-        res.set_content(res.status >= 200 && res.status < 300 ? "ok" : "no", "text/plain");
+        Answer(handler(req.path, req.body), res);
       });
+  return Listen(std::move(impl));
+}
+
+Result<std::unique_ptr<WebhookSink>> WebhookSink::StartWithHeaders(RequestHandler handler) {
+  auto impl = std::make_unique<Impl>();
+  Configure(impl->server);
+  impl->server.Post(
+      ".*", [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+        Request request;
+        request.path = req.path;
+        for (const auto& [name, value] : req.headers) {
+          std::string lower = name;
+          for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          request.headers[lower] = value;
+        }
+        request.body = req.body;
+        Answer(handler(request), res);
+      });
+  return Listen(std::move(impl));
+}
+
+Result<std::unique_ptr<WebhookSink>> WebhookSink::Listen(std::unique_ptr<Impl> impl) {
   impl->port = impl->server.bind_to_any_port("127.0.0.1");
   if (impl->port <= 0) return Unavailable("webhook sink: cannot bind a port on 127.0.0.1");
   RaiseListenBacklog(impl->port);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,16 @@ class WebhookSink {
   // bound or the server did not come up within 5 s.
   static Result<std::unique_ptr<WebhookSink>> Start(Handler handler);
 
+  // One received request, for handlers that look at more than the body.
+  struct Request {
+    std::string path;
+    std::map<std::string, std::string> headers;  // names lower-cased; the last of repeats
+    std::string body;
+  };
+  using RequestHandler = std::function<int(const Request& request)>;
+  // As Start(Handler), with the request's headers too.
+  static Result<std::unique_ptr<WebhookSink>> StartWithHeaders(RequestHandler handler);
+
   // Stops the server (in-flight requests finish) and joins its thread.
   ~WebhookSink();
   WebhookSink(const WebhookSink&) = delete;
@@ -41,6 +52,8 @@ class WebhookSink {
  private:
   struct Impl;
   explicit WebhookSink(std::unique_ptr<Impl> impl);
+  // Binds a free port and serves the handlers registered on impl's server.
+  static Result<std::unique_ptr<WebhookSink>> Listen(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

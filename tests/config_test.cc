@@ -17,6 +17,7 @@ namespace cellar {
 
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAreArray;
@@ -661,6 +662,68 @@ TEST(ConfigTest, BadDatastoreTtlAndPurgeAreRejected) {
   {
     const std::string yaml = Yaml("", "", "purge: 1h\n");
     EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "purge: 1h", "purge: expected a mapping")));
+  }
+}
+
+TEST(ConfigTest, KafkaPropertiesAreAMapOfText) {
+  const std::string yaml = Yaml("", "",
+                                "kafka:\n"
+                                "  brokers: b1:9093\n"
+                                "  properties:\n"
+                                "    security.protocol: SASL_SSL\n"
+                                "    sasl.mechanisms: SCRAM-SHA-512\n"
+                                "    socket.keepalive.enable: true\n"
+                                "    statistics.interval.ms: 60000\n");
+  auto r = ParseClusterConfig(yaml, "cellar.yaml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->kafka.properties,
+            (std::map<std::string, std::string>{{"security.protocol", "SASL_SSL"},
+                                                {"sasl.mechanisms", "SCRAM-SHA-512"},
+                                                {"socket.keepalive.enable", "true"},
+                                                {"statistics.interval.ms", "60000"}}));
+  EXPECT_EQ(r->kafka.property_origins.at("sasl.mechanisms"),
+            "cellar.yaml:" + std::to_string(LineOf(yaml, "sasl.mechanisms")));
+  // Without the section: no properties.
+  auto plain = ParseClusterConfig(Yaml(), "cellar.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->kafka.properties.empty());
+}
+
+TEST(ConfigTest, KafkaPropertiesCellarOwnsAreRefusedByName) {
+  const std::string yaml = Yaml("", "",
+                                "kafka:\n"
+                                "  properties:\n"
+                                "    client.id: fine\n"
+                                "    bootstrap.servers: b1:9092\n"
+                                "    enable.idempotence: false\n"
+                                "    transactional.id: mine\n"
+                                "    group.id: mine\n"
+                                "    enable.auto.commit: true\n");
+  const auto errors = Errors(yaml);
+  ASSERT_EQ(errors.size(), 5u) << ::testing::PrintToString(errors);
+  for (const char* key : {"bootstrap.servers", "enable.idempotence", "transactional.id", "group.id",
+                          "enable.auto.commit"})
+    EXPECT_THAT(errors, Contains(HasSubstr(At(yaml, std::string(key) + ":",
+                                              std::string("kafka.properties.") + key +
+                                                  ": is set by Cellar and cannot be configured"))))
+        << key;
+  EXPECT_THAT(errors, Contains(HasSubstr("use kafka.brokers")));
+  EXPECT_TRUE(IsCellarOwnedKafkaProperty("enable.idempotence"));
+  EXPECT_FALSE(IsCellarOwnedKafkaProperty("security.protocol"));
+}
+
+TEST(ConfigTest, KafkaPropertiesMustBeAMapOfScalars) {
+  {
+    const std::string yaml = Yaml("", "", "kafka:\n  properties: [a, b]\n");
+    EXPECT_THAT(Errors(yaml),
+                ElementsAre(At(yaml, "[a, b]", "kafka.properties: expected a mapping")));
+  }
+  {
+    const std::string yaml = Yaml("", "", "kafka:\n  properties:\n    sasl.username: { a: 1 }\n");
+    EXPECT_THAT(Errors(yaml),
+                ElementsAre(At(yaml, "{ a: 1 }",
+                               "kafka.properties.sasl.username: expected a scalar value (string, "
+                               "number or boolean)")));
   }
 }
 

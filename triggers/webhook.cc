@@ -96,12 +96,18 @@ Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
   const On4xx on_4xx = config.on_4xx;
   const std::string name = config.name;
   auto pool = std::make_shared<ConnectionPool>(url.origin, timeout_ms);
-  return TriggerHandler([url, pool, on_4xx, name](const CellEvent& e, TriggerContext&) -> Status {
+  return TriggerHandler([url, pool, on_4xx, name](const CellEvent& e,
+                                                  TriggerContext& ctx) -> Status {
     std::unique_ptr<httplib::Client> client = pool->Acquire();
     httplib::Headers headers{
         {"X-Cellar-Trigger", name},
         {"X-Cellar-Event-Id",
          e.datastore + "/" + std::to_string(e.cell.shard) + "/" + std::to_string(e.cell.added_id)}};
+    // CloudEvents HTTP binding, binary mode: the same attributes as the
+    // change-log record's ce_* headers (changelog/cell_event.h).
+    for (EventHeader& h : CloudEventHeaders(CloudEventBinding::kHttp, ctx.store().config().kafka,
+                                            e.datastore, e.cell))
+      headers.emplace(std::move(h.name), std::move(h.value));
     const std::string body = EncodeCellEvent(e.datastore, e.cell, INT64_MAX);
     auto res = client->Post(url.path.c_str(), headers, body, "application/json");
     if (!res)

@@ -1,5 +1,6 @@
 // Webhook triggers: a TriggerHandler that POSTs the change-log event JSON
-// (changelog/cell_event.h, body always included) to a URL.
+// (changelog/cell_event.h, body always included) to a URL, with the event's
+// CloudEvents attributes as ce-* headers (HTTP binding, binary mode).
 //   2xx                       success
 //   timeout, connection error, 5xx, 429   failed attempt (retried by the policy)
 //   other 4xx                 per on_4xx: dead_letter (set aside at once, the

@@ -333,15 +333,20 @@ struct Relay::Impl {
   }
 
   // Hands one cell to the producer with the stream headers
-  // (kafka/internal/published_tail.h). ResourceExhausted when its queue is full.
+  // (kafka/internal/published_tail.h) and the CloudEvents headers
+  // (cell_event.h), in both relay modes. ResourceExhausted when its queue is full.
   Status Produce(HostStream& s, const Cell& c, DeliveryTag* tag) REQUIRES_SHARED(producer_mu) {
     const std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
     const std::string key = c.row_key.ToString();
     const std::string added_id = std::to_string(c.added_id);
-    const RecordHeader headers[] = {{internal::kStreamHeader, s.database},
-                                    {internal::kAddedIdHeader, added_id}};
+    const std::vector<EventHeader> ce =
+        CloudEventHeaders(CloudEventBinding::kKafka, config.kafka, s.datastore, c);
+    RecordHeader headers[9] = {{internal::kStreamHeader, s.database},
+                               {internal::kAddedIdHeader, added_id}};
+    size_t n = 2;
+    for (const EventHeader& h : ce) headers[n++] = {h.name, h.value};
     return producer->Produce(s.topic, ChangeLogPartition(config.kafka, c.shard), key, value,
-                             c.created_at / 1000, headers, tag);
+                             c.created_at / 1000, std::span<const RecordHeader>(headers, n), tag);
   }
 
   size_t PumpFenced(const std::shared_ptr<HostStream>& sp);

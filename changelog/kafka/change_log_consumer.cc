@@ -108,7 +108,8 @@ Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
                      RdKafka::Conf::CONF_OK)
     return InvalidArgument("Kafka rebalance_cb: " + err);
   impl->consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!impl->consumer) return InvalidArgument("Kafka consumer: " + err);
+  if (!impl->consumer)
+    return InvalidArgument("Kafka consumer: " + err + KafkaPropertiesNote(config.kafka));
   RdKafka::ErrorCode e;
   if (grouped) {
     e = impl->consumer->subscribe(topics);

@@ -23,7 +23,13 @@ class Callbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
                          ok ? m.offset() : -1);
   }
 
+  // With an event_cb librdkafka hands its log lines here rather than to the
+  // conf's log_cb (MakeKafkaConf): they go to Cellar's log all the same.
   void event_cb(RdKafka::Event& e) override {
+    if (e.type() == RdKafka::Event::EVENT_LOG) {
+      LogKafkaLine(static_cast<int>(e.severity()), e.fac(), client_name, e.str());
+      return;
+    }
     if (e.type() != RdKafka::Event::EVENT_ERROR || !options_.on_error) return;
     ProducerError error;
     error.fatal = e.fatal();
@@ -34,6 +40,7 @@ class Callbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
   }
 
   std::atomic<uint64_t> delivered{0}, failed{0};
+  std::string client_name;  // client.id, for log lines; set before the producer exists
 
  private:
   const ProducerOptions options_;
@@ -45,6 +52,19 @@ struct KafkaProducer::Impl {
   explicit Impl(ProducerOptions options) : callbacks(std::move(options)) {}
   Callbacks callbacks;  // outlives the producer (declared first, destroyed last)
   std::unique_ptr<RdKafka::Producer> producer;
+  // Appended to "broker does not answer" errors: a property (e.g. a wrong
+  // security.protocol) is a likely cause.
+  std::string properties_note;
+
+  Status Noted(Status s) const {
+    if (s.code() != StatusCode::kUnavailable || properties_note.empty()) return s;
+    return Unavailable(s.message() + properties_note);
+  }
+  template <typename T>
+  Result<T> Noted(Result<T> r) const {
+    if (r.ok()) return r;
+    return Noted(r.status());
+  }
 };
 
 static_assert(KafkaProducer::kAnyPartition == RD_KAFKA_PARTITION_UA);
@@ -55,12 +75,20 @@ KafkaProducer::~KafkaProducer() = default;
 Result<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaConfig& kafka,
                                                              ProducerOptions options) {
   CELLAR_ASSIGN_OR_RETURN(auto conf, MakeKafkaConf(kafka, options.settings));
+  std::string client_id = "rdkafka";
+  if (auto it = options.settings.find("client.id"); it != options.settings.end())
+    client_id = it->second;
+  if (auto it = kafka.properties.find("client.id"); it != kafka.properties.end())
+    client_id = it->second;
   auto impl = std::make_unique<Impl>(std::move(options));
+  impl->callbacks.client_name = client_id;
+  impl->properties_note = KafkaPropertiesNote(kafka);
   std::string err;
   conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(&impl->callbacks), err);
   conf->set("event_cb", static_cast<RdKafka::EventCb*>(&impl->callbacks), err);
   impl->producer.reset(RdKafka::Producer::create(conf.get(), err));
-  if (!impl->producer) return InvalidArgument("Kafka producer: " + err);
+  if (!impl->producer)
+    return InvalidArgument("Kafka producer: " + err + KafkaPropertiesNote(kafka));
   return std::unique_ptr<KafkaProducer>(new KafkaProducer(std::move(impl)));
 }
 
@@ -107,16 +135,17 @@ uint64_t KafkaProducer::failed() const {
 }
 
 Status KafkaProducer::EnsureTopic(const std::string& topic, int partitions, int timeout_ms) {
-  return cellar::EnsureTopic(impl_->producer.get(), topic, partitions, timeout_ms);
+  return impl_->Noted(cellar::EnsureTopic(impl_->producer.get(), topic, partitions, timeout_ms));
 }
 
 Result<int> KafkaProducer::TopicPartitions(const std::string& topic, int timeout_ms) {
-  return cellar::TopicPartitions(impl_->producer.get(), topic, timeout_ms);
+  return impl_->Noted(cellar::TopicPartitions(impl_->producer.get(), topic, timeout_ms));
 }
 
 Result<int64_t> KafkaProducer::PartitionHighWatermark(const std::string& topic, int32_t partition,
                                                       int timeout_ms) {
-  return cellar::PartitionHighWatermark(impl_->producer.get(), topic, partition, timeout_ms);
+  return impl_->Noted(
+      cellar::PartitionHighWatermark(impl_->producer.get(), topic, partition, timeout_ms));
 }
 
 }  // namespace cellar

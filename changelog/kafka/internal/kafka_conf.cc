@@ -5,32 +5,74 @@
 #include <chrono>
 #include <thread>
 
+#include "base/log.h"
+
 namespace cellar {
+
+namespace {
+
+void LogCallback(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  LogKafkaLine(level, fac ? fac : "", rk ? rd_kafka_name(rk) : "", buf ? buf : "");
+}
+
+}  // namespace
+
+void LogKafkaLine(int level, std::string_view fac, std::string_view client,
+                  std::string_view message) {
+  const LogLevel l = level <= 3   ? LogLevel::kError
+                     : level == 4 ? LogLevel::kWarn
+                     : level <= 6 ? LogLevel::kInfo
+                                  : LogLevel::kDebug;
+  Log(l, "kafka", message,
+      {{"client", std::string(client)},
+       {"facility", std::string(fac)},
+       {"syslog_level", std::to_string(level)}});
+}
+
+std::string KafkaPropertiesNote(const KafkaConfig& kafka) {
+  if (kafka.properties.empty()) return "";
+  std::string names;
+  for (const auto& [k, v] : kafka.properties) names += (names.empty() ? "" : ", ") + k;
+  return " (kafka.properties: " + names + ")";
+}
 
 Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
     const KafkaConfig& kafka, const std::map<std::string, std::string>& settings) {
   if (kafka.brokers.empty())
     return InvalidArgument("kafka.brokers is not set in the cluster config");
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  // Before anything else, so that even a warning about a setting below is
+  // a structured line. A client built with an event_cb (KafkaProducer) gets
+  // its log lines there instead and forwards them to LogKafkaLine too.
+  rd_kafka_conf_set_log_cb(conf->c_ptr_global(), LogCallback);
   std::string err;
-  if (conf->set("bootstrap.servers", kafka.brokers, err) != RdKafka::Conf::CONF_OK)
-    return InvalidArgument("kafka.brokers: " + err);
   for (const auto& [k, v] : settings)
     if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
       return InvalidArgument("kafka setting " + k + "=" + v + ": " + err);
+  for (const auto& [k, v] : kafka.properties) {
+    auto origin = kafka.property_origins.find(k);
+    const std::string where =
+        (origin == kafka.property_origins.end() ? "" : origin->second + ": ") +
+        "kafka.properties." + k;
+    if (std::string why; IsCellarOwnedKafkaProperty(k, &why))
+      return InvalidArgument(where + ": is set by Cellar and cannot be configured: " + why);
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
+      return InvalidArgument(where + ": librdkafka rejects '" + v + "': " + err);
+  }
+  if (conf->set("bootstrap.servers", kafka.brokers, err) != RdKafka::Conf::CONF_OK)
+    return InvalidArgument("kafka.brokers: " + err);
   return conf;
 }
 
 Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAdminConsumer(
     const KafkaConfig& kafka, const std::string& group,
     const std::map<std::string, std::string>& settings) {
-  std::map<std::string, std::string> all = {
-      {"group.id", group}, {"enable.auto.commit", "false"}, {"allow.auto.create.topics", "false"}};
+  std::map<std::string, std::string> all = {{"group.id", group}, {"enable.auto.commit", "false"}};
   for (const auto& [k, v] : settings) all[k] = v;
   CELLAR_ASSIGN_OR_RETURN(auto conf, MakeKafkaConf(kafka, all));
   std::string err;
   std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!c) return InvalidArgument("Kafka consumer: " + err);
+  if (!c) return InvalidArgument("Kafka consumer: " + err + KafkaPropertiesNote(kafka));
   return c;
 }
 

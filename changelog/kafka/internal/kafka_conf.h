@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "changelog/kafka/change_log_consumer.h"
@@ -17,14 +18,31 @@
 
 namespace cellar {
 
-// A global conf with bootstrap.servers = kafka.brokers plus `settings`.
-// InvalidArgument naming the setting librdkafka rejected, or when no brokers are configured.
+// A global conf for any Cellar client: `settings` (the client's own
+// defaults), then kafka.properties over them, then bootstrap.servers =
+// kafka.brokers, and librdkafka's log lines routed to Cellar's log
+// (LogKafkaLine) instead of stderr. InvalidArgument when no brokers are
+// configured, when kafka.properties names a property Cellar owns
+// (IsCellarOwnedKafkaProperty), or naming the setting librdkafka rejected
+// (for kafka.properties: "kafka.properties.<name>" and its file:line).
 Result<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(
     const KafkaConfig& kafka, const std::map<std::string, std::string>& settings);
 
+// "" without kafka.properties, else " (kafka.properties: a, b)": appended to
+// client creation errors, which a property may cause (e.g. a TLS file).
+std::string KafkaPropertiesNote(const KafkaConfig& kafka);
+
+// Writes one librdkafka log line (syslog `level`, facility `fac`) of client
+// `client` as a structured line of component "kafka": 0-3 error, 4 warn,
+// 5-6 info, 7 debug. Thread-safe (librdkafka calls it from its threads).
+void LogKafkaLine(int level, std::string_view fac, std::string_view client,
+                  std::string_view message);
+
 // A KafkaConsumer in `group` for queries and short reads (committed offsets,
 // watermarks, metadata, a topic read once): auto commit off, no topic
-// auto-creation, plus `settings`. It has not subscribed to anything. The
+// auto-creation (a consumer's default: setting it explicitly makes librdkafka
+// warn "AUTOCREATE ... not supported by broker" on brokers without Metadata
+// v4, e.g. the local one), plus `settings`. It has not subscribed to anything. The
 // caller close()s it. InvalidArgument as MakeKafkaConf, or when librdkafka
 // refuses the configuration.
 Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAdminConsumer(

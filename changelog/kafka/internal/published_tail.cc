@@ -56,7 +56,8 @@ Result<std::map<int32_t, uint64_t>> ReadPublishedTail(
       conf.ok() ? RdKafka::KafkaConsumer::create(conf->get(), err) : nullptr);
   if (!consumer) {
     RdKafka::TopicPartition::destroy(parts);
-    return conf.ok() ? InvalidArgument("Kafka consumer: " + err) : conf.status();
+    return conf.ok() ? InvalidArgument("Kafka consumer: " + err + KafkaPropertiesNote(kafka))
+                     : conf.status();
   }
   RdKafka::ErrorCode e = consumer->assign(parts);
   RdKafka::TopicPartition::destroy(parts);
