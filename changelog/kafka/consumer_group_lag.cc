@@ -45,26 +45,8 @@ Result<std::vector<int64_t>> ReadRecordTimestamps(const KafkaConfig& kafka,
           tp->set_offset(std::min(tp->offset(), positions[i].offset));
     w.push_back(i);
   }
-  auto conf = MakeKafkaConf(kafka, {{"group.id", "cellar-record-timestamps"},
-                                    {"client.id", "cellar-record-timestamps"},
-                                    {"enable.auto.commit", "false"},
-                                    {"enable.auto.offset.store", "false"},
-                                    {"auto.offset.reset", "earliest"},
-                                    {"enable.partition.eof", "true"},
-                                    {"fetch.wait.max.ms", "10"}});
-  std::string err;
-  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
-      conf.ok() ? RdKafka::KafkaConsumer::create(conf->get(), err) : nullptr);
-  if (!consumer) {
-    RdKafka::TopicPartition::destroy(parts);
-    return conf.ok() ? InvalidArgument("Kafka consumer: " + err) : conf.status();
-  }
-  RdKafka::ErrorCode e = consumer->assign(parts);
-  RdKafka::TopicPartition::destroy(parts);
-  if (e != RdKafka::ERR_NO_ERROR) {
-    consumer->close();
-    return Unavailable(std::string("Kafka assign: ") + RdKafka::err2str(e));
-  }
+  CELLAR_ASSIGN_OR_RETURN(auto consumer,
+                          MakeAssignedReader(kafka, "cellar-record-timestamps", parts));
   size_t left = positions.size();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (left > 0 && std::chrono::steady_clock::now() < deadline) {

@@ -76,6 +76,26 @@ Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAdminConsumer(
   return c;
 }
 
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAssignedReader(
+    const KafkaConfig& kafka, const std::string& name,
+    std::vector<RdKafka::TopicPartition*>& parts) {
+  auto consumer = MakeAdminConsumer(kafka, name,
+                                    {{"client.id", name},
+                                     {"enable.auto.offset.store", "false"},
+                                     {"auto.offset.reset", "earliest"},
+                                     {"enable.partition.eof", "true"},
+                                     {"fetch.wait.max.ms", "10"}});
+  RdKafka::ErrorCode e = consumer.ok() ? (*consumer)->assign(parts) : RdKafka::ERR_NO_ERROR;
+  RdKafka::TopicPartition::destroy(parts);
+  parts.clear();
+  if (!consumer.ok()) return consumer.status();
+  if (e != RdKafka::ERR_NO_ERROR) {
+    (*consumer)->close();
+    return Unavailable(std::string("Kafka assign: ") + RdKafka::err2str(e));
+  }
+  return consumer;
+}
+
 Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms) {
   std::string topic_err;
   std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(handle, topic, nullptr, topic_err));

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "changelog/kafka/change_log_consumer.h"
@@ -48,6 +49,16 @@ void LogKafkaLine(int level, std::string_view fac, std::string_view client,
 Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAdminConsumer(
     const KafkaConfig& kafka, const std::string& group,
     const std::map<std::string, std::string>& settings = {});
+
+// A MakeAdminConsumer named `name` (its group.id and client.id) assigned
+// `parts`, reading from their offsets without storing or committing any and
+// reporting each partition's end (ERR__PARTITION_EOF): a one-off read of a
+// topic. Destroys `parts` (and clears the vector) whatever happens.
+// Unavailable when the assignment fails (the consumer is closed); errors of
+// MakeAdminConsumer as they are. The caller close()s the consumer.
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAssignedReader(
+    const KafkaConfig& kafka, const std::string& name,
+    std::vector<RdKafka::TopicPartition*>& parts);
 
 // Creates `topic` with `partitions` partitions if it does not exist (Kafka's
 // CreateTopics; "already exists" is success). FailedPrecondition when it

@@ -44,30 +44,14 @@ Result<std::map<int32_t, uint64_t>> ReadPublishedTail(
     remaining.insert(p);
   }
   if (parts.empty()) return tail;  // nothing beyond the scan offsets: no client needed
-  auto conf = MakeKafkaConf(kafka, {{"group.id", "cellar-relay-tail"},
-                                    {"client.id", "cellar-relay-tail"},
-                                    {"enable.auto.commit", "false"},
-                                    {"enable.auto.offset.store", "false"},
-                                    {"auto.offset.reset", "earliest"},
-                                    {"enable.partition.eof", "true"},
-                                    {"fetch.wait.max.ms", "10"}});
-  std::string err;
-  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
-      conf.ok() ? RdKafka::KafkaConsumer::create(conf->get(), err) : nullptr);
-  if (!consumer) {
-    RdKafka::TopicPartition::destroy(parts);
-    return conf.ok() ? InvalidArgument("Kafka consumer: " + err + KafkaPropertiesNote(kafka))
-                     : conf.status();
-  }
-  RdKafka::ErrorCode e = consumer->assign(parts);
-  RdKafka::TopicPartition::destroy(parts);
-  if (e != RdKafka::ERR_NO_ERROR) {
-    consumer->close();
-    return Unavailable("Kafka assign " + topic + ": " + RdKafka::err2str(e));
-  }
+  auto consumer = MakeAssignedReader(kafka, "cellar-relay-tail", parts);
+  if (!consumer.ok())
+    return consumer.status().code() == StatusCode::kUnavailable
+               ? Unavailable(consumer.status().message() + " (" + topic + ")")
+               : consumer.status();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (!remaining.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
+    std::unique_ptr<RdKafka::Message> m((*consumer)->consume(100));
     const int32_t p = m->partition();
     if (m->err() == RdKafka::ERR__PARTITION_EOF) {
       remaining.erase(p);
@@ -83,7 +67,7 @@ Result<std::map<int32_t, uint64_t>> ReadPublishedTail(
     if (auto end = ends.find(p); end != ends.end() && m->offset() + 1 >= end->second)
       remaining.erase(p);
   }
-  consumer->close();
+  (*consumer)->close();
   if (!remaining.empty())
     return Unavailable("reading what " + topic + " holds of stream " + stream +
                        " did not finish within " + std::to_string(timeout_ms) + " ms");
