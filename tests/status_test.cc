@@ -463,6 +463,15 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   ASSERT_EQ(index.json["indexes"].size(), 1u) << index.out;
   EXPECT_EQ(index.json["indexes"][0]["versions"][0]["state"], "building") << index.out;
   EXPECT_EQ(index.json["worker_lag_events"], 1) << index.out;
+  // `--indexes` after the command reads the same definitions; a path that
+  // does not exist is an error naming it and the flag (README, Command line).
+  CliResult after_command = RunCli(c->config_path, {"index", "status", "--indexes", indexes_path});
+  ASSERT_EQ(after_command.code, 0) << after_command.err;
+  EXPECT_EQ(after_command.json["indexes"], index.json["indexes"]) << after_command.out;
+  CliResult missing = RunCli(c->config_path, {"index", "--indexes", "no-such-indexes", "status"});
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.err.find("'no-such-indexes' do not exist"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("cellar index --indexes PATH"), std::string::npos) << missing.err;
 
   // --watch: a document per interval until SIGTERM, then a clean exit.
   {
