@@ -33,7 +33,9 @@ struct PrivateMariaDbOptions {
   // none; the test makes them). With them, require_secure_transport makes the
   // server refuse plain TCP logins. The probes and Execute() then connect
   // with TLS (`mariadb --ssl`, the certificate unchecked).
-  std::string ssl_ca, ssl_cert, ssl_key;
+  std::string ssl_ca{};
+  std::string ssl_cert{};
+  std::string ssl_key{};
   bool require_secure_transport = false;
 };
 
