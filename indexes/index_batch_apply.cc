@@ -29,8 +29,13 @@ struct PointerState {
   std::optional<uint32_t> target;        // shard of the entry, if any
   std::optional<uint32_t> first_target;  // as locked: where the stored entry is
   std::optional<IndexEntry> entry;       // the end state's entry
-  size_t cell = 0;                       // the cell of the end state
-  bool moved = false;                    // some cell was applied
+  // Shards an entry of any version applied in this batch maps to. A failed
+  // earlier attempt of this batch (or of a prefix of it) may have committed
+  // an entry there on another host (step 4) without moving the pointer, so
+  // the end state removes every one but its own, not only first_target.
+  std::set<uint32_t> passed_targets;
+  size_t cell = 0;     // the cell of the end state
+  bool moved = false;  // some cell was applied
 };
 
 // Runs `prefix` + rows joined by `separator` + `suffix` in statements of up
@@ -205,6 +210,7 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
         auto e = ExtractEntry(def, *cd, cell, cfg.shards);
         if (e.ok()) {
           entry = std::move(e).value();
+          p.passed_targets.insert(entry->target_shard);
           result = {IndexApply::kUpserted, ""};
         } else {
           result = {IndexApply::kSkipped, e.status().message()};
@@ -227,9 +233,12 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
     for (const auto& [k, p] : pointers) {
       if (!p.moved) continue;
       const auto& [shard, row, column] = k;
-      if (p.first_target && p.target != p.first_target)
-        work[v].writes[cfg.HostIndexForShard(*p.first_target)].deletes.push_back(
-            {*p.first_target, row, column, p.applied});
+      std::set<uint32_t> stale = p.passed_targets;
+      if (p.first_target) stale.insert(*p.first_target);
+      if (p.target) stale.erase(*p.target);
+      for (uint32_t target : stale)
+        work[v].writes[cfg.HostIndexForShard(target)].deletes.push_back(
+            {target, row, column, p.applied});
       if (p.entry)
         work[v].writes[cfg.HostIndexForShard(p.entry->target_shard)].upserts[column].push_back(
             {&*p.entry, cells[p.cell]});
