@@ -70,6 +70,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/bench_put_designs.h"
 #include "bench/bench_put_phases.h"
 #include "bench/bench_put_raw.h"
 #include "bench/bench_put_store.h"
@@ -91,6 +92,7 @@ struct PutOptions {
   int batch_cells_per_row = 10;
   int half_rate_cells = 0;  // 0: N / 2
   int async_window = 8;     // PutAsync calls in flight per caller in phase F (0: no phase F)
+  bool closed_loop_designs = false;  // phase G: plain-SQL closed-loop variants
 };
 
 // The targets.
@@ -165,8 +167,9 @@ void AddStorePhaseRows(Table& t, const StorePhase& p, const std::string& call) {
 
 struct PutRun {
   RawRounds raw, ceiling, closed_loop;
-  int closed_loop_rows_per_tx = 0;    // phase C': callers / writer threads
-  std::optional<PhaseResult> single;  // with --single-row-baseline
+  int closed_loop_rows_per_tx = 0;        // phase C': callers / writer threads
+  std::vector<ClosedLoopDesign> designs;  // phase G (--closed-loop-designs)
+  std::optional<PhaseResult> single;      // with --single-row-baseline
   StorePhase put, batch, half, async;
   double half_rate = 0;                                   // cells/s phase E was paced at
   uint64_t cells = 0, json_bytes = 0, encoded_bytes = 0;  // of phase B's cells
@@ -238,6 +241,7 @@ void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& 
         FormatNumber(run.closed_loop.median_rows_per_s, 0));
   AddUsageRows(t, run.closed_loop.usage, static_cast<double>(run.closed_loop.total.rows),
                run.closed_loop.total.seconds);
+  AddClosedLoopDesignRows(t, run.designs, run.raw.median_rows_per_s);
 
   t.Section("phase B: CellStore::Put, group commit, " + std::to_string(o.callers) + " callers");
   AddStorePhaseRows(t, run.put, "put");
@@ -371,6 +375,7 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
     if (run.single)
       j["async_single_row_ratio"] = Round(run.async.cells_per_s / SingleRowRate(run), 3);
   }
+  if (!run.designs.empty()) j["closed_loop_designs"] = ClosedLoopDesignsJson(run.designs, raw);
   j["targets_met"] = met;
   j["errors"] = put.errors + run.batch.r.errors + run.half.r.errors + run.async.r.errors;
   PrintJsonLine(j);
@@ -407,6 +412,13 @@ int RunRawPhases(const BenchCluster& cluster, const PutOptions& o, std::mt19937_
                                                    run.closed_loop_rows_per_tx, o.body_bytes, rng);
                    });
   if (run.closed_loop.exit_code != 0) return run.closed_loop.exit_code;
+
+  if (o.closed_loop_designs) {
+    int rc = 0;
+    run.designs =
+        RunClosedLoopDesigns(cluster, o.callers, o.cells, o.body_bytes, o.raw_rounds, rng, &rc);
+    if (rc != 0) return rc;
+  }
 
   if (!o.single_row_baseline) return 0;
   RawWork statements = PlanRawStatements(cfg, datastore, column, o.cells, 1, o.body_bytes, rng);
@@ -553,6 +565,9 @@ void AddPutCommand(CLI::App& app, int* exit_code) {
                   "PutAsync calls each caller keeps in flight in phase F (0: skip phase F)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
+  cmd->add_flag("--closed-loop-designs", o->closed_loop_designs,
+                "also run phase G: C rows in flight in plain SQL over 1, 2, 4 and 8 connections, "
+                "fenced INSERT ... RETURNING and bare autocommit INSERT");
   cmd->callback([o, exit_code] { *exit_code = RunPut(*o); });
 }
 
