@@ -5,32 +5,72 @@
 #include "bench/bench_put_raw.h"
 
 namespace cellar::bench {
+namespace {
+
+const char* KindName(ClosedLoopDesign::Kind k) {
+  switch (k) {
+    case ClosedLoopDesign::kFenced:
+      return "fenced";
+    case ClosedLoopDesign::kFused:
+      return "fused";
+    case ClosedLoopDesign::kBare:
+      break;
+  }
+  return "bare";
+}
+
+const char* KindText(ClosedLoopDesign::Kind k) {
+  switch (k) {
+    case ClosedLoopDesign::kFenced:
+      return "fence SELECT + INSERT ... RETURNING + COMMIT";
+    case ClosedLoopDesign::kFused:
+      return "fence inside one autocommit INSERT ... RETURNING";
+    case ClosedLoopDesign::kBare:
+      break;
+  }
+  return "bare autocommit INSERT";
+}
+
+RawWork Plan(const ClusterConfig& cfg, ClosedLoopDesign::Kind kind, int cells, int rows_per_tx,
+             int body_bytes, std::mt19937_64& rng) {
+  const std::string& datastore = cfg.datastores[0].name;
+  const std::string& column = cfg.datastores[0].columns[0].name;
+  switch (kind) {
+    case ClosedLoopDesign::kFenced:
+      return PlanFencedTransactions(cfg, datastore, column, cells, rows_per_tx, body_bytes, rng);
+    case ClosedLoopDesign::kFused:
+      return PlanFusedFenceStatements(cfg, datastore, column, cells, rows_per_tx, body_bytes, rng);
+    case ClosedLoopDesign::kBare:
+      break;
+  }
+  return PlanRawStatements(cfg, datastore, column, cells, rows_per_tx, body_bytes, rng);
+}
+
+}  // namespace
 
 std::vector<ClosedLoopDesign> RunClosedLoopDesigns(const BenchCluster& cluster, int callers,
                                                    int cells, int body_bytes, int rounds,
                                                    std::mt19937_64& rng, int* exit_code) {
-  const ClusterConfig& cfg = cluster.config;
-  const std::string datastore = cfg.datastores[0].name;
-  const std::string column = cfg.datastores[0].columns[0].name;
   std::vector<ClosedLoopDesign> out;
   *exit_code = 0;
   for (int w : {1, 2, 4, 8}) {
     if (w > callers) break;
-    for (bool fenced : {true, false}) {
+    for (ClosedLoopDesign::Kind kind :
+         {ClosedLoopDesign::kFenced, ClosedLoopDesign::kFused, ClosedLoopDesign::kBare}) {
       ClosedLoopDesign d;
       d.connections_per_host = w;
       d.rows_per_transaction = std::max(1, callers / w);
-      d.fenced = fenced;
-      const std::string name = "closed-loop design W=" + std::to_string(w) + " " +
-                               (fenced ? "fenced" : "bare") + " " +
-                               std::to_string(d.rows_per_transaction) + " rows/tx";
-      d.rounds = RunRawRounds(
-          cluster, name, rounds, {.connections_per_host = w, .register_writers = fenced}, [&] {
-            return fenced ? PlanFencedTransactions(cfg, datastore, column, cells,
-                                                   d.rows_per_transaction, body_bytes, rng)
-                          : PlanRawStatements(cfg, datastore, column, cells, d.rows_per_transaction,
-                                              body_bytes, rng);
-          });
+      d.kind = kind;
+      const std::string name = "closed-loop design W=" + std::to_string(w) + " " + KindName(kind) +
+                               " " + std::to_string(d.rows_per_transaction) + " rows/tx";
+      d.rounds = RunRawRounds(cluster, name, rounds,
+                              {.connections_per_host = w,
+                               .register_writers = kind != ClosedLoopDesign::kBare,
+                               .keep_autocommit = kind == ClosedLoopDesign::kFused},
+                              [&] {
+                                return Plan(cluster.config, kind, cells, d.rows_per_transaction,
+                                            body_bytes, rng);
+                              });
       if (d.rounds.exit_code != 0) {
         *exit_code = d.rounds.exit_code;
         return {};
@@ -47,16 +87,12 @@ void AddClosedLoopDesignRows(Table& t, const std::vector<ClosedLoopDesign>& desi
   t.Section("phase G: closed-loop designs in plain SQL (C rows in flight per host, W connections)");
   for (const ClosedLoopDesign& d : designs) {
     const double rate = d.rounds.median_rows_per_s;
-    const double cpu_us =
-        d.rounds.total.rows
-            ? 1e6 * (d.rounds.usage.client_cpu_s + d.rounds.usage.server_cpu_s.value_or(0)) /
-                  static_cast<double>(d.rounds.total.rows)
-            : 0;
+    const double rows = static_cast<double>(d.rounds.total.rows);
+    const double cpu_s = d.rounds.usage.client_cpu_s + d.rounds.usage.server_cpu_s.value_or(0);
     t.Add("W=" + std::to_string(d.connections_per_host) + ", " +
-              std::to_string(d.rows_per_transaction) + " rows/tx, " +
-              (d.fenced ? "fenced INSERT ... RETURNING" : "bare autocommit INSERT"),
+              std::to_string(d.rows_per_transaction) + " rows/tx, " + KindText(d.kind),
           FormatNumber(rate, 0) + " rows/s, " + FormatNumber(rate / raw_rows_per_s, 3) +
-              " x raw, " + FormatNumber(cpu_us, 1) + " us CPU per row");
+              " x raw, " + FormatNumber(rows > 0 ? 1e6 * cpu_s / rows : 0, 1) + " us CPU per row");
   }
 }
 
@@ -66,7 +102,7 @@ nlohmann::json ClosedLoopDesignsJson(const std::vector<ClosedLoopDesign>& design
   for (const ClosedLoopDesign& d : designs) {
     a.push_back({{"connections", d.connections_per_host},
                  {"rows_per_transaction", d.rows_per_transaction},
-                 {"fenced", d.fenced},
+                 {"design", KindName(d.kind)},
                  {"rows_per_s", Round(d.rounds.median_rows_per_s, 1)},
                  {"ratio", Round(d.rounds.median_rows_per_s / raw_rows_per_s, 3)}});
   }

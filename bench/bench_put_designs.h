@@ -6,7 +6,9 @@
 // reaches the bar (0.5 x raw 100-row INSERTs): for W connections per
 // host in {1, 2, 4, 8} (W <= C), C / W rows per transaction, both
 //   - fenced: the host-log design (write fence lock + one INSERT ... RETURNING
-//     + COMMIT: three round trips), and
+//     + COMMIT: three round trips),
+//   - fused: the fence lock inside one autocommit INSERT ... RETURNING (one
+//     round trip; PlanFusedFenceStatements), and
 //   - bare: one autocommit multi-row INSERT (one round trip, no fence, no
 //     RETURNING: no design can send less per transaction).
 // Each variant runs `rounds` rounds of N rows; the median round counts.
@@ -27,7 +29,7 @@ namespace cellar::bench {
 struct ClosedLoopDesign {
   int connections_per_host = 0;
   int rows_per_transaction = 0;
-  bool fenced = false;
+  enum Kind { kFenced, kFused, kBare } kind = kFenced;
   RawRounds rounds;
 };
 

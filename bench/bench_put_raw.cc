@@ -97,15 +97,20 @@ constexpr size_t kCreatedAtParam = 6;
 
 // A multi-row INSERT of `rows` into the cells table of host `host`.
 RawStatement HostInsert(const ClusterConfig& cfg, size_t host, const std::string& datastore,
-                        const std::string& column, const std::vector<RawRow>& rows,
-                        bool returning) {
+                        const std::string& column, const std::vector<RawRow>& rows, bool returning,
+                        const std::string& fused_fence_table = "") {
   RawStatement st;
   st.sql = "INSERT INTO " +
            QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[host]), "cells_" + datastore) +
            " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
   st.params.reserve(rows.size() * kParamsPerRow);
   for (size_t i = 0; i < rows.size(); ++i) {
-    st.sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
+    if (i == 0 && !fused_fence_table.empty())
+      // The fence lock inside the INSERT (see PlanFusedFenceStatements).
+      st.sql += "(?,?,?,?,?,?,IF((SELECT conn_id FROM " + fused_fence_table +
+                " WHERE conn_id = CONNECTION_ID() FOR UPDATE) IS NULL, NULL, ?))";
+    else
+      st.sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
     AddRowParams(st.params, rows[i], column);
   }
   if (returning) st.sql += " RETURNING row_key, column_name, ref_key, added_id";
@@ -169,14 +174,30 @@ RawWork PlanFencedTransactions(const ClusterConfig& cfg, const std::string& data
   return by_host;
 }
 
+RawWork PlanFusedFenceStatements(const ClusterConfig& cfg, const std::string& datastore,
+                                 const std::string& column, int rows, int rows_per_transaction,
+                                 int body_bytes, std::mt19937_64& rng) {
+  RawWork by_host(cfg.mysql.hosts.size());
+  PlanHostGroups(cfg, rows, rows_per_transaction, body_bytes, rng,
+                 [&](size_t host, const std::vector<RawRow>& group) {
+                   RawTransaction tx;
+                   tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, true,
+                                                      FenceTable(cfg, host)));
+                   by_host[host].push_back(std::move(tx));
+                 });
+  return by_host;
+}
+
 namespace {
 
-// Registers `conn` in the host's write fence, committed, and turns autocommit off.
-Status RegisterRawWriter(MysqlConnection& conn, const std::string& fence_table) {
+// Registers `conn` in the host's write fence, committed, and turns autocommit
+// off unless `keep_autocommit`.
+Status RegisterRawWriter(MysqlConnection& conn, const std::string& fence_table,
+                         bool keep_autocommit) {
   CELLAR_RETURN_IF_ERROR(
       conn.Execute("INSERT IGNORE INTO " + fence_table + " (conn_id) VALUES (CONNECTION_ID())")
           .status());
-  return conn.UseImplicitTransactions();
+  return keep_autocommit ? Status::Ok() : conn.UseImplicitTransactions();
 }
 
 // One transaction of `tx` on `conn`; the rows written, or the first error (rolled back).
@@ -238,7 +259,8 @@ PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, const RawPhaseO
     for (int i = 0; i < options.connections_per_host; ++i) {
       auto conn = MysqlConnection::Connect(EndpointFor(cfg, cfg.mysql.hosts[h]));
       Status st = conn.status();
-      if (st.ok() && options.register_writers) st = RegisterRawWriter(**conn, FenceTable(cfg, h));
+      if (st.ok() && options.register_writers)
+        st = RegisterRawWriter(**conn, FenceTable(cfg, h), options.keep_autocommit);
       if (!st.ok()) {
         record_error(st);
         return result;

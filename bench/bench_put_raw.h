@@ -66,6 +66,18 @@ RawWork PlanFencedTransactions(const ClusterConfig& cfg, const std::string& data
                                const std::string& column, int rows, int rows_per_transaction,
                                int body_bytes, std::mt19937_64& rng);
 
+// The fence inside the INSERT: each transaction is ONE autocommit INSERT ...
+// RETURNING whose first row's created_at is IF((SELECT conn_id FROM
+// write_fence WHERE conn_id = CONNECTION_ID() FOR UPDATE) IS NULL, NULL, ?).
+// The uncorrelated subquery runs while the statement is optimised, before any
+// row (and so any added_id) is written, and its lock lasts until the
+// statement's own commit; a missing fence row makes created_at NULL and the
+// statement fails. Needs registered writers left in autocommit
+// (RawPhaseOptions::keep_autocommit).
+RawWork PlanFusedFenceStatements(const ClusterConfig& cfg, const std::string& datastore,
+                                 const std::string& column, int rows, int rows_per_transaction,
+                                 int body_bytes, std::mt19937_64& rng);
+
 struct RawPhaseOptions {
   int connections_per_host = 4;
   // Each connection registers in the host's write_fence (INSERT IGNORE of
@@ -73,6 +85,8 @@ struct RawPhaseOptions {
   // autocommit off (SET autocommit = 0, as Cellar's writers do) and removes
   // its row when done.
   bool register_writers = false;
+  // With register_writers: leave autocommit on (PlanFusedFenceStatements).
+  bool keep_autocommit = false;
 };
 
 // Runs `work` (connections connected before the clock starts) and counts the

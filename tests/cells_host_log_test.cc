@@ -19,6 +19,7 @@
 #include "base/time.h"
 #include "cells/body_codec.h"
 #include "cells/cell_store.h"
+#include "cells/internal/batch_transaction.h"
 #include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
@@ -293,6 +294,110 @@ TEST_F(HostLogTest, TwoStoresWritingOneHostWithHeldWritersAreLoggedOnceInOrder) 
         << "cell read twice: " << seen[i].row_key.ToString();
   }
   EXPECT_EQ(committed, read) << "committed " << committed.size() << ", read " << read.size();
+}
+
+// A group transaction's INSERT locks its fence row itself (FencedCreatedAt).
+// The lock must come before InnoDB hands out its added_ids: otherwise a reader
+// could pass an id of a transaction it cannot see is still open.
+class FusedFenceTest : public HostLogTest {
+ protected:
+  // One single-cell unit of `row` (BASE, ref_key 0), as the store queues it.
+  static std::unique_ptr<internal::WriteUnit> Unit(const Uuid& row) {
+    auto u = std::make_unique<internal::WriteUnit>();
+    u->datastore = kDs;
+    u->shard = ShardForRow(row, kShards);
+    u->cells.push_back({row, "BASE", 0, EncodeBody({{"fused", true}}), false});
+    return u;
+  }
+  static Status Run(MysqlConnection& conn, internal::WriteUnit* unit) {
+    std::vector<internal::DatastoreBatch> batches{{kDs, {unit}}};
+    return internal::RunGroupTransaction(conn, Database(), batches);
+  }
+  static Result<std::vector<SqlRow>> FenceRow(MysqlConnection& conn, uint64_t id) {
+    return conn.Query(
+        "SELECT conn_id FROM " + QualifiedTable(Database(), "write_fence") + " WHERE conn_id = ?",
+        {id});
+  }
+};
+
+TEST_F(FusedFenceTest, AnInsertWaitingForItsFenceRowGetsIdsAfterWritersThatCommitMeanwhile) {
+  auto writer = Connect();
+  ASSERT_TRUE(internal::RegisterWriter(*writer, Database()).ok());
+  auto id_rows = writer->Query("SELECT CONNECTION_ID()");
+  ASSERT_TRUE(id_rows.ok());
+  const uint64_t writer_id = (*id_rows)[0].Uint(0);
+
+  // Another session holds the writer's fence row.
+  auto holder = Connect();
+  ASSERT_TRUE(holder->Begin().ok());
+  auto held = holder->Query("SELECT conn_id FROM " + QualifiedTable(Database(), "write_fence") +
+                                " WHERE conn_id = ? FOR UPDATE",
+                            {writer_id});
+  ASSERT_TRUE(held.ok() && held->size() == 1) << held.status().ToString();
+
+  const Uuid row = RowOnShard(4);
+  std::unique_ptr<internal::WriteUnit> unit = Unit(row);
+  auto blocked = std::async(std::launch::async, [&] { return Run(*writer, unit.get()); });
+  // Wait until the writer's statement is waiting for the lock, then commit
+  // another cell: if the writer had its added_id already, it would be lower.
+  auto admin = Connect();
+  bool waiting = false;
+  for (int i = 0; i < 500 && !waiting; ++i) {
+    auto w = admin->Query(
+        "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w JOIN "
+        "information_schema.INNODB_TRX t ON t.trx_id = w.requesting_trx_id "
+        "WHERE t.trx_mysql_thread_id = ?",
+        {writer_id});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    waiting = (*w)[0].Uint(0) > 0;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(waiting) << "the writer never waited for its fence row";
+  Result<PutResult> meanwhile = store().Put(kDs, {RowOnShard(1), "BASE", 0, {{"m", 1}}});
+  ASSERT_TRUE(meanwhile.ok()) << meanwhile.status().ToString();
+  EXPECT_EQ(std::future_status::timeout, blocked.wait_for(std::chrono::milliseconds(0)));
+
+  ASSERT_TRUE(holder->Commit().ok());
+  Status st = blocked.get();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(1u, unit->results.size());
+  ASSERT_TRUE(unit->results[0].ok()) << unit->results[0].status().ToString();
+  EXPECT_GT(unit->results[0]->added_id, meanwhile->added_id);
+}
+
+TEST_F(FusedFenceTest, AWriterWhoseFenceRowIsGoneRegistersAgainEvenInALaxSqlMode) {
+  auto writer = Connect();
+  // In a lax sql_mode a NULL created_at would be stored as 0 with a warning,
+  // and the missing fence row would go unnoticed: RegisterWriter makes the
+  // session strict.
+  ASSERT_TRUE(writer->Execute("SET SESSION sql_mode = ''").ok());
+  ASSERT_TRUE(internal::RegisterWriter(*writer, Database()).ok());
+  auto mode = writer->Query("SELECT @@SESSION.sql_mode");
+  ASSERT_TRUE(mode.ok());
+  EXPECT_THAT((*mode)[0].Bytes(0), HasSubstr("STRICT_ALL_TABLES"));
+  auto id_rows = writer->Query("SELECT CONNECTION_ID()");
+  ASSERT_TRUE(id_rows.ok());
+  const uint64_t writer_id = (*id_rows)[0].Uint(0);
+
+  auto admin = Connect();
+  ASSERT_TRUE(admin
+                  ->Execute("DELETE FROM " + QualifiedTable(Database(), "write_fence") +
+                                " WHERE conn_id = ?",
+                            {writer_id})
+                  .ok());
+  ASSERT_TRUE(admin->Commit().ok());
+  ASSERT_TRUE(FenceRow(*admin, writer_id)->empty());
+
+  const Uuid row = RowOnShard(7);
+  std::unique_ptr<internal::WriteUnit> unit = Unit(row);
+  Status st = Run(*writer, unit.get());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE(unit->results[0].ok()) << unit->results[0].status().ToString();
+  EXPECT_EQ(1u, FenceRow(*admin, writer_id)->size()) << "the writer did not register again";
+  Result<Cell> cell = store().Get(kDs, row, "BASE", 0);
+  ASSERT_TRUE(cell.ok()) << cell.status().ToString();
+  EXPECT_EQ(unit->results[0]->created_at, cell->created_at);
+  EXPECT_GT(cell->created_at, 0);
 }
 
 TEST_F(HostLogTest, MissingTablesNameCellarInitAndWriteNothing) {

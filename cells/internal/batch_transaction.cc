@@ -284,7 +284,8 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     std::vector<SqlParam> params;
     params.reserve(inserts.size() * 7);
     for (size_t i = 0; i < inserts.size(); ++i) {
-      sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
+      // The first row locks the write fence before any added_id exists.
+      sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?," + FencedCreatedAt(database) + ")";
       const PendingCell& c = *inserts[i];
       params.emplace_back(uint64_t{insert_shard[i]});
       params.emplace_back(c.row_key.ToBytes());
@@ -298,7 +299,7 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     // Conflict here (duplicate key) means a cell exists that was not looked
     // up: the caller retries the transaction with look_up_existing.
     auto rows = conn.Query(sql, params);
-    if (!rows.ok()) return rows.status();
+    if (!rows.ok()) return FencedInsertStatus(rows.status(), database);
     // MariaDB returns a multi-row INSERT's rows in VALUES order; each row's
     // address is still checked, and any other order is matched by address.
     auto same_address = [](const SqlRow& r, const PendingCell& c) {
@@ -353,23 +354,34 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
 namespace cellar::internal {
 namespace {
 
+// True when the transaction is the one INSERT of one datastore, which then
+// runs as an autocommit statement: no reads first (no look-up, no erase).
+bool SingleStatement(const std::vector<DatastoreBatch>& batches, bool look_up) {
+  if (look_up || batches.size() != 1) return false;
+  for (const WriteUnit* u : batches[0].units)
+    if (u->erase) return false;
+  return true;
+}
+
 // One transaction over `batches`; with look_up, existing cells are read first.
+// Its INSERTs lock the write fence themselves (FencedCreatedAt).
 Status RunOnce(MysqlConnection& conn, const std::string& database,
                std::vector<DatastoreBatch>& batches, bool look_up) {
-  CELLAR_RETURN_IF_ERROR(conn.Begin());
+  const bool autocommit = SingleStatement(batches, look_up);
+  if (!autocommit) CELLAR_RETURN_IF_ERROR(conn.Begin());
   auto abort = [&](Status s) {
-    conn.Rollback();
+    conn.Rollback();  // an autocommit statement that failed is rolled back already
     for (auto& b : batches)
       for (auto* u : b.units) u->results.clear();
     return s;
   };
-  if (Status st = EnterWriteFence(conn, database); !st.ok()) return abort(st);
   const MicrosSinceEpoch now = NowMicros();
   for (auto& b : batches) {
     Status st = ApplyDatastoreBatch(conn, database, b.datastore, b.units, look_up, now);
     if (!st.ok()) return abort(st);
   }
-  if (Status st = conn.Commit(); !st.ok()) return abort(st);
+  if (!autocommit)
+    if (Status st = conn.Commit(); !st.ok()) return abort(st);
   return Status::Ok();
 }
 

@@ -17,8 +17,9 @@ struct DatastoreBatch {
   std::vector<WriteUnit*> units;
 };
 
-// Inside an open transaction on `conn` that holds its write fence
-// (write_fence.h), for the cells table of `datastore` in the host `database`:
+// Inside a transaction on `conn` (or as its one autocommit statement, when
+// there is nothing to read first), for the cells table of `datastore` in the
+// host `database`:
 //   1. if look_up_existing (or a unit erases), read the cells that already
 //      exist at the units' addresses,
 //   2. decide each unit: all-new cells are planned; an identical existing cell
@@ -28,18 +29,24 @@ struct DatastoreBatch {
 //      with the tombstone that already is the latest version, or fails with
 //      Conflict when its expected ref_key is not the latest (the contract of
 //      CellStore::Erase),
-//   3. one multi-row INSERT ... RETURNING for everything planned.
+//   3. one multi-row INSERT ... RETURNING for everything planned; its first
+//      row locks `conn`'s write fence row (FencedCreatedAt) before any
+//      added_id is allocated.
 // Fills each unit's results, valid only once the transaction commits. Returns
 // Conflict when, without look-up, an insert hit an existing address.
 Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
                            const std::string& datastore, const std::vector<WriteUnit*>& units,
                            bool look_up_existing, MicrosSinceEpoch now);
 
-// One transaction over `batches` on the host `database`: the write fence, then
-// ApplyDatastoreBatch per datastore, optimistically without reading existing
-// cells first; a duplicate key redoes the transaction with the look-up. One
-// COMMIT, one fsync. Writers never wait for each other's commits.
-// REQUIRES: `conn` is a registered writer (RegisterWriter) of `database`.
+// One transaction over `batches` on the host `database`: ApplyDatastoreBatch
+// per datastore, optimistically without reading existing cells first; a
+// duplicate key redoes the transaction with the look-up. Each INSERT locks the
+// write fence itself (write_fence.h, FencedCreatedAt). One datastore without
+// erases is ONE autocommit INSERT ... RETURNING (one round trip); anything
+// else is START TRANSACTION ... COMMIT. One fsync either way. Writers never
+// wait for each other's commits.
+// REQUIRES: `conn` is a registered writer (RegisterWriter) of `database` in
+// autocommit mode (not UseImplicitTransactions), no transaction open.
 // On OK every unit's results are filled. On error (Unavailable, Aborted for a
 // deadlock or lock timeout, Internal) nothing was committed, or the outcome is
 // unknown (a lost COMMIT); units' results are empty for the caller to fill.

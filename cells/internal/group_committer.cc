@@ -156,9 +156,8 @@ Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
         break;
       }
       conn = std::move(c).value();
-      // Every group transaction ends in COMMIT or ROLLBACK: no BEGIN needed.
-      Status st = conn->UseImplicitTransactions();
-      if (st.ok()) st = RegisterWriter(*conn, options_.database);
+      // Autocommit stays on: most group transactions are one INSERT.
+      Status st = RegisterWriter(*conn, options_.database);
       if (!st.ok()) {
         conn.reset();
         status = st.code() == StatusCode::kInternal ? st : Unavailable(st.message());

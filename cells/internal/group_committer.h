@@ -4,12 +4,12 @@
 // pool of writer threads, each with its own MySQL connection (a registered
 // writer of the host's write fence), takes everything waiting (up to
 // max_batch_cells cells) and commits it as ONE transaction: one multi-row
-// INSERT ... RETURNING per datastore and a single COMMIT (one fsync). While one
-// thread commits, new arrivals accumulate for the next, so batches grow with
-// load (the Tera tablet-writer idea). A second transaction starts while one is
-// in flight only when enough cells wait (min_pipelined_cells): small batches
-// cost the server far more per cell than the wait for the running commit. In
-// flight transactions never wait for each other's commit (write_fence.h).
+// INSERT ... RETURNING per datastore and a single COMMIT (one fsync; a batch of one datastore is a
+// single autocommit INSERT, see batch_transaction.h). While one thread commits, new arrivals
+// accumulate for the next, so batches grow with load (the Tera tablet-writer idea). A second
+// transaction starts while one is in flight only when enough cells wait (min_pipelined_cells):
+// small batches cost the server far more per cell than the wait for the running commit. In flight
+// transactions never wait for each other's commit (write_fence.h).
 //
 // Threading: Submit() is thread-safe. Stop() (and the destructor) lets the
 // running transactions end, then fails still-queued units with Unavailable:

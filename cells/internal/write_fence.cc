@@ -39,6 +39,11 @@ Status RegisterWriter(MysqlConnection& conn, const std::string& database) {
   if (st.ok())
     st = conn.Execute("INSERT IGNORE INTO " + table + " (conn_id) VALUES (CONNECTION_ID())")
              .status();
+  if (st.ok())
+    st = conn.Execute(
+                 "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), "
+                 "'STRICT_ALL_TABLES')")
+             .status();
   if (st.ok()) return conn.Commit();
   conn.Rollback();
   return NameInitIfMissing(st, database);
@@ -51,6 +56,20 @@ Status EnterWriteFence(MysqlConnection& conn, const std::string& database) {
   if (rows->empty())
     return FailedPrecondition("this connection's write fence row in " + database + " is gone");
   return Status::Ok();
+}
+
+std::string FencedCreatedAt(const std::string& database) {
+  return "IF((SELECT conn_id FROM " + FenceTable(database) +
+         " WHERE conn_id = CONNECTION_ID() FOR UPDATE) IS NULL, NULL, ?)";
+}
+
+Status FencedInsertStatus(const Status& st, const std::string& database) {
+  if (st.ok()) return st;
+  const std::string& m = st.message();
+  if (m.find("created_at") != std::string::npos && m.find("cannot be null") != std::string::npos)
+    return FailedPrecondition("this connection's write fence row in " + database + " is gone");
+  if (m.find("write_fence") != std::string::npos) return NameInitIfMissing(st, database);
+  return st;
 }
 
 Status WaitForOpenWriters(MysqlConnection& conn, const std::string& database, int max_wait_s) {

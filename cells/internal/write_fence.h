@@ -10,10 +10,19 @@
 // The mechanism. Table write_fence in the host database has one row per
 // writer connection (conn_id = CONNECTION_ID()), created and committed when
 // the connection becomes a writer (RegisterWriter). Every transaction that
-// inserts cells first locks its own row (EnterWriteFence: SELECT ... FOR
-// UPDATE), so it holds that lock from before it allocates any added_id until
-// it commits or rolls back. Writers lock different rows: they never wait for
-// each other.
+// inserts cells locks its own row before it allocates any added_id and holds
+// that lock until it commits or rolls back, in one of two ways:
+//   - EnterWriteFence: SELECT ... FOR UPDATE as the transaction's first
+//     statement (one more round trip);
+//   - FencedCreatedAt: inside the INSERT itself. The first row's created_at
+//     is IF((SELECT conn_id ... FOR UPDATE) IS NULL, NULL, ?). MariaDB
+//     evaluates that uncorrelated subquery while it optimises the statement,
+//     before it writes any row, i.e. before InnoDB hands out any added_id
+//     (measured: an INSERT blocked on its fence row got ids above those of a
+//     writer that committed meanwhile, as a text and as a prepared statement,
+//     under READ COMMITTED and REPEATABLE READ). So a group commit of one
+//     datastore is ONE autocommit statement: one round trip instead of three.
+// Writers lock different rows: they never wait for each other.
 //
 // The argument (why a reader cannot skip a committed cell). A reader reads the
 // committed cells above its position and sees M as the highest. Any added_id
@@ -51,7 +60,10 @@ namespace cellar::internal {
 std::string CreateWriteFenceSql(const std::string& database);
 
 // Makes `conn` a writer of `database`: inserts and commits its fence row, and
-// deletes the rows of connections that no longer exist on the server.
+// deletes the rows of connections that no longer exist on the server. Adds
+// STRICT_ALL_TABLES to the session's sql_mode, so that a NULL created_at
+// (FencedCreatedAt without a fence row) fails the INSERT instead of being
+// stored as 0 with a warning.
 // REQUIRES: no transaction is open on `conn`.
 [[nodiscard]] Status RegisterWriter(MysqlConnection& conn, const std::string& database);
 
@@ -61,6 +73,18 @@ std::string CreateWriteFenceSql(const std::string& database);
 // naming `cellar init` when the table is missing.
 // REQUIRES: the first statement of the transaction.
 [[nodiscard]] Status EnterWriteFence(MysqlConnection& conn, const std::string& database);
+
+// The SQL for the created_at placeholder of the FIRST row of a cells INSERT
+// that locks this connection's fence row itself (see above); it takes the
+// same one `?` parameter as a plain placeholder. Later INSERTs of the same
+// transaction may use it too (the lock is already held).
+std::string FencedCreatedAt(const std::string& database);
+
+// `st` from an INSERT using FencedCreatedAt, translated: FailedPrecondition
+// when this connection's fence row is gone (the caller RegisterWriter()s again
+// and retries), Internal naming `cellar init` when the fence table is missing,
+// any other status unchanged.
+Status FencedInsertStatus(const Status& st, const std::string& database);
 
 // Waits until every transaction that holds a fence row of `database` right
 // now has ended. OK once they all have; DeadlineExceeded when one is still
