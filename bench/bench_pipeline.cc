@@ -251,6 +251,10 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
                   "parallel connections per host for the raw baseline")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  cmd->add_option("--index-lanes", o->index_lanes,
+                  "index worker lanes per host (0: the IndexWorker default)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   cmd->add_option("--concurrency", o->trigger_concurrency, "no-op handler threads")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

@@ -59,6 +59,7 @@ struct PipelineBenchOptions {
   int raw_rounds = 3;
   int raw_connections = 4;  // per MySQL host
   int trigger_concurrency = TriggerOptions{}.concurrency;
+  int index_lanes = 0;     // IndexWorkerOptions::lanes_per_host; 0: its default
   std::string index_yaml;  // file holding driver_partner_index
   int timeout_s = 120;     // warm-up and each throughput wait
 };

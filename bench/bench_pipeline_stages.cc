@@ -107,6 +107,7 @@ Status Stages::StartIndexWorker() {
   indexer_.reset();
   IndexWorkerOptions options;
   options.metrics = &index_metrics_;
+  if (o_.index_lanes > 0) options.lanes_per_host = o_.index_lanes;
   indexer_ = std::make_unique<IndexWorker>(store_, std::vector<IndexDefinition>{index_}, options);
   return indexer_->Start();
 }

@@ -64,14 +64,26 @@ Status IndexCatalog::EnsureRegistry(MysqlConnection& conn) {
                          " ENGINE=InnoDB");
 }
 
+Result<std::vector<SqlRow>> IndexCatalog::ReadRegistry(MysqlConnection& conn,
+                                                       const std::string& sql,
+                                                       const std::vector<SqlParam>& params) {
+  auto rows = conn.Query(sql, params);
+  // No registry yet (nothing applied): no versions. Reads never run DDL: they
+  // are on the query path.
+  if (!rows.ok() && rows.status().code() == StatusCode::kInternal &&
+      rows.status().message().find("index_versions") != std::string::npos &&
+      rows.status().message().find("doesn't exist") != std::string::npos)
+    return std::vector<SqlRow>{};
+  return rows;
+}
+
 Result<std::vector<std::string>> IndexCatalog::Indexes() {
   CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
-  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
   CELLAR_ASSIGN_OR_RETURN(
-      auto rows,
-      lease->Query("SELECT DISTINCT table_name FROM " +
-                   QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
-                   " ORDER BY table_name"));
+      auto rows, ReadRegistry(*lease, "SELECT DISTINCT table_name FROM " +
+                                          QualifiedTable(store_->config().DatabaseForShard(0),
+                                                         "index_versions") +
+                                          " ORDER BY table_name"));
   std::vector<std::string> out;
   for (const auto& r : rows) out.push_back(r.Bytes(0));
   return out;
@@ -79,10 +91,10 @@ Result<std::vector<std::string>> IndexCatalog::Indexes() {
 
 Result<std::vector<IndexVersion>> IndexCatalog::Versions(const std::string& table) {
   CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
-  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
-      lease->Query("SELECT version, fingerprint, state, created_at FROM " +
+      ReadRegistry(*lease,
+                   "SELECT version, fingerprint, state, created_at FROM " +
                        QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
                        " WHERE table_name = ? ORDER BY version",
                    {table}));
@@ -116,12 +128,12 @@ Result<std::vector<IndexVersion>> IndexCatalog::Writable(const std::string& tabl
 
 Result<std::vector<IndexedColumns>> IndexCatalog::WritableOver(const std::string& datastore) {
   CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
-  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
-      lease->Query("SELECT table_name, version, fingerprint, state, created_at, definition FROM " +
-                   QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
-                   " WHERE state <> 'retired' ORDER BY table_name, version"));
+      ReadRegistry(*lease,
+                   "SELECT table_name, version, fingerprint, state, created_at, definition FROM " +
+                       QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
+                       " WHERE state <> 'retired' ORDER BY table_name, version"));
   std::vector<IndexedColumns> out;
   for (const auto& r : rows) {
     IndexedColumns ic{IndexVersion{r.Bytes(0), static_cast<int>(r.Int(1)), r.Bytes(2),
@@ -186,6 +198,10 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
   // version would start ready with nothing in it.
   if (Status layout = store_->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
     return layout;
+  {
+    CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+    CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
+  }
   CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(def.table));
   const std::string fp = def.Fingerprint();
   for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
@@ -254,10 +270,10 @@ Result<IndexDefinition> IndexCatalog::DefinitionOf(const IndexDefinition& curren
                                                    const IndexVersion& v) {
   if (v.fingerprint == current.Fingerprint()) return current;
   CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
-  CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
-      lease->Query("SELECT definition FROM " +
+      ReadRegistry(*lease,
+                   "SELECT definition FROM " +
                        QualifiedTable(store_->config().DatabaseForShard(0), "index_versions") +
                        " WHERE table_name = ? AND version = ?",
                    {v.table, int64_t{v.version}}));

@@ -106,6 +106,9 @@ class IndexCatalog {
 
  private:
   Status EnsureRegistry(MysqlConnection& conn);
+  // A read of the registry; no rows when its table does not exist yet.
+  static Result<std::vector<SqlRow>> ReadRegistry(MysqlConnection& conn, const std::string& sql,
+                                                  const std::vector<SqlParam>& params = {});
   Status CreateTables(const IndexDefinition& def, int version);
   CellStore* store_;
 };

@@ -374,6 +374,18 @@ TEST(IndexesTest, QueryErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(r.status().message(), HasSubstr("has not been applied"));
+  {
+    // Queries run no DDL (they did CREATE TABLE IF NOT EXISTS on every call):
+    // this one left no registry table behind.
+    auto lease = c->store->PoolForShard(0).Acquire();
+    ASSERT_TRUE(lease.ok());
+    auto tables = (*lease)->Query(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND "
+        "TABLE_NAME = 'index_versions'",
+        {c->config.DatabaseForShard(0)});
+    ASSERT_TRUE(tables.ok()) << tables.status().ToString();
+    EXPECT_EQ(0u, (*tables)[0].Uint(0));
+  }
   EXPECT_EQ(BackfillIndex(c->store.get(), def, nullptr).code(), StatusCode::kNotFound);
   EXPECT_EQ(CheckIndex(c->store.get(), def, false).status().code(), StatusCode::kNotFound);
   ApplyIndex(*c->store, def);
