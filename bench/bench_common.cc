@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -191,12 +192,11 @@ double ProcessCpuSeconds() {
   return secs(ru.ru_utime) + secs(ru.ru_stime);
 }
 
-std::optional<double> ServerCpuSeconds(const BenchCluster& cluster) {
-  if (!cluster.db || !cluster.db->running()) return std::nullopt;
-  std::ifstream pid_file(cluster.db->dir() + "/mariadbd.pid");
-  long pid = 0;
-  if (!(pid_file >> pid) || pid <= 0) return std::nullopt;
-  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+namespace {
+
+// utime + stime of a /proc/.../stat file, in seconds; nullopt when unreadable.
+std::optional<double> StatCpuSeconds(const std::string& path) {
+  std::ifstream stat_file(path);
   std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
   // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
   const size_t close = stat.rfind(')');
@@ -209,6 +209,28 @@ std::optional<double> ServerCpuSeconds(const BenchCluster& cluster) {
     if (i == 15) stime = std::stoull(f);
   }
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+double ThreadsCpuSeconds(const std::string& name_prefix) {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm_file(task.path() / "comm");
+    std::string comm;
+    if (!std::getline(comm_file, comm) || comm.rfind(name_prefix, 0) != 0) continue;
+    total += StatCpuSeconds((task.path() / "stat").string()).value_or(0);
+  }
+  return total;
+}
+
+std::optional<double> ServerCpuSeconds(const BenchCluster& cluster) {
+  if (!cluster.db || !cluster.db->running()) return std::nullopt;
+  std::ifstream pid_file(cluster.db->dir() + "/mariadbd.pid");
+  long pid = 0;
+  if (!(pid_file >> pid) || pid <= 0) return std::nullopt;
+  return StatCpuSeconds("/proc/" + std::to_string(pid) + "/stat");
 }
 
 Result<std::map<std::string, int64_t>> ServerStatus(const ClusterConfig& config,

@@ -177,6 +177,10 @@ void DescribeCluster(const BenchCluster& cluster, Table& table);
 
 // CPU seconds (user + system) this process has used so far.
 double ProcessCpuSeconds();
+// CPU seconds (user + system) of this process's live threads whose name
+// starts with `name_prefix` (/proc/self/task/*/comm), e.g. "rdk:mock", the
+// thread of the private local broker. 0 when none is found.
+double ThreadsCpuSeconds(const std::string& name_prefix);
 
 // CPU seconds the private MariaDB has used so far (read from /proc); nullopt
 // when the benchmark runs against --config or /proc cannot be read.

@@ -173,6 +173,10 @@ struct StepFigures {
   uint64_t not_visible = 0;           // sampled puts not visible within 10 s
   uint64_t index_queries = 0;         // visibility queries the pollers sent
   double cpu_busy = 0;  // this process + the private MariaDB, share of all cores (0: unknown)
+  // CPU milliseconds per write acknowledged, split (0: unknown): the private
+  // MariaDB, the private broker's thread (rdk:mock), the rest of this process
+  // (Cellar's stages, the writers, the webhook sink, the probes).
+  double cpu_ms_mariadb = 0, cpu_ms_broker = 0, cpu_ms_process = 0;
   uint64_t handler_missing = 0, webhook_missing = 0;  // not arrived after the drain wait
   LagTrend relay_lag, index_lag, handler_lag, webhook_lag;
   double drain_s = 0;  // after the writes: until every stage had every cell

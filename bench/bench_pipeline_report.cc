@@ -47,6 +47,9 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   j["webhook_lag"] = LagJson(s.webhook_lag);
   j["index_queries"] = s.index_queries;
   j["cpu_busy"] = Round(s.cpu_busy, 3);
+  j["cpu_ms_per_write_mariadb"] = Round(s.cpu_ms_mariadb, 3);
+  j["cpu_ms_per_write_broker"] = Round(s.cpu_ms_broker, 3);
+  j["cpu_ms_per_write_process"] = Round(s.cpu_ms_process, 3);
   j["drain_s"] = Round(s.drain_s, 3);
   j["sustained"] = s.sustained;
   if (!s.sustained) j["why"] = s.verdict;
@@ -119,6 +122,11 @@ int PrintPipelineReport(const PipelineRun& r) {
     t.Add("webhook trigger lag, events", LagText(s.webhook_lag));
     t.Add("CPU busy (this process with the broker + MariaDB)",
           s.cpu_busy > 0 ? FormatNumber(100 * s.cpu_busy, 0) + " % of all cores" : "n/a");
+    if (s.cpu_busy > 0)
+      t.Add("CPU ms per write: MariaDB / broker / rest of this process",
+            FormatNumber(s.cpu_ms_mariadb, 3) + " / " + FormatNumber(s.cpu_ms_broker, 3) + " / " +
+                FormatNumber(s.cpu_ms_process, 3) +
+                " (rest: Cellar's stages, the writers, the webhook sink, the probes)");
     t.Add("every stage caught up after the writes in",
           s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");
     t.Add("verdict", s.sustained ? "sustained" : "not sustained: " + s.verdict);

@@ -243,6 +243,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   const Counts start = Take(stages, 0, 0);
   std::vector<Counts> samples;
   const double cpu_before = ProcessCpuSeconds();
+  const double broker_cpu_before = ThreadsCpuSeconds("rdk:mock");
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
   Stopwatch clock;
   std::atomic<bool> writing{true};
@@ -288,10 +289,18 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   window.WaitEmpty();
   out->seconds = clock.Seconds();
   const double client_cpu = ProcessCpuSeconds() - cpu_before;
+  const double broker_cpu = ThreadsCpuSeconds("rdk:mock") - broker_cpu_before;
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
-  if (server_cpu_before && server_cpu_after)
-    out->cpu_busy = (client_cpu + *server_cpu_after - *server_cpu_before) /
+  if (server_cpu_before && server_cpu_after) {
+    const double server_cpu = *server_cpu_after - *server_cpu_before;
+    out->cpu_busy = (client_cpu + server_cpu) /
                     (out->seconds * std::max(1u, std::thread::hardware_concurrency()));
+    if (const uint64_t writes = ok.load(); writes > 0) {
+      out->cpu_ms_mariadb = 1e3 * server_cpu / static_cast<double>(writes);
+      out->cpu_ms_broker = 1e3 * broker_cpu / static_cast<double>(writes);
+      out->cpu_ms_process = 1e3 * (client_cpu - broker_cpu) / static_cast<double>(writes);
+    }
+  }
   writing = false;
   sampler.join();
   if (StopRequested()) return 130;
