@@ -7,28 +7,21 @@
 namespace cellar::bench {
 namespace {
 
-const char* KindName(ClosedLoopDesign::Kind k) {
-  switch (k) {
-    case ClosedLoopDesign::kFenced:
-      return "fenced";
-    case ClosedLoopDesign::kFused:
-      return "fused";
-    case ClosedLoopDesign::kBare:
-      break;
-  }
-  return "bare";
-}
+struct KindNames {
+  const char* name;  // JSON "design"
+  const char* text;  // table row
+};
 
-const char* KindText(ClosedLoopDesign::Kind k) {
+KindNames Names(ClosedLoopDesign::Kind k) {
   switch (k) {
     case ClosedLoopDesign::kFenced:
-      return "fence SELECT + INSERT ... RETURNING + COMMIT";
+      return {"fenced", "fence SELECT + INSERT ... RETURNING + COMMIT"};
     case ClosedLoopDesign::kFused:
-      return "fence inside one autocommit INSERT ... RETURNING";
+      return {"fused", "fence inside one autocommit INSERT ... RETURNING"};
     case ClosedLoopDesign::kBare:
       break;
   }
-  return "bare autocommit INSERT";
+  return {"bare", "bare autocommit INSERT"};
 }
 
 RawWork Plan(const ClusterConfig& cfg, ClosedLoopDesign::Kind kind, int cells, int rows_per_tx,
@@ -61,8 +54,9 @@ std::vector<ClosedLoopDesign> RunClosedLoopDesigns(const BenchCluster& cluster, 
       d.connections_per_host = w;
       d.rows_per_transaction = std::max(1, callers / w);
       d.kind = kind;
-      const std::string name = "closed-loop design W=" + std::to_string(w) + " " + KindName(kind) +
-                               " " + std::to_string(d.rows_per_transaction) + " rows/tx";
+      const std::string name = "closed-loop design W=" + std::to_string(w) + " " +
+                               Names(kind).name + " " + std::to_string(d.rows_per_transaction) +
+                               " rows/tx";
       d.rounds = RunRawRounds(cluster, name, rounds,
                               {.connections_per_host = w,
                                .register_writers = kind != ClosedLoopDesign::kBare,
@@ -90,7 +84,7 @@ void AddClosedLoopDesignRows(Table& t, const std::vector<ClosedLoopDesign>& desi
     const double rows = static_cast<double>(d.rounds.total.rows);
     const double cpu_s = d.rounds.usage.client_cpu_s + d.rounds.usage.server_cpu_s.value_or(0);
     t.Add("W=" + std::to_string(d.connections_per_host) + ", " +
-              std::to_string(d.rows_per_transaction) + " rows/tx, " + KindText(d.kind),
+              std::to_string(d.rows_per_transaction) + " rows/tx, " + Names(d.kind).text,
           FormatNumber(rate, 0) + " rows/s, " + FormatNumber(rate / raw_rows_per_s, 3) +
               " x raw, " + FormatNumber(rows > 0 ? 1e6 * cpu_s / rows : 0, 1) + " us CPU per row");
   }
@@ -102,7 +96,7 @@ nlohmann::json ClosedLoopDesignsJson(const std::vector<ClosedLoopDesign>& design
   for (const ClosedLoopDesign& d : designs) {
     a.push_back({{"connections", d.connections_per_host},
                  {"rows_per_transaction", d.rows_per_transaction},
-                 {"design", KindName(d.kind)},
+                 {"design", Names(d.kind).name},
                  {"rows_per_s", Round(d.rounds.median_rows_per_s, 1)},
                  {"ratio", Round(d.rounds.median_rows_per_s / raw_rows_per_s, 3)}});
   }

@@ -10,6 +10,7 @@
 #include "base/uuid.h"
 #include "bench/bench_common.h"
 #include "cells/body_codec.h"
+#include "cells/internal/write_fence.h"
 #include "cells/shard_map.h"
 
 namespace cellar::bench {
@@ -98,17 +99,16 @@ constexpr size_t kCreatedAtParam = 6;
 // A multi-row INSERT of `rows` into the cells table of host `host`.
 RawStatement HostInsert(const ClusterConfig& cfg, size_t host, const std::string& datastore,
                         const std::string& column, const std::vector<RawRow>& rows, bool returning,
-                        const std::string& fused_fence_table = "") {
+                        const std::string& fused_fence_database = "") {
   RawStatement st;
   st.sql = "INSERT INTO " +
            QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[host]), "cells_" + datastore) +
            " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
   st.params.reserve(rows.size() * kParamsPerRow);
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (i == 0 && !fused_fence_table.empty())
-      // The fence lock inside the INSERT (see PlanFusedFenceStatements).
-      st.sql += "(?,?,?,?,?,?,IF((SELECT conn_id FROM " + fused_fence_table +
-                " WHERE conn_id = CONNECTION_ID() FOR UPDATE) IS NULL, NULL, ?))";
+    if (i == 0 && !fused_fence_database.empty())
+      // The fence lock inside the INSERT, as the group commit sends it.
+      st.sql += "(?,?,?,?,?,?," + internal::FencedCreatedAt(fused_fence_database) + ")";
     else
       st.sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
     AddRowParams(st.params, rows[i], column);
@@ -146,46 +146,60 @@ void PlanHostGroups(const ClusterConfig& cfg, int rows, int group_rows, int body
 
 }  // namespace
 
+namespace {
+
+// `rows` rows in groups of `rows_per_transaction` per host, one transaction
+// per group made by make(host, group).
+template <typename Make>
+RawWork PlanTransactions(const ClusterConfig& cfg, int rows, int rows_per_transaction,
+                         int body_bytes, std::mt19937_64& rng, Make make) {
+  RawWork by_host(cfg.mysql.hosts.size());
+  PlanHostGroups(cfg, rows, rows_per_transaction, body_bytes, rng,
+                 [&](size_t host, const std::vector<RawRow>& group) {
+                   by_host[host].push_back(make(host, group));
+                 });
+  return by_host;
+}
+
+}  // namespace
+
 RawWork PlanRawStatements(const ClusterConfig& cfg, const std::string& datastore,
                           const std::string& column, int rows, int rows_per_insert, int body_bytes,
                           std::mt19937_64& rng) {
-  RawWork by_host(cfg.mysql.hosts.size());
-  PlanHostGroups(cfg, rows, rows_per_insert, body_bytes, rng,
-                 [&](size_t host, const std::vector<RawRow>& group) {
-                   RawTransaction tx;
-                   tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, false));
-                   by_host[host].push_back(std::move(tx));
-                 });
-  return by_host;
+  return PlanTransactions(
+      cfg, rows, rows_per_insert, body_bytes, rng,
+      [&](size_t host, const std::vector<RawRow>& group) {
+        RawTransaction tx;
+        tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, false));
+        return tx;
+      });
 }
 
 RawWork PlanFencedTransactions(const ClusterConfig& cfg, const std::string& datastore,
                                const std::string& column, int rows, int rows_per_transaction,
                                int body_bytes, std::mt19937_64& rng) {
-  RawWork by_host(cfg.mysql.hosts.size());
-  PlanHostGroups(cfg, rows, rows_per_transaction, body_bytes, rng,
-                 [&](size_t host, const std::vector<RawRow>& group) {
-                   RawTransaction tx;
-                   tx.fence_sql = "SELECT conn_id FROM " + FenceTable(cfg, host) +
-                                  " WHERE conn_id = CONNECTION_ID() FOR UPDATE";
-                   tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, true));
-                   by_host[host].push_back(std::move(tx));
-                 });
-  return by_host;
+  return PlanTransactions(
+      cfg, rows, rows_per_transaction, body_bytes, rng,
+      [&](size_t host, const std::vector<RawRow>& group) {
+        RawTransaction tx;
+        tx.fence_sql = "SELECT conn_id FROM " + FenceTable(cfg, host) +
+                       " WHERE conn_id = CONNECTION_ID() FOR UPDATE";
+        tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, true));
+        return tx;
+      });
 }
 
 RawWork PlanFusedFenceStatements(const ClusterConfig& cfg, const std::string& datastore,
                                  const std::string& column, int rows, int rows_per_transaction,
                                  int body_bytes, std::mt19937_64& rng) {
-  RawWork by_host(cfg.mysql.hosts.size());
-  PlanHostGroups(cfg, rows, rows_per_transaction, body_bytes, rng,
-                 [&](size_t host, const std::vector<RawRow>& group) {
-                   RawTransaction tx;
-                   tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, true,
-                                                      FenceTable(cfg, host)));
-                   by_host[host].push_back(std::move(tx));
-                 });
-  return by_host;
+  return PlanTransactions(
+      cfg, rows, rows_per_transaction, body_bytes, rng,
+      [&](size_t host, const std::vector<RawRow>& group) {
+        RawTransaction tx;
+        tx.statements.push_back(HostInsert(cfg, host, datastore, column, group, true,
+                                           cfg.HostDatabase(cfg.mysql.hosts[host])));
+        return tx;
+      });
 }
 
 namespace {
