@@ -338,15 +338,17 @@ TEST_F(FusedFenceTest, AnInsertWaitingForItsFenceRowGetsIdsAfterWritersThatCommi
   const Uuid row = RowOnShard(4);
   std::unique_ptr<internal::WriteUnit> unit = Unit(row);
   auto blocked = std::async(std::launch::async, [&] { return Run(*writer, unit.get()); });
-  // Wait until the writer's statement is waiting for the lock, then commit
-  // another cell: if the writer had its added_id already, it would be lower.
+  // Wait until the writer's INSERT is running (it cannot finish while the
+  // fence row is held), then commit another cell: if the writer had its
+  // added_id already, it would be lower. PROCESSLIST is read live; the
+  // INNODB_TRX / INNODB_LOCK_WAITS cache is refreshed only after 100 ms
+  // without a read, so polling it never sees a new waiter.
   auto admin = Connect();
   bool waiting = false;
-  for (int i = 0; i < 500 && !waiting; ++i) {
+  for (int i = 0; i < 1000 && !waiting; ++i) {
     auto w = admin->Query(
-        "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w JOIN "
-        "information_schema.INNODB_TRX t ON t.trx_id = w.requesting_trx_id "
-        "WHERE t.trx_mysql_thread_id = ?",
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE "
+        "'INSERT%'",
         {writer_id});
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     waiting = (*w)[0].Uint(0) > 0;

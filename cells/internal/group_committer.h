@@ -31,12 +31,12 @@
 namespace cellar::internal {
 
 struct GroupCommitterOptions {
-  int threads = 4;            // writer connections, i.e. transactions in flight
+  int threads = 2;            // writer connections, i.e. transactions in flight
   int max_batch_cells = 256;  // cells per transaction
   // While a transaction is in flight, another writer starts one only once at
   // least this many cells wait; fewer wait for the running commit to end and
   // join the next, larger batch (0: start at once, any size).
-  int min_pipelined_cells = 8;
+  int min_pipelined_cells = 16;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
 };
 
