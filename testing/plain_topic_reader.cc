@@ -23,8 +23,8 @@ struct PartitionListDeleter {
 
 }  // namespace
 
-Result<std::vector<TopicRecord>> ReadTopic(const std::string& brokers, const std::string& topic,
-                                           int partitions, int timeout_ms) {
+Result<TopicContents> ReadTopic(const std::string& brokers, const std::string& topic,
+                                int partitions, int timeout_ms) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   const std::pair<const char*, std::string> settings[] = {
@@ -58,6 +58,7 @@ Result<std::vector<TopicRecord>> ReadTopic(const std::string& brokers, const std
 
   // Each partition's end now; records at or beyond it are left for a later read.
   std::map<int32_t, int64_t> end;
+  TopicContents out;
   std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> assignment(
       rd_kafka_topic_partition_list_new(partitions));
   for (int32_t p = 0; p < partitions; ++p) {
@@ -67,13 +68,13 @@ Result<std::vector<TopicRecord>> ReadTopic(const std::string& brokers, const std
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
       return Status(StatusCode::kUnavailable, "watermarks of " + topic + "/" + std::to_string(p) +
                                                   ": " + rd_kafka_err2str(e));
+    out.log_start.push_back(low);
     if (high > low) {
       end[p] = high;
       rd_kafka_topic_partition_list_add(assignment.get(), topic.c_str(), p)->offset =
           RD_KAFKA_OFFSET_BEGINNING;
     }
   }
-  std::vector<TopicRecord> out;
   if (end.empty()) return out;
   if (rd_kafka_resp_err_t e = rd_kafka_assign(rk.get(), assignment.get()); e)
     return Status(StatusCode::kInternal, std::string("assign: ") + rd_kafka_err2str(e));
@@ -96,7 +97,7 @@ Result<std::vector<TopicRecord>> ReadTopic(const std::string& brokers, const std
       r.offset = m->offset;
       if (m->key) r.key.assign(static_cast<const char*>(m->key), m->key_len);
       if (m->payload) r.value.assign(static_cast<const char*>(m->payload), m->len);
-      out.push_back(std::move(r));
+      out.records.push_back(std::move(r));
       if (m->offset + 1 >= end[p]) end.erase(p);
     }
     rd_kafka_message_destroy(m);

@@ -2,7 +2,10 @@
 // broker keeps records in memory, so a broker restart loses everything and the
 // relay republishes every host log from the start (README, The relay); what
 // is checked is the final broker: after the workload and the faults ended and
-// the pipeline settled, each stored cell is on the topic exactly once.
+// the pipeline settled, each stored cell is on the topic exactly once, unless
+// the broker's retention deleted it (checks.h, ChangeLogCoverage).
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -15,6 +18,7 @@ namespace cellar::history {
 namespace {
 
 using ::cellar::testing::ReadTopic;
+using ::cellar::testing::TopicContents;
 using ::cellar::testing::TopicRecord;
 
 constexpr const char* kOnce = "change log: every stored cell exactly once";
@@ -55,19 +59,61 @@ std::vector<Event> Parse(const std::vector<TopicRecord>& records, Violations* vi
   return out;
 }
 
-size_t MissingCount(const std::vector<Event>& events, const std::map<Address, const Cell*>& want) {
+// Where retention cut the log: (partition, stream) -> the lowest added_id
+// still on the partition; a (partition, stream) of a cut partition that has
+// no record left maps to UINT64_MAX (all of its records were older).
+class RetentionCut {
+ public:
+  RetentionCut(const TopicContents& topic, const std::vector<Event>& events,
+               const std::map<Address, const Cell*>& want,
+               const std::function<size_t(uint32_t)>& stream_of_shard)
+      : log_start_(topic.log_start), stream_of_shard_(stream_of_shard) {
+    for (const Event& e : events) {
+      auto cell = want.find(e.address);
+      if (cell == want.end()) continue;
+      const Cell& c = *cell->second;
+      auto [it, added] =
+          oldest_.try_emplace({e.record.partition, stream_of_shard(c.shard)}, c.added_id);
+      if (!added) it->second = std::min(it->second, c.added_id);
+    }
+  }
+
+  // True when `c` (in partition `partition`) is older than what retention kept.
+  bool Removed(const Cell& c, int32_t partition) const {
+    if (partition < 0 || static_cast<size_t>(partition) >= log_start_.size() ||
+        log_start_[static_cast<size_t>(partition)] == 0)
+      return false;
+    auto it = oldest_.find({partition, stream_of_shard_(c.shard)});
+    return it == oldest_.end() || c.added_id < it->second;
+  }
+
+ private:
+  std::vector<int64_t> log_start_;
+  std::function<size_t(uint32_t)> stream_of_shard_;
+  std::map<std::pair<int32_t, size_t>, uint64_t> oldest_;
+};
+
+// Stored cells neither on the topic nor removed by retention.
+size_t MissingCount(const TopicContents& topic, const std::map<Address, const Cell*>& want,
+                    int partitions, const std::function<size_t(uint32_t)>& stream_of_shard) {
+  const std::vector<Event> events = Parse(topic.records, nullptr);
+  const RetentionCut cut(topic, events, want, stream_of_shard);
   std::set<Address> seen;
   for (const Event& e : events) seen.insert(e.address);
   size_t missing = 0;
-  for (const auto& [a, c] : want) missing += seen.count(a) ? 0 : 1;
+  for (const auto& [a, c] : want)
+    missing +=
+        seen.count(a) || cut.Removed(*c, static_cast<int32_t>(c->shard % partitions)) ? 0 : 1;
   return missing;
 }
 
 }  // namespace
 
-void CheckChangeLog(const std::string& brokers, const std::string& topic, int partitions,
-                    const std::vector<Cell>& stored, std::chrono::seconds timeout,
-                    Violations& violations) {
+ChangeLogCoverage CheckChangeLog(const std::string& brokers, const std::string& topic,
+                                 int partitions, const std::vector<Cell>& stored,
+                                 const std::function<size_t(uint32_t)>& stream_of_shard,
+                                 std::chrono::seconds timeout, Violations& violations) {
+  ChangeLogCoverage coverage;
   std::map<Address, const Cell*> want;
   for (const Cell& c : stored) want[{c.row_key.ToString(), c.column, c.ref_key}] = &c;
 
@@ -76,17 +122,24 @@ void CheckChangeLog(const std::string& brokers, const std::string& topic, int pa
   const int read_ms = 30000 + static_cast<int>(stored.size() / 10);
   const auto deadline = std::chrono::steady_clock::now() + timeout +
                         std::chrono::milliseconds(static_cast<int64_t>(stored.size()) / 10);
-  Result<std::vector<TopicRecord>> records = ReadTopic(brokers, topic, partitions, read_ms);
-  while (!records.ok() || MissingCount(Parse(*records, nullptr), want) > 0) {
+  Result<TopicContents> records = ReadTopic(brokers, topic, partitions, read_ms);
+  while (!records.ok() || MissingCount(*records, want, partitions, stream_of_shard) > 0) {
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // polling interval
     records = ReadTopic(brokers, topic, partitions, read_ms);
   }
   if (!records.ok()) {
     violations.Add(kOnce, "cannot read " + topic + ": " + records.status().ToString());
-    return;
+    return coverage;
   }
-  const std::vector<Event> events = Parse(*records, &violations);
+  const std::vector<Event> events = Parse(records->records, &violations);
+  const RetentionCut cut(*records, events, want, stream_of_shard);
+  std::map<int32_t, uint64_t> partition_bytes;
+  for (const TopicRecord& r : records->records) {
+    uint64_t& bytes = partition_bytes[r.partition];
+    bytes += r.key.size() + r.value.size();
+    coverage.max_partition_bytes = std::max(coverage.max_partition_bytes, bytes);
+  }
 
   std::map<Address, size_t> count;
   // Per row, the last (added_id, ref_key per column) seen, in partition order.
@@ -134,8 +187,15 @@ void CheckChangeLog(const std::string& brokers, const std::string& topic, int pa
                                  " of its column");
     column_last[{row, column}] = ref;
   }
-  for (const auto& [a, c] : want)
-    if (!count.count(a)) violations.Add(kOnce, Describe(a) + " is stored but not on the topic");
+  for (const auto& [a, c] : want) {
+    if (count.count(a)) continue;
+    if (cut.Removed(*c, static_cast<int32_t>(c->shard % partitions)))
+      coverage.cut_by_retention++;
+    else
+      violations.Add(kOnce, Describe(a) + " (shard " + std::to_string(c->shard) + ", added_id " +
+                                std::to_string(c->added_id) + ") is stored but not on the topic");
+  }
+  return coverage;
 }
 
 }  // namespace cellar::history

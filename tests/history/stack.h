@@ -27,7 +27,11 @@
 namespace cellar::history {
 
 constexpr uint32_t kShards = 16;
-constexpr int kPartitions = 8;
+// One partition per shard. A 45 s run stores 50-60k cells and the broker
+// holds about 640 bytes per event, so with 8 partitions one reached the local
+// broker's 5 MiB per-partition retention (CI, seed 2653773472: its 634 oldest
+// events were gone; a 100 s run with 8 lost 47k); 16 give each twice the room.
+constexpr int kPartitions = 16;
 constexpr const char* kPrefix = "hist";
 constexpr const char* kDatastore = "trips";
 
