@@ -149,37 +149,30 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
     if (pointers.empty()) continue;
     const std::string pointer =
         QualifiedTable(db, PointerTableName(def.table, versions[v].version));
-    // 1. Lock the pointers, in key order (so two batches lock in one order).
-    // Not INSERT IGNORE: on an existing row that takes a shared lock, and two
-    // writers of one row upgrading it FOR UPDATE deadlock. ON DUPLICATE KEY
-    // UPDATE locks the row exclusively at once.
+    // 1. Lock and read the pointers, in key order (so two batches lock in one
+    // order), in one statement per kRowsPerStatement keys: a missing pointer
+    // is created (ref_key -1), an existing one is locked by the no-op update
+    // and RETURNING answers its stored values (MariaDB returns the row as it
+    // is after the statement, i.e. unchanged). Not INSERT IGNORE: on an
+    // existing row that takes a shared lock, and two writers of one row
+    // upgrading it later deadlock. ON DUPLICATE KEY UPDATE locks the row
+    // exclusively at once, by its primary key: no scan, no gap lock.
     std::vector<const PointerKey*> keys;
     for (const auto& [k, st] : pointers) keys.push_back(&k);
-    Status locked = ExecuteRows(
-        c,
-        "INSERT INTO " + pointer + " (shard, row_key, column_key, ref_key, target_shard) VALUES ",
-        keys.size(), ", ", " ON DUPLICATE KEY UPDATE ref_key = ref_key",
-        [&](size_t i, std::vector<SqlParam>& p) {
-          const auto& [shard, row, column] = *keys[i];
-          p.insert(p.end(), {int64_t{shard}, row, column});
-          return std::string("(?, ?, ?, -1, NULL)");
-        });
-    if (!locked.ok()) return fail(locked);
     for (size_t start = 0; start < keys.size(); start += kRowsPerStatement) {
       const size_t end = std::min(keys.size(), start + kRowsPerStatement);
-      // Point lookups by the primary key, forced: on a small table the
-      // optimizer prefers a full scan, which (FOR UPDATE) waits for the rows
-      // of every other lane and deadlocks with them. A row IN list, not ORs:
-      // the server evaluates the whole condition for every row it reads.
-      std::string sql = "SELECT shard, row_key, column_key, ref_key, target_shard FROM " + pointer +
-                        " FORCE INDEX (PRIMARY) WHERE (shard, row_key, column_key) IN (";
+      std::string sql =
+          "INSERT INTO " + pointer + " (shard, row_key, column_key, ref_key, target_shard) VALUES ";
       std::vector<SqlParam> params;
       for (size_t i = start; i < end; ++i) {
         const auto& [shard, row, column] = *keys[i];
-        sql += i > start ? ", (?, ?, ?)" : "(?, ?, ?)";
+        sql += i > start ? ", (?, ?, ?, -1, NULL)" : "(?, ?, ?, -1, NULL)";
         params.insert(params.end(), {int64_t{shard}, row, column});
       }
-      auto rows = c.Query(sql + ") FOR UPDATE", params);
+      auto rows = c.Query(sql +
+                              " ON DUPLICATE KEY UPDATE ref_key = ref_key"
+                              " RETURNING shard, row_key, column_key, ref_key, target_shard",
+                          params);
       if (!rows.ok()) return fail(rows.status());
       for (const auto& r : *rows) {
         auto it = pointers.find({static_cast<uint32_t>(r.Uint(0)), r.Bytes(1), r.Bytes(2)});
@@ -187,7 +180,9 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
         it->second.applied = r.Int(3);
         if (!r.IsNull(4)) it->second.target = it->second.first_target = r.Uint(4);
       }
-      if (rows->size() != end - start) return fail(Internal("index pointer rows vanished"));
+      if (rows->size() != end - start)
+        return fail(Internal("index pointer lock returned " + std::to_string(rows->size()) +
+                             " rows for " + std::to_string(end - start) + " pointers"));
     }
     // 2. Apply the cells in log order, in memory.
     for (size_t i = 0; i < cells.size(); ++i) {
