@@ -255,6 +255,10 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
                   "index worker lanes per host (0: the IndexWorker default)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  cmd->add_option("--index-linger-ms", o->index_linger_ms,
+                  "index worker batch linger in ms (-1: the IndexWorker default)")
+      ->check(CLI::Range(-1, 1000))
+      ->capture_default_str();
   cmd->add_option("--concurrency", o->trigger_concurrency, "no-op handler threads")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

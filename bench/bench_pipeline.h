@@ -59,9 +59,10 @@ struct PipelineBenchOptions {
   int raw_rounds = 3;
   int raw_connections = 4;  // per MySQL host
   int trigger_concurrency = TriggerOptions{}.concurrency;
-  int index_lanes = 0;     // IndexWorkerOptions::lanes_per_host; 0: its default
-  std::string index_yaml;  // file holding driver_partner_index
-  int timeout_s = 120;     // warm-up and each throughput wait
+  int index_lanes = 0;       // IndexWorkerOptions::lanes_per_host; 0: its default
+  int index_linger_ms = -1;  // IndexWorkerOptions::batch_linger_ms; -1: its default
+  std::string index_yaml;    // file holding driver_partner_index
+  int timeout_s = 120;       // warm-up and each throughput wait
 };
 
 constexpr double kTargetP99Ms = 100;

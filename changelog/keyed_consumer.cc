@@ -94,12 +94,14 @@ struct KeyedConsumer::Impl {
     KeyedEvent e;
     TopicPartitionId tp;
     uint64_t generation = 0;
+    std::chrono::steady_clock::time_point queued_at;  // batch_linger_ms counts from here
   };
   struct Lane {
     std::deque<QueuedEvent> queue;
   };
   Mutex lanes_mu;
   std::map<std::string, Lane> lanes GUARDED_BY(lanes_mu);  // non-empty queues
+  CondVar lane_filled;  // a lane reached max_batch, or stopping/paused: lingering ends
   std::atomic<size_t> lane_events{0};  // queued, or in a call that has not returned
 
   Impl(CellStore* s, KeyedConsumerOptions opts, KeyedConsumerCallbacks c)
@@ -305,6 +307,7 @@ struct KeyedConsumer::Impl {
     q.e.broker_timestamp_ms = rec.broker_timestamp_ms;
     q.tp = tp;
     q.generation = generation;
+    q.queued_at = std::chrono::steady_clock::now();
     std::string lane = cb.lane(q.e.event);
     bool schedule = false;
     {
@@ -313,6 +316,8 @@ struct KeyedConsumer::Impl {
       schedule = l.queue.empty();  // otherwise its RunLane is queued or running
       l.queue.push_back(std::move(q));
       ++lane_events;
+      if (o.batch_linger_ms > 0 && l.queue.size() >= static_cast<size_t>(std::max(1, o.max_batch)))
+        lane_filled.NotifyAll();
     }
     if (schedule) tasks->emplace_back(lane, [this, lane] { RunLane(lane); });
   }
@@ -399,6 +404,7 @@ struct KeyedConsumer::Impl {
   // Polling thread, after the loop: the bounded drain, the last commit, leaving.
   void Drain() {
     const int ms = drain_ms;
+    WakeLingeringLanes();  // stop_polling is set: queued batches go now, within the drain
     if (!pool.WaitIdle(ms))
       LogWarn(o.log_component, "drain timed out; unfinished events will be delivered again",
               {{"group", o.group_id}, {"pending", std::to_string(Pending())}});
@@ -407,6 +413,7 @@ struct KeyedConsumer::Impl {
       stopping = true;
     }
     stop_cv.NotifyAll();
+    WakeLingeringLanes();
     // Queued events are now passed by and waits end: only calls in progress remain.
     pool.WaitIdle(std::max(ms, 1000));
     CommitDone();
@@ -492,29 +499,49 @@ struct KeyedConsumer::Impl {
   // Batch mode, pool thread: hands the lane's events on in calls of up to
   // max_batch until its queue is empty. The pool runs one task per lane key
   // at a time, so a RunLane scheduled while another runs (its queue was
-  // emptied meanwhile) waits for it and finds what it left.
+  // emptied meanwhile) waits for it and finds what it left. With a linger, a
+  // call of fewer than max_batch events waits until its oldest event has been
+  // queued batch_linger_ms (events that queued behind a running call usually
+  // have already).
   void RunLane(const std::string& lane) {
     const size_t max = static_cast<size_t>(std::max(1, o.max_batch));
+    const auto linger = std::chrono::milliseconds(std::max(0, o.batch_linger_ms));
     while (true) {
       std::vector<QueuedEvent> batch;
       {
         MutexLock lock(&lanes_mu);
-        auto it = lanes.find(lane);
-        if (it == lanes.end() || it->second.queue.empty()) {
-          if (it != lanes.end()) lanes.erase(it);
-          return;
-        }
-        auto& q = it->second.queue;
-        const size_t n = std::min(max, q.size());
-        batch.reserve(n);
-        for (size_t i = 0; i < n; ++i) {
-          batch.push_back(std::move(q.front()));
-          q.pop_front();
+        while (true) {
+          auto it = lanes.find(lane);
+          if (it == lanes.end() || it->second.queue.empty()) {
+            if (it != lanes.end()) lanes.erase(it);
+            return;
+          }
+          auto& q = it->second.queue;
+          const auto due = q.front().queued_at + linger;
+          if (linger.count() == 0 || q.size() >= max || stop_polling || stopping || paused ||
+              std::chrono::steady_clock::now() >= due) {
+            const size_t n = std::min(max, q.size());
+            batch.reserve(n);
+            for (size_t i = 0; i < n; ++i) {
+              batch.push_back(std::move(q.front()));
+              q.pop_front();
+            }
+            break;
+          }
+          lane_filled.WaitUntil(&lanes_mu, due);  // lingering: more of the lane may come
         }
       }
       RunBatch(batch);
       lane_events -= batch.size();
     }
+  }
+
+  // Ends every linger at once (stop_polling, stopping or paused was just
+  // set): a waiter
+  // holds lanes_mu from its check to its wait, so it sees the flag or the call.
+  void WakeLingeringLanes() {
+    { MutexLock lock(&lanes_mu); }
+    lane_filled.NotifyAll();
   }
 
   // One call's events: handle_batch in calls split at events whose body must
@@ -615,11 +642,15 @@ void KeyedConsumer::Stop(int drain_timeout_ms) {
       m.stopping = true;
     }
     m.stop_cv.NotifyAll();
+    m.WakeLingeringLanes();
   }
   m.pool.Shutdown();
 }
 
-void KeyedConsumer::Pause() { impl_->paused = true; }
+void KeyedConsumer::Pause() {
+  impl_->paused = true;
+  impl_->WakeLingeringLanes();
+}
 bool KeyedConsumer::paused() const { return impl_->paused; }
 bool KeyedConsumer::stopping() const { return impl_->stopping; }
 bool KeyedConsumer::WaitUnlessStopping(int ms) { return impl_->WaitUnlessStopping(ms); }

@@ -53,7 +53,9 @@
 // per lane (`lane(event)`; every event of one row must map to one lane) and
 // a pool thread hands a lane's queued events, up to `max_batch`, in log order
 // to one handle_batch call; while it runs, the lane's next events queue up for
-// the next call (one call per lane at a time, lanes concurrently). kDone
+// the next call (one call per lane at a time, lanes concurrently); with
+// `batch_linger_ms` a call below max_batch waits for its oldest event to be
+// that old, so that more events join it. kDone
 // finishes every event of the call; kAbandoned (as for `handle`, only when
 // stopping() or paused()) none of them. Events of one lane in one call may
 // come from several partitions. An event whose
@@ -127,7 +129,12 @@ struct KeyedConsumerOptions {
   int concurrency = 8;                    // pool threads
   int max_pending = 10000;                // queued or running events before fetching pauses
   int commit_interval_ms = 200;
-  int max_batch = 500;                     // batch mode: events per handle_batch call at most
+  int max_batch = 500;  // batch mode: events per handle_batch call at most
+  // Batch mode: a call of fewer than max_batch events waits until its oldest
+  // event was queued this many milliseconds ago, so that at low rates a lane
+  // makes fewer, larger calls (each event waits up to this much longer).
+  // 0: a lane's events are handed on at once.
+  int batch_linger_ms = 0;
   std::string log_component = "consumer";  // component of the consumer's log lines
   MetricsRegistry* metrics = nullptr;      // not owned; may be null
 };

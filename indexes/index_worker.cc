@@ -269,6 +269,7 @@ Status IndexWorker::Start() {
   KeyedConsumerCallbacks cb;
   cb.decode = [&m](const ConsumedRecord& rec) { return m.Decode(rec); };
   o.max_batch = m.options.max_batch;
+  o.batch_linger_ms = m.options.batch_linger_ms;
   cb.lane = [&m](const CellEvent& e) { return m.Lane(e); };
   cb.handle_batch = [&m](std::vector<KeyedEvent*>& events) {
     return m.ApplyBatch(events) ? Disposition::kDone : Disposition::kAbandoned;

@@ -52,6 +52,10 @@ struct IndexWorkerOptions {
   // pipeline benchmark's index p99 under 100 ms at a rate where 2 did not).
   int lanes_per_host = 4;
   int max_batch = 500;  // events per batch at most
+  // A batch of fewer than max_batch events waits until its oldest event was
+  // queued this many milliseconds ago (KeyedConsumerOptions::batch_linger_ms):
+  // fewer, larger transactions at low rates, for up to this much more lag.
+  int batch_linger_ms = 0;
   // Where the worker registers its metrics; not owned, must outlive the
   // worker. Null: a registry of the worker's own.
   MetricsRegistry* metrics = nullptr;

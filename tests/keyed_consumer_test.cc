@@ -261,6 +261,92 @@ TEST(KeyedConsumerTest, BatchModeHandsEachLanesQueuedEventsOnInOneCall) {
   }
 }
 
+// Calls of one lane with batch_linger_ms, each recorded with its events and
+// when it ran.
+struct LingerCalls {
+  std::mutex mu;
+  std::vector<size_t> sizes;
+  std::vector<std::chrono::steady_clock::time_point> at;
+  size_t events() {
+    std::lock_guard<std::mutex> lock(mu);
+    size_t n = 0;
+    for (size_t s : sizes) n += s;
+    return n;
+  }
+};
+
+KeyedConsumerCallbacks LingerCallbacks(LingerCalls* calls) {
+  KeyedConsumerCallbacks cb;
+  cb.lane = [](const CellEvent&) { return std::string("one-lane"); };
+  cb.handle_batch = [calls](std::vector<KeyedEvent*>& batch) {
+    std::lock_guard<std::mutex> lock(calls->mu);
+    calls->sizes.push_back(batch.size());
+    calls->at.push_back(std::chrono::steady_clock::now());
+    return Disposition::kDone;
+  };
+  return cb;
+}
+
+size_t OpenEvents(const KeyedConsumer& kc) {
+  size_t open = 0;
+  for (const auto& p : kc.Progress()) open += p.open;
+  return open;
+}
+
+// Events that arrive one by one within the linger are handed on in one call,
+// no sooner than the linger after the first.
+TEST(KeyedConsumerTest, BatchLingerGathersEventsThatArriveOneByOne) {
+  auto c = MakeCluster("kc_linger", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "kc-linger-relay");
+  ASSERT_TRUE(relay);
+  LingerCalls calls;
+  KeyedConsumerOptions options = Options(c->prefix + ".kcl", 2, 1000);
+  options.batch_linger_ms = 6000;
+  KeyedConsumer kc(c->store.get(), options, LingerCallbacks(&calls));
+  ASSERT_TRUE(kc.Start().ok());
+  constexpr size_t kCells = 4;
+  const std::vector<Uuid> rows = NewRows(kCells);
+  const auto first_put = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < kCells; ++i) {
+    PutVersion(*c->store, {rows[i]}, "BASE", 1, [&](size_t) { return nlohmann::json{{"i", i}}; });
+    // Each event reaches the consumer before the next is written.
+    ASSERT_TRUE(WaitFor([&] { return OpenEvents(kc) + calls.events() >= i + 1; }, 20s))
+        << "event " << i << " did not arrive";
+  }
+  ASSERT_TRUE(WaitFor([&] { return calls.events() >= kCells; }, 30s));
+  kc.Stop(5000);
+  std::lock_guard<std::mutex> lock(calls.mu);
+  EXPECT_EQ(calls.sizes, std::vector<size_t>{kCells}) << "the lane did not linger for its batch";
+  ASSERT_FALSE(calls.at.empty());
+  EXPECT_GE(calls.at.front() - first_put, 6000ms) << "the call did not wait for the linger";
+}
+
+// A full batch goes at once, and Stop() hands a lingering batch on within its
+// drain instead of waiting out the linger.
+TEST(KeyedConsumerTest, BatchLingerEndsWhenTheBatchIsFullOrTheConsumerStops) {
+  auto c = MakeCluster("kc_linger_end", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "kc-linger-end-relay");
+  ASSERT_TRUE(relay);
+  LingerCalls calls;
+  KeyedConsumerOptions options = Options(c->prefix + ".kcle", 2, 1000);
+  options.batch_linger_ms = 120000;
+  options.max_batch = 3;
+  KeyedConsumer kc(c->store.get(), options, LingerCallbacks(&calls));
+  ASSERT_TRUE(kc.Start().ok());
+  PutVersion(*c->store, NewRows(3), "BASE", 1, [](size_t i) { return nlohmann::json{{"i", i}}; });
+  EXPECT_TRUE(WaitFor([&] { return calls.events() >= 3; }, 30s))
+      << "a full batch waited for the linger";
+
+  PutVersion(*c->store, NewRows(1), "BASE", 1, [](size_t i) { return nlohmann::json{{"i", i}}; });
+  ASSERT_TRUE(WaitFor([&] { return OpenEvents(kc) >= 1; }, 20s)) << "the event did not arrive";
+  const auto stop_at = std::chrono::steady_clock::now();
+  kc.Stop(30000);
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, 20s) << "Stop() waited out the linger";
+  EXPECT_EQ(calls.events(), 4u) << "the lingering event was not handed on in the drain";
+}
+
 TEST(KeyedConsumerTest, BatchModeNeedsALane) {
   auto c = MakeCluster("kc_nolane", Broker());
   ASSERT_TRUE(c);
