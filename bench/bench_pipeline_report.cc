@@ -76,6 +76,15 @@ int PrintPipelineReport(const PipelineRun& r) {
   t.Add("kafka", r.private_broker ? "private local broker (librdkafka mock) " + cfg.kafka.brokers
                                   : cfg.kafka.brokers);
   t.Add("kafka.partitions", std::to_string(cfg.kafka.partitions));
+  t.Add("relay.poll_min_ms / poll_max_ms",
+        std::to_string(cfg.relay.poll_min_ms) + " / " + std::to_string(cfg.relay.poll_max_ms));
+  {
+    const IndexWorkerOptions defaults;
+    t.Add(
+        "index lanes per host / batch linger ms",
+        std::to_string(o.index_lanes > 0 ? o.index_lanes : defaults.lanes_per_host) + " / " +
+            std::to_string(o.index_linger_ms >= 0 ? o.index_linger_ms : defaults.batch_linger_ms));
+  }
   t.Add("stages (this process)",
         "relay; IndexWorker (" + std::string(kIndexName) + "); no-op trigger (concurrency " +
             std::to_string(o.trigger_concurrency) + "); webhook trigger to an in-process sink");
