@@ -133,7 +133,8 @@ struct KeyedConsumerOptions {
   // Batch mode: a call of fewer than max_batch events waits until its oldest
   // event was queued this many milliseconds ago, so that at low rates a lane
   // makes fewer, larger calls (each event waits up to this much longer).
-  // 0: a lane's events are handed on at once.
+  // A lingering lane holds its pool thread, so keep concurrency at or above
+  // the number of busy lanes. 0: a lane's events are handed on at once.
   int batch_linger_ms = 0;
   std::string log_component = "consumer";  // component of the consumer's log lines
   MetricsRegistry* metrics = nullptr;      // not owned; may be null

@@ -293,58 +293,72 @@ size_t OpenEvents(const KeyedConsumer& kc) {
   return open;
 }
 
+// A cluster with a relay and a started one-lane batch consumer whose calls
+// are recorded. Members go in reverse order: the consumer before what its
+// callbacks use.
+struct LingeringConsumer {
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<Relay> relay;
+  LingerCalls calls;
+  std::unique_ptr<KeyedConsumer> kc;
+};
+
+std::unique_ptr<LingeringConsumer> StartLingering(const std::string& name, int linger_ms,
+                                                  int max_batch) {
+  auto l = std::make_unique<LingeringConsumer>();
+  l->cluster = MakeCluster(name, Broker());
+  if (!l->cluster) return nullptr;
+  l->relay = StartRelay(l->cluster->store.get(), name + "-relay");
+  if (!l->relay) return nullptr;
+  KeyedConsumerOptions options = Options(l->cluster->prefix + ".linger", 2, 1000);
+  options.batch_linger_ms = linger_ms;
+  options.max_batch = max_batch;
+  l->kc =
+      std::make_unique<KeyedConsumer>(l->cluster->store.get(), options, LingerCallbacks(&l->calls));
+  if (!l->kc->Start().ok()) return nullptr;
+  return l;
+}
+
 // Events that arrive one by one within the linger are handed on in one call,
 // no sooner than the linger after the first.
 TEST(KeyedConsumerTest, BatchLingerGathersEventsThatArriveOneByOne) {
-  auto c = MakeCluster("kc_linger", Broker());
-  ASSERT_TRUE(c);
-  auto relay = StartRelay(c->store.get(), "kc-linger-relay");
-  ASSERT_TRUE(relay);
-  LingerCalls calls;
-  KeyedConsumerOptions options = Options(c->prefix + ".kcl", 2, 1000);
-  options.batch_linger_ms = 6000;
-  KeyedConsumer kc(c->store.get(), options, LingerCallbacks(&calls));
-  ASSERT_TRUE(kc.Start().ok());
+  auto l = StartLingering("kc_linger", 6000, 500);
+  ASSERT_TRUE(l);
   constexpr size_t kCells = 4;
   const std::vector<Uuid> rows = NewRows(kCells);
   const auto first_put = std::chrono::steady_clock::now();
   for (size_t i = 0; i < kCells; ++i) {
-    PutVersion(*c->store, {rows[i]}, "BASE", 1, [&](size_t) { return nlohmann::json{{"i", i}}; });
+    PutVersion(*l->cluster->store, {rows[i]}, "BASE", 1, [&](size_t) {
+      return nlohmann::json{{"i", i}};
+    });
     // Each event reaches the consumer before the next is written.
-    ASSERT_TRUE(WaitFor([&] { return OpenEvents(kc) + calls.events() >= i + 1; }, 20s))
+    ASSERT_TRUE(WaitFor([&] { return OpenEvents(*l->kc) + l->calls.events() >= i + 1; }, 20s))
         << "event " << i << " did not arrive";
   }
-  ASSERT_TRUE(WaitFor([&] { return calls.events() >= kCells; }, 30s));
-  kc.Stop(5000);
-  std::lock_guard<std::mutex> lock(calls.mu);
-  EXPECT_EQ(calls.sizes, std::vector<size_t>{kCells}) << "the lane did not linger for its batch";
-  ASSERT_FALSE(calls.at.empty());
-  EXPECT_GE(calls.at.front() - first_put, 6000ms) << "the call did not wait for the linger";
+  ASSERT_TRUE(WaitFor([&] { return l->calls.events() >= kCells; }, 30s));
+  l->kc->Stop(5000);
+  std::lock_guard<std::mutex> lock(l->calls.mu);
+  EXPECT_EQ(l->calls.sizes, std::vector<size_t>{kCells}) << "the lane did not linger for its batch";
+  ASSERT_FALSE(l->calls.at.empty());
+  EXPECT_GE(l->calls.at.front() - first_put, 6000ms) << "the call did not wait for the linger";
 }
 
 // A full batch goes at once, and Stop() hands a lingering batch on within its
 // drain instead of waiting out the linger.
 TEST(KeyedConsumerTest, BatchLingerEndsWhenTheBatchIsFullOrTheConsumerStops) {
-  auto c = MakeCluster("kc_linger_end", Broker());
-  ASSERT_TRUE(c);
-  auto relay = StartRelay(c->store.get(), "kc-linger-end-relay");
-  ASSERT_TRUE(relay);
-  LingerCalls calls;
-  KeyedConsumerOptions options = Options(c->prefix + ".kcle", 2, 1000);
-  options.batch_linger_ms = 120000;
-  options.max_batch = 3;
-  KeyedConsumer kc(c->store.get(), options, LingerCallbacks(&calls));
-  ASSERT_TRUE(kc.Start().ok());
-  PutVersion(*c->store, NewRows(3), "BASE", 1, [](size_t i) { return nlohmann::json{{"i", i}}; });
-  EXPECT_TRUE(WaitFor([&] { return calls.events() >= 3; }, 30s))
+  auto l = StartLingering("kc_linger_end", 120000, 3);
+  ASSERT_TRUE(l);
+  auto body = [](size_t i) { return nlohmann::json{{"i", i}}; };
+  PutVersion(*l->cluster->store, NewRows(3), "BASE", 1, body);
+  EXPECT_TRUE(WaitFor([&] { return l->calls.events() >= 3; }, 30s))
       << "a full batch waited for the linger";
 
-  PutVersion(*c->store, NewRows(1), "BASE", 1, [](size_t i) { return nlohmann::json{{"i", i}}; });
-  ASSERT_TRUE(WaitFor([&] { return OpenEvents(kc) >= 1; }, 20s)) << "the event did not arrive";
+  PutVersion(*l->cluster->store, NewRows(1), "BASE", 1, body);
+  ASSERT_TRUE(WaitFor([&] { return OpenEvents(*l->kc) >= 1; }, 20s)) << "the event did not arrive";
   const auto stop_at = std::chrono::steady_clock::now();
-  kc.Stop(30000);
+  l->kc->Stop(30000);
   EXPECT_LT(std::chrono::steady_clock::now() - stop_at, 20s) << "Stop() waited out the linger";
-  EXPECT_EQ(calls.events(), 4u) << "the lingering event was not handed on in the drain";
+  EXPECT_EQ(l->calls.events(), 4u) << "the lingering event was not handed on in the drain";
 }
 
 TEST(KeyedConsumerTest, BatchModeNeedsALane) {
