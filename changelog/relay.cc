@@ -15,13 +15,30 @@ std::string RelayLockName(const std::string& host_database, const std::string& d
   return "cellar_relay:" + name.substr(13, 34) + "~" + hex;
 }
 
+// After a read at `round` that handed `produced` cells on: a full page means
+// a backlog (read on at once); a partial one, a trickle (wait poll_min_ms, so
+// it is read in pages of a few cells, not one query per cell); nothing, an
+// idle stream (wait, doubling from poll_min_ms up to poll_max_ms).
+void Relay::Impl::ScheduleNextRead(HostStream& s, size_t produced,
+                                   std::chrono::steady_clock::time_point round) {
+  const int min_ms = std::max(1, config.relay.poll_min_ms);
+  if (produced == 0) {
+    const int wait_ms = s.idle_ms > 0 ? s.idle_ms : min_ms;
+    s.next_read = round + std::chrono::milliseconds(wait_ms);
+    s.idle_ms = std::min(wait_ms * 2, std::max(min_ms, config.relay.poll_max_ms));
+    return;
+  }
+  s.idle_ms = 0;
+  const bool full = produced >= static_cast<size_t>(std::max(1, config.relay.batch_cells));
+  s.next_read = full ? round : round + std::chrono::milliseconds(min_ms);
+}
+
 void Relay::Impl::HostLoop(size_t host_index) {
   const MysqlHostConfig& host = config.mysql.hosts[host_index];
   const std::string db = config.HostDatabase(host);
   NamedLocks locks(EndpointFor(config, host));
   std::vector<std::string> mine;  // lock names of the streams of this host this relay owns
   auto next_ownership = std::chrono::steady_clock::now();
-  int idle_ms = config.relay.poll_min_ms;
   const size_t n = config.datastores.size();
   const size_t rotate = std::hash<std::string>{}(relay_id) % std::max<size_t>(n, 1);
 
@@ -91,9 +108,16 @@ void Relay::Impl::HostLoop(size_t host_index) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing owned: wait a round
       continue;
     }
-    size_t produced = 0;
-    for (const auto& name : mine)
-      if (auto s = Stream(name)) produced += Pump(s);
+    // Each stream is read when its own schedule says so (ScheduleNextRead);
+    // the thread sleeps until the first stream is due.
+    const auto round = std::chrono::steady_clock::now();
+    auto wake = round + std::chrono::milliseconds(config.relay.poll_max_ms);
+    for (const auto& name : mine) {
+      auto s = Stream(name);
+      if (!s) continue;
+      if (round >= s->next_read) ScheduleNextRead(*s, Pump(s), round);
+      wake = std::min(wake, s->next_read);
+    }
     for (size_t i = 0; i < mine.size();) {
       auto s = Stream(mine[i]);
       if (!s || !s->fenced) {
@@ -110,17 +134,8 @@ void Relay::Impl::HostLoop(size_t host_index) {
       owned_total--;
       mine.erase(mine.begin() + static_cast<long>(i));
     }
-    if (produced == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));  // adaptive idle poll
-      idle_ms = std::min(idle_ms * 2, config.relay.poll_max_ms);
-    } else {
-      idle_ms = config.relay.poll_min_ms;
-      // Caught up (less than a page): the next poll waits poll_min_ms, so a
-      // steady trickle is read in pages of a few cells, not one query per
-      // cell. A full page means a backlog: read on at once.
-      if (produced < static_cast<size_t>(std::max(1, config.relay.batch_cells)) * mine.size())
-        std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
-    }
+    wake = std::min(wake, next_ownership);
+    if (wake > std::chrono::steady_clock::now()) std::this_thread::sleep_until(wake);
   }
   // Shutdown: flush and save what this thread owns, then let the locks go.
   for (const auto& name : mine) {

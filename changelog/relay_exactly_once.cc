@@ -90,7 +90,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     MutexLock lock(&s.mu);
     after = s.read_pos;
   }
-  auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
+  auto page = ReadLog(s, after);
   if (!page.ok()) return 0;
   if (page->cells.empty()) {
     MutexLock lock(&s.mu);
@@ -154,7 +154,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     if (!full || pages + 1 >= kMaxPagesPerFencedBatch ||
         std::chrono::steady_clock::now() >= stop_reading)
       break;
-    page = store->HostLog(s.datastore, s.host, last, config.relay.batch_cells);
+    page = ReadLog(s, last);
     if (!page.ok() || page->cells.empty()) break;
   }
   published += produced;  // handed to the producer (RelayStats::published)

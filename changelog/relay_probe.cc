@@ -21,7 +21,10 @@ RelayProbe::RelayProbe(MetricsRegistry* registry, const ClusterConfig& config) {
                       "(0 when caught up)",
                       labels),
           &r.GetGauge("cellar_relay_checkpoint_age_seconds",
-                      "Seconds since the stream's checkpoint last moved", labels)};
+                      "Seconds since the stream's checkpoint last moved", labels),
+          &r.GetCounter("cellar_relay_log_reads_total",
+                        "Reads (polls) of the stream's host log, whether or not they found cells",
+                        labels)};
     }
   owned_streams_ = &r.GetGauge("cellar_relay_owned_streams", "Streams this relay owns");
   rewinds_ = &r.GetCounter("cellar_relay_rewinds_total",
@@ -55,6 +58,11 @@ void RelayProbe::UpdateStreams(const std::vector<RelayStreamStatus>& streams,
     it->second.checkpoint_age->Set(static_cast<double>(std::max<MicrosSinceEpoch>(0, now - since)) /
                                    1e6);
   }
+}
+
+void RelayProbe::LogRead(const std::string& host, const std::string& datastore) {
+  auto it = streams_.find({host, datastore});
+  if (it != streams_.end()) it->second.log_reads->Increment();
 }
 
 }  // namespace cellar

@@ -10,6 +10,8 @@
 //   cellar_relay_checkpoint_age_seconds{host,datastore}  since the checkpoint last moved
 //       (0 before its first checkpoint; it grows on an idle stream too: read it
 //       with the lag)
+//   cellar_relay_log_reads_total{host,datastore}     reads of the stream's host log (polls,
+//       found something or not): each stream backs off on its own while idle
 //   cellar_relay_owned_streams                       streams this relay owns
 //   cellar_relay_rewinds_total                       streams rewound after a failed delivery
 //   cellar_relay_streams_fenced_total                streams dropped: another relay claimed them
@@ -40,6 +42,8 @@ class RelayProbe {
 
   // `n` events of `datastore` published (an unknown datastore is ignored).
   void Published(const std::string& datastore, uint64_t n = 1);
+  // One read of the host log of (host, datastore) (an unknown stream is ignored).
+  void LogRead(const std::string& host, const std::string& datastore);
   // Sets the per-stream gauges from `streams` (ReadRelayStatus) at time `now`;
   // a stream that could not be read keeps its previous values.
   void UpdateStreams(const std::vector<RelayStreamStatus>& streams, MicrosSinceEpoch now);
@@ -56,6 +60,7 @@ class RelayProbe {
     Gauge* lag;
     Gauge* oldest_age;
     Gauge* checkpoint_age;
+    Counter* log_reads;
   };
   // Filled by the constructor, read-only afterwards.
   std::map<std::string, Counter*> published_;                            // by datastore

@@ -232,5 +232,44 @@ TEST(RelayMetricsTest, RelayProcessServesItsMetricsOnMetricsAddress) {
   EXPECT_EQ(relay.Terminate(10s), 0) << relay.Log();
 }
 
+// Each stream backs off on its own (cellar_relay_log_reads_total): while one
+// host's trips stream gets cells all the time, the idle users stream of the
+// same host is read far less often. (Before, a host's loop read every stream
+// at the pace of its busiest one.)
+TEST(RelayMetricsTest, AnIdleStreamIsReadLessOftenThanABusyOneOfTheSameHost) {
+  auto c = MakeCluster("rt_idle_reads", Broker());
+  ASSERT_TRUE(c);
+  constexpr uint32_t kShard = 0;
+  const std::string host = c->config.mysql.hosts[c->config.HostIndexForShard(kShard)].name;
+  MetricsRegistry metrics;
+  Relay relay(c->store.get(), "idle-reads", &metrics);
+  auto reads = [&](const std::string& datastore) {
+    return MetricValue(metrics.Render(), "cellar_relay_log_reads_total",
+                       {{"host", host}, {"datastore", datastore}});
+  };
+  EXPECT_EQ(reads("users"), 0) << "the series does not exist before the relay runs";
+  ASSERT_TRUE(relay.Start().ok());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return MetricValue(metrics.Render(), "cellar_relay_owned_streams") ==
+               static_cast<double>(kHosts * c->config.datastores.size());
+      },
+      30s))
+      << metrics.Render();
+  const double busy_before = reads(kDatastore), idle_before = reads("users");
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  while (std::chrono::steady_clock::now() < until) {  // the busy stream: puts back to back
+    auto r = c->store->Put(kDatastore, MakeCell(RowOnShard(kShard), 0, "busy"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  const double busy = reads(kDatastore) - busy_before, idle = reads("users") - idle_before;
+  EXPECT_GT(busy, 100) << "the busy stream was hardly read";
+  EXPECT_LT(idle * 4, busy) << "the idle stream was read " << idle << " times, the busy one "
+                            << busy;
+  // relay.poll_max_ms 50: about 40 reads in 2 s, plus the back-off's first steps.
+  EXPECT_LT(idle, 80) << "the idle stream did not back off to poll_max_ms";
+  relay.Stop();
+}
+
 }  // namespace
 }  // namespace cellar::relaytest

@@ -35,6 +35,12 @@ struct HostStream {
   bool fenced = false;                         // another relay claimed the stream
   std::chrono::steady_clock::time_point not_before{};  // publish nothing before this
 
+  // Polling, per stream (host thread only): an idle stream backs off from
+  // relay.poll_min_ms to poll_max_ms on its own, so a busy stream of the same
+  // host does not make the relay read every idle one as often.
+  int idle_ms = 0;                                    // 0: poll_min_ms
+  std::chrono::steady_clock::time_point next_read{};  // read the log again from here on
+
   Mutex mu;                                     // guards everything below
   CondVar delivered;                            // signalled on every delivery report
   uint64_t read_pos GUARDED_BY(mu) = 0;         // highest added_id handed to the producer

@@ -350,8 +350,19 @@ struct Relay::Impl {
   }
 
   size_t PumpFenced(const std::shared_ptr<HostStream>& sp);
+  // When `s` is read next, after a read at `round` that handed `produced`
+  // cells on (host thread).
+  void ScheduleNextRead(HostStream& s, size_t produced,
+                        std::chrono::steady_clock::time_point round);
   bool Reconcile(HostStream& s);
   void ReleaseFenced(HostStream& s);
+
+  // One page of the stream's host log after `after` (counted in
+  // cellar_relay_log_reads_total).
+  Result<HostLogPage> ReadLog(const HostStream& s, uint64_t after) {
+    if (probe) probe->LogRead(s.host_name, s.datastore);
+    return store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
+  }
 
   // Reads the next final cells of the stream's host log and hands them to
   // the producer. Returns the count.
@@ -377,7 +388,7 @@ struct Relay::Impl {
       after = s.read_pos;
       gen = s.generation;
     }
-    auto page = store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
+    auto page = ReadLog(s, after);
     if (!page.ok()) return 0;
     size_t produced = 0;
     ReaderMutexLock plock(&producer_mu);
