@@ -77,57 +77,37 @@ TEST(ConfigTest, TtlOverflowIsRejected) {
 }
 
 TEST(ConfigTest, UnknownKeysAtEveryLevel) {
-  {
-    const std::string yaml = Yaml("", "", "colour: blue\n");
-    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "colour",
-                                             "colour: unknown key (allowed: shards mysql limits "
-                                             "group_commit kafka relay purge datastores)")));
-  }
-  {
-    const std::string yaml = Yaml(
-        "    - { name: db1, port: 3306, shards: 0-31 }\n"
-        "    - { name: db2, port: 3307, shards: 32-63, weight: 2 }\n");
-    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "weight",
-                                             "mysql.hosts[1].weight: unknown key (allowed: name "
-                                             "address port shards tls)")));
-  }
-  {
-    const std::string yaml = Yaml(
-        "    - { name: db1, port: 3306, shards: 0-31 }\n"
-        "    - { name: db2, port: 3307, shards: 32-63, tls: { mode: required, colour: blue } }\n");
-    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "colour",
-                                             "mysql.hosts[1].tls.colour: unknown key (allowed: "
-                                             "mode ca cert key)")));
-  }
-  {
-    const std::string yaml =
-        Yaml("", "  - name: trips\n    columns:\n      BASE: { ttl: 1d, index: yes }\n");
-    EXPECT_THAT(Errors(yaml),
-                ElementsAre(At(yaml, "index",
-                               "datastores[0].columns.BASE.index: unknown key (allowed: ttl)")));
-  }
-  {
-    const std::string yaml =
-        Yaml("", "  - name: trips\n    owner: me\n    columns:\n      BASE: {}\n");
-    EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "owner",
-                                             "datastores[0].owner: unknown key (allowed: name "
-                                             "ttl columns)")));
-  }
-  {
-    const std::string yaml = Yaml("", "", "limits:\n  max_body: 10\n");
-    EXPECT_THAT(Errors(yaml),
-                ElementsAre(At(yaml, "max_body",
-                               "limits.max_body: unknown key (allowed: "
-                               "max_body_bytes max_batch_cells max_log_limit index_wait)")));
-  }
-  {
-    std::string yaml = Yaml();
-    yaml.replace(yaml.find("  user: root\n"), 13, "  user: root\n  passwd: hunter2\n");
-    EXPECT_THAT(Errors(yaml),
-                ElementsAre(At(yaml, "passwd",
-                               "mysql.passwd: unknown key (allowed: user password_env "
-                               "database_prefix connect_timeout_ms io_timeout_ms "
-                               "pool_size_per_host tls hosts)")));
+  std::string bad_mysql_key = Yaml();
+  bad_mysql_key.replace(bad_mysql_key.find("  user: root\n"), 13,
+                        "  user: root\n  passwd: hunter2\n");
+  struct Case {
+    std::string yaml, needle, error;
+  };
+  const Case cases[] = {
+      {Yaml("", "", "colour: blue\n"), "colour",
+       "colour: unknown key (allowed: shards mysql limits group_commit kafka relay purge "
+       "datastores)"},
+      {Yaml("    - { name: db1, port: 3306, shards: 0-31 }\n"
+            "    - { name: db2, port: 3307, shards: 32-63, weight: 2 }\n"),
+       "weight", "mysql.hosts[1].weight: unknown key (allowed: name address port shards tls)"},
+      {Yaml("    - { name: db1, port: 3306, shards: 0-31 }\n"
+            "    - { name: db2, port: 3307, shards: 32-63, tls: { mode: required, colour: blue } "
+            "}\n"),
+       "colour", "mysql.hosts[1].tls.colour: unknown key (allowed: mode ca cert key)"},
+      {Yaml("", "  - name: trips\n    columns:\n      BASE: { ttl: 1d, index: yes }\n"), "index",
+       "datastores[0].columns.BASE.index: unknown key (allowed: ttl)"},
+      {Yaml("", "  - name: trips\n    owner: me\n    columns:\n      BASE: {}\n"), "owner",
+       "datastores[0].owner: unknown key (allowed: name ttl columns)"},
+      {Yaml("", "", "limits:\n  max_body: 10\n"), "max_body",
+       "limits.max_body: unknown key (allowed: max_body_bytes max_batch_cells max_log_limit "
+       "index_wait)"},
+      {bad_mysql_key, "passwd",
+       "mysql.passwd: unknown key (allowed: user password_env database_prefix connect_timeout_ms "
+       "io_timeout_ms pool_size_per_host tls hosts)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.error);
+    EXPECT_THAT(Errors(c.yaml), ElementsAre(At(c.yaml, c.needle, c.error)));
   }
 }
 
