@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "base/thread_name.h"
 #include "changelog/consumer_probe.h"
 #include "changelog/kafka/consumer_group_lag.h"
 #include "changelog/keyed_executor.h"
@@ -105,7 +106,10 @@ struct KeyedConsumer::Impl {
   std::atomic<size_t> lane_events{0};  // queued, or in a call that has not returned
 
   Impl(CellStore* s, KeyedConsumerOptions opts, KeyedConsumerCallbacks c)
-      : store(s), o(std::move(opts)), cb(std::move(c)), pool(std::max(1, o.concurrency)) {
+      : store(s),
+        o(std::move(opts)),
+        cb(std::move(c)),
+        pool(std::max(1, o.concurrency), o.log_component + "-pool") {
     if (o.metrics) probe = std::make_unique<ConsumerProbe>(o.metrics, o.group_id);
   }
 
@@ -623,7 +627,10 @@ Status KeyedConsumer::Start() {
   CELLAR_ASSIGN_OR_RETURN(m.consumer,
                           ChangeLogConsumer::Create(m.store->config(), m.o.datastores, co));
   m.started = true;
-  m.poll_thread = std::thread([&m] { m.PollLoop(); });
+  m.poll_thread = std::thread([&m] {
+    NameThisThread(m.o.log_component + "-poll");
+    m.PollLoop();
+  });
   return Status::Ok();
 }
 

@@ -2,23 +2,42 @@
 
 #include <chrono>
 
-namespace cellar {
+#include "base/thread_name.h"
 
-KeyedExecutor::KeyedExecutor(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+namespace cellar {
+namespace {
+
+// Finished slots of a key's queue dropped at once (KeyQueue::head).
+constexpr size_t kCompactAfter = 64;
+
+}  // namespace
+
+KeyedExecutor::KeyedExecutor(int threads, std::string thread_name) {
+  for (int i = 0; i < threads; ++i)
+    threads_.emplace_back([this, thread_name] {
+      NameThisThread(thread_name);
+      Loop();
+    });
 }
 
 KeyedExecutor::~KeyedExecutor() { Shutdown(); }
 
+bool KeyedExecutor::Enqueue(const std::string& key, std::function<void()> task) {
+  auto [it, added] = queues_.try_emplace(key);
+  KeyQueue& q = it->second;
+  q.tasks.push_back(std::move(task));
+  ++pending_;
+  // A key is in ready_ or running exactly while its queue is non-empty and it
+  // was not already scheduled: schedule only on the empty -> non-empty edge.
+  if (q.tasks.size() - q.head != 1) return false;
+  ready_.push_back(&*it);
+  return true;
+}
+
 void KeyedExecutor::Submit(const std::string& key, std::function<void()> task) {
   {
     MutexLock lock(&mu_);
-    auto& q = queues_[key];
-    q.push_back(std::move(task));
-    ++pending_;
-    // A key is in ready_ or running exactly while its queue is non-empty and it
-    // was not already scheduled: schedule only on the empty -> non-empty edge.
-    if (q.size() == 1) ready_.push_back(key);
+    Enqueue(key, std::move(task));
   }
   cv_.NotifyOne();
 }
@@ -27,15 +46,8 @@ void KeyedExecutor::SubmitMany(std::vector<std::pair<std::string, std::function<
   size_t newly_ready = 0;
   {
     MutexLock lock(&mu_);
-    for (auto& [key, task] : tasks) {
-      auto& q = queues_[key];
-      q.push_back(std::move(task));
-      ++pending_;
-      if (q.size() == 1) {
-        ready_.push_back(key);
-        ++newly_ready;
-      }
-    }
+    for (auto& [key, task] : tasks)
+      if (Enqueue(key, std::move(task))) ++newly_ready;
   }
   if (newly_ready >= threads_.size())
     cv_.NotifyAll();
@@ -72,20 +84,25 @@ void KeyedExecutor::Loop() {
   while (true) {
     while (!(!ready_.empty() || (stopping_ && pending_ == 0))) cv_.Wait(&mu_);
     if (ready_.empty()) return;  // stopping and drained
-    std::string key = std::move(ready_.front());
+    Queues::value_type* entry = ready_.front();
     ready_.pop_front();
-    // The task stays at the head of its queue while it runs, so the key is not
-    // rescheduled by Submit() meanwhile.
-    std::function<void()> task = std::move(queues_[key].front());
+    // The task stays counted at the head of its queue while it runs, so the
+    // key is not rescheduled by Enqueue() meanwhile.
+    KeyQueue& q = entry->second;
+    std::function<void()> task = std::move(q.tasks[q.head]);
     lock.Unlock();
     task();
+    task = nullptr;  // its captures are released outside the lock
     lock.Lock();
-    auto it = queues_.find(key);
-    it->second.pop_front();
-    if (it->second.empty()) {
-      queues_.erase(it);
+    if (++q.head == q.tasks.size()) {
+      queues_.erase(queues_.find(entry->first));
     } else {
-      ready_.push_back(key);
+      // A row that never runs dry would otherwise keep every finished slot.
+      if (q.head >= kCompactAfter && q.head * 2 >= q.tasks.size()) {
+        q.tasks.erase(q.tasks.begin(), q.tasks.begin() + static_cast<std::ptrdiff_t>(q.head));
+        q.head = 0;
+      }
+      ready_.push_back(entry);
       cv_.NotifyOne();
     }
     if (--pending_ == 0) idle_cv_.NotifyAll();
