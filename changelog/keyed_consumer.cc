@@ -53,9 +53,12 @@ std::string Where(const std::string& topic, int32_t partition, int64_t offset) {
 }  // namespace
 
 struct KeyedConsumer::Impl {
+  // One assignment of a partition: a new one each time it is (re)assigned.
+  // Tasks hold it (PartitionRef) rather than look it up by name per event.
+  // Every field is guarded by `mu`.
   struct Partition {
     PartitionOffsets offsets;
-    uint64_t generation = 0;  // a new one each time the partition is (re)assigned
+    bool revoked = false;  // its events are no longer this member's to finish
     int64_t first_received = -1;
     int64_t committed = -1;  // next offset, as last committed
     int64_t end = -1;
@@ -83,8 +86,8 @@ struct KeyedConsumer::Impl {
   CondVar stop_cv;
 
   mutable Mutex mu;
-  std::map<TopicPartitionId, Partition> parts GUARDED_BY(mu);
-  uint64_t next_generation GUARDED_BY(mu) = 1;
+  using PartitionRef = std::shared_ptr<Partition>;
+  std::map<TopicPartitionId, PartitionRef> parts GUARDED_BY(mu);
 
   bool fetch_paused = false;  // polling thread only: the assignment is paused
   int paused_rounds = 0;      // polling thread only: commit rounds while fetch_paused
@@ -93,8 +96,7 @@ struct KeyedConsumer::Impl {
   // its queue is non-empty (one RunLane at a time per lane).
   struct QueuedEvent {
     KeyedEvent e;
-    TopicPartitionId tp;
-    uint64_t generation = 0;
+    PartitionRef part;
     std::chrono::steady_clock::time_point queued_at;  // batch_linger_ms counts from here
   };
   struct Lane {
@@ -124,33 +126,33 @@ struct KeyedConsumer::Impl {
 
   // --- offsets ----------------------------------------------------------------
 
-  uint64_t Track(const TopicPartitionId& tp, int64_t offset, int64_t timestamp_ms) {
+  // Polling thread: `offset` of `tp` is open; returns the partition's current assignment.
+  PartitionRef Track(const TopicPartitionId& tp, int64_t offset, int64_t timestamp_ms) {
     MutexLock lock(&mu);
-    Partition& p = parts[tp];
-    if (p.generation == 0) {
-      p.generation = next_generation++;
-      p.first_received = offset;
+    PartitionRef& p = parts[tp];
+    if (!p) {
+      p = std::make_shared<Partition>();
+      p->first_received = offset;
     }
-    p.offsets.Track(offset, timestamp_ms);
-    return p.generation;
+    p->offsets.Track(offset, timestamp_ms);
+    return p;
   }
 
-  void MarkDone(const TopicPartitionId& tp, uint64_t generation, int64_t offset) {
+  void MarkDone(const PartitionRef& p, int64_t offset) {
     MutexLock lock(&mu);
-    auto it = parts.find(tp);
-    if (it != parts.end() && it->second.generation == generation) it->second.offsets.Done(offset);
+    if (!p->revoked) p->offsets.Done(offset);
   }
 
-  bool Current(const TopicPartitionId& tp, uint64_t generation) const {
+  bool Current(const PartitionRef& p) const {
     MutexLock lock(&mu);
-    auto it = parts.find(tp);
-    return it != parts.end() && it->second.generation == generation;
+    return !p->revoked;
   }
 
   std::vector<PartitionProgress> Progress() const {
     MutexLock lock(&mu);
     std::vector<PartitionProgress> out;
-    for (const auto& [tp, p] : parts) {
+    for (const auto& [tp, ref] : parts) {
+      const Partition& p = *ref;
       int64_t oldest = p.offsets.oldest_open_timestamp_ms();
       if (p.offsets.open() == 0)
         oldest = p.lag > 0 && p.looked_up == p.next ? p.looked_up_ts_ms : 0;
@@ -163,7 +165,7 @@ struct KeyedConsumer::Impl {
   void CommitDone() {
     struct Todo {
       TopicPartitionId tp;
-      uint64_t generation;
+      PartitionRef part;
       int64_t committable, committed;
     };
     std::vector<Todo> todo;
@@ -171,7 +173,7 @@ struct KeyedConsumer::Impl {
     {
       MutexLock lock(&mu);
       for (const auto& [tp, p] : parts)
-        todo.push_back(Todo{tp, p.generation, p.offsets.committable(), p.committed});
+        todo.push_back(Todo{tp, p, p->offsets.committable(), p->committed});
     }
     for (const Todo& t : todo) {
       bool committed = false;
@@ -188,9 +190,8 @@ struct KeyedConsumer::Impl {
                      ? consumer->QueryEnd(t.tp, kLookupTimeoutMs)
                      : consumer->KnownEnd(t.tp);
       MutexLock lock(&mu);
-      auto it = parts.find(t.tp);
-      if (it == parts.end() || it->second.generation != t.generation) continue;
-      Partition& p = it->second;
+      if (t.part->revoked) continue;
+      Partition& p = *t.part;
       if (committed) p.committed = std::max(p.committed, t.committable + 1);
       if (end.ok()) {
         p.end = std::max(p.end, *end);  // a stale KnownEnd between QueryEnd rounds
@@ -223,8 +224,8 @@ struct KeyedConsumer::Impl {
     for (size_t i = 0; i < positions.size(); ++i) {
       auto it = parts.find(TopicPartitionId{positions[i].topic, positions[i].partition});
       if (it == parts.end()) continue;
-      it->second.looked_up = positions[i].offset;
-      it->second.looked_up_ts_ms = ts.ok() ? (*ts)[i] : 0;
+      it->second->looked_up = positions[i].offset;
+      it->second->looked_up_ts_ms = ts.ok() ? (*ts)[i] : 0;
     }
   }
 
@@ -246,7 +247,12 @@ struct KeyedConsumer::Impl {
     // of these partitions not started yet will not be delivered here.
     CommitDone();
     MutexLock lock(&mu);
-    for (const auto& tp : tps) parts.erase(tp);
+    for (const auto& tp : tps) {
+      auto it = parts.find(tp);
+      if (it == parts.end()) continue;
+      it->second->revoked = true;
+      parts.erase(it);
+    }
   }
 
   // --- polling ----------------------------------------------------------------
@@ -289,19 +295,20 @@ struct KeyedConsumer::Impl {
 
   using Tasks = std::vector<std::pair<std::string, std::function<void()>>>;
 
-  // Polling thread, for a record tracked as (tp, generation). Batch mode
+  // Polling thread, for a record tracked in `part`. Batch mode
   // decodes here (the lane needs the event); one event at a time appends a
   // task to `tasks` that decodes on the pool, in the record key's order, so
   // decoding runs on every core rather than only the polling thread's.
-  void Dispatch(ConsumedRecord rec, const TopicPartitionId& tp, uint64_t generation, Tasks* tasks) {
+  void Dispatch(ConsumedRecord rec, PartitionRef part, Tasks* tasks) {
     if (!batch_mode()) {
       std::string key = rec.key;
-      tasks->emplace_back(std::move(key), [this, rec = std::move(rec), tp, generation]() mutable {
-        DecodeAndRun(rec, tp, generation);
-      });
+      tasks->emplace_back(std::move(key),
+                          [this, rec = std::move(rec), part = std::move(part)]() mutable {
+                            DecodeAndRun(rec, part);
+                          });
       return;
     }
-    auto decoded = DecodeOrPassBy(rec, tp, generation);
+    auto decoded = DecodeOrPassBy(rec, part);
     if (!decoded) return;
     QueuedEvent q;
     q.e.event = std::move(*decoded);
@@ -309,8 +316,7 @@ struct KeyedConsumer::Impl {
     q.e.partition = rec.partition;
     q.e.offset = rec.offset;
     q.e.broker_timestamp_ms = rec.broker_timestamp_ms;
-    q.tp = tp;
-    q.generation = generation;
+    q.part = std::move(part);
     q.queued_at = std::chrono::steady_clock::now();
     std::string lane = cb.lane(q.e.event);
     bool schedule = false;
@@ -343,17 +349,16 @@ struct KeyedConsumer::Impl {
       }
       if (!rec->has_value()) break;
       ConsumedRecord& r = **rec;
-      const TopicPartitionId tp{r.topic, r.partition};
-      const uint64_t generation = Track(tp, r.offset, r.broker_timestamp_ms);
-      Dispatch(std::move(r), tp, generation, &tasks);
+      PartitionRef part =
+          Track(TopicPartitionId{r.topic, r.partition}, r.offset, r.broker_timestamp_ms);
+      Dispatch(std::move(r), std::move(part), &tasks);
     }
     if (!tasks.empty()) pool.SubmitMany(std::move(tasks));
   }
 
   // The event of `rec`, or nullopt when it is passed by (not an event, or the
   // decoder declined it): then it is finished here.
-  std::optional<CellEvent> DecodeOrPassBy(const ConsumedRecord& rec, const TopicPartitionId& tp,
-                                          uint64_t generation) {
+  std::optional<CellEvent> DecodeOrPassBy(const ConsumedRecord& rec, const PartitionRef& part) {
     auto decoded = Decode(rec);
     if (decoded.ok() && decoded->has_value()) return std::move(**decoded);
     if (!decoded.ok())
@@ -361,14 +366,14 @@ struct KeyedConsumer::Impl {
               {{"group", o.group_id},
                {"record", Where(rec.topic, rec.partition, rec.offset)},
                {"error", decoded.status().ToString()}});
-    MarkDone(tp, generation, rec.offset);
+    MarkDone(part, rec.offset);
     return std::nullopt;
   }
 
   // Pool thread, one event at a time.
-  void DecodeAndRun(ConsumedRecord& rec, const TopicPartitionId& tp, uint64_t generation) {
-    if (stopping || paused || !Current(tp, generation)) return;  // abandoned
-    auto decoded = DecodeOrPassBy(rec, tp, generation);
+  void DecodeAndRun(ConsumedRecord& rec, const PartitionRef& part) {
+    if (stopping || paused || !Current(part)) return;  // abandoned
+    auto decoded = DecodeOrPassBy(rec, part);
     if (!decoded) return;
     KeyedEvent e;
     e.event = std::move(*decoded);
@@ -376,7 +381,7 @@ struct KeyedConsumer::Impl {
     e.partition = rec.partition;
     e.offset = rec.offset;
     e.broker_timestamp_ms = rec.broker_timestamp_ms;
-    Run(e, tp, generation);
+    Run(e, part);
   }
 
   void PollLoop() {
@@ -490,14 +495,14 @@ struct KeyedConsumer::Impl {
   }
 
   // REQUIRES: the event is current (DecodeAndRun checked).
-  void Run(KeyedEvent& e, const TopicPartitionId& tp, uint64_t generation) {
+  void Run(KeyedEvent& e, const PartitionRef& part) {
     Disposition d = Disposition::kDone;
     if (e.event.body_omitted && !e.event.cell.tombstone && !Reread(e, &d)) {
-      if (d == Disposition::kDone) MarkDone(tp, generation, e.offset);
+      if (d == Disposition::kDone) MarkDone(part, e.offset);
       return;
     }
     d = Guarded(e, [&] { return cb.handle(e); });
-    if (d == Disposition::kDone) MarkDone(tp, generation, e.offset);
+    if (d == Disposition::kDone) MarkDone(part, e.offset);
   }
 
   // Batch mode, pool thread: hands the lane's events on in calls of up to
@@ -558,20 +563,20 @@ struct KeyedConsumer::Impl {
       if (ready.empty()) return true;
       const Disposition d = Guarded(*ready.front(), [&] { return cb.handle_batch(ready); });
       if (d == Disposition::kDone)
-        for (const QueuedEvent* q : ready_q) MarkDone(q->tp, q->generation, q->e.offset);
+        for (const QueuedEvent* q : ready_q) MarkDone(q->part, q->e.offset);
       ready.clear();
       ready_q.clear();
       return d == Disposition::kDone;
     };
     for (QueuedEvent& q : batch) {
       if (stopping || paused) return;
-      if (!Current(q.tp, q.generation)) continue;
+      if (!Current(q.part)) continue;
       if (q.e.event.body_omitted && !q.e.event.cell.tombstone) {
         if (!flush()) return;
         Disposition d = Disposition::kDone;
         if (!Reread(q.e, &d)) {
           if (d != Disposition::kDone) return;
-          MarkDone(q.tp, q.generation, q.e.offset);
+          MarkDone(q.part, q.e.offset);
           continue;
         }
       }
