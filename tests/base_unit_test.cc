@@ -2,6 +2,7 @@
 // parsing, listening sockets.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,11 +11,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/listening_sockets.h"
 #include "base/metrics.h"
 #include "base/status.h"
+#include "base/thread_name.h"
 #include "base/time.h"
 #include "base/uuid.h"
 #include "gmock/gmock.h"
@@ -311,6 +314,28 @@ TEST(HistogramTest, QuantileAboveTheTopBoundIsTheLargestObservation) {
   // The same answer from counts taken apart (a window of a histogram).
   EXPECT_EQ(BucketQuantile(h.bounds(), {0, 50, 50, 100}, 0.99, h.max()), 51);
   EXPECT_EQ(BucketQuantile(h.bounds(), {0, 0, 0, 0}, 0.99, 7), 0) << "nothing counted";
+}
+
+// ---------------------------------------------------------------------------
+// NameThisThread
+
+std::string NameOfThisThread() {
+  char name[64] = {};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  return name;
+}
+
+TEST(ThreadNameTest, NamesTheCallingThreadAndCutsToWhatLinuxKeeps) {
+  std::string short_name, long_name;
+  std::thread t([&] {
+    NameThisThread("index-pool");
+    short_name = NameOfThisThread();
+    NameThisThread("a-component-with-a-long-name-pool");
+    long_name = NameOfThisThread();
+  });
+  t.join();
+  EXPECT_EQ(short_name, "index-pool");
+  EXPECT_EQ(long_name, "a-component-wit");  // the first 15 bytes
 }
 
 }  // namespace
