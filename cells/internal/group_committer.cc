@@ -3,6 +3,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "cells/internal/write_fence.h"
 
 namespace cellar::internal {
@@ -22,7 +23,11 @@ constexpr int kDeadlockRetries = 3;
 
 GroupCommitter::GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options)
     : endpoint_(std::move(endpoint)), options_(std::move(options)) {
-  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { WriterLoop(); });
+  for (int i = 0; i < options_.threads; ++i)
+    threads_.emplace_back([this] {
+      NameThisThread("commit-writer");
+      WriterLoop();
+    });
 }
 
 GroupCommitter::~GroupCommitter() { Stop(); }
