@@ -82,7 +82,12 @@ TEST(IndexesLagTest, LagHistogramAgreesWithTheMeasuredCommitToEntryLag) {
   std::sort(measured.begin(), measured.end());
 
   Histogram& h = c->worker->metrics().GetHistogram("cellar_index_lag_seconds", "");
-  // One observation per entry written; the backlog wrote none.
+  // One observation per entry written; the backlog wrote none. The worker
+  // observes right after its transaction commits, so a query can see the last
+  // entry a moment before its observation lands: wait for it (a lost one
+  // still fails here).
+  EXPECT_TRUE(WaitFor([&] { return h.count() >= static_cast<uint64_t>(kCells); }, seconds(10)))
+      << h.count() << " observations";
   EXPECT_EQ(h.count(), static_cast<uint64_t>(kCells));
   double sum = 0;
   (void)h.CumulativeCounts(&sum);
