@@ -85,7 +85,10 @@ struct CellStore::Impl {
     }
     Enqueue(raw);
     waiter.Wait();
+    size_t total = 0;
+    for (auto& u : units) total += u->results.size();
     std::vector<Result<PutResult>> out;
+    out.reserve(total);
     for (auto& u : units)
       for (auto& r : u->results) out.push_back(std::move(r));
     return out;
@@ -252,6 +255,7 @@ std::vector<Result<PutResult>> CellStore::PutBatch(const std::string& datastore,
     auto u = std::make_unique<WriteUnit>();
     u->datastore = datastore;
     u->shard = ShardForRow(row, impl_->config.shards);
+    u->cells.reserve(idx.size());
     for (size_t i : idx) u->cells.push_back(std::move(pending[i]).value());
     units.push_back(std::move(u));
     unit_indexes.push_back(idx);

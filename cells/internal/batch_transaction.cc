@@ -326,6 +326,7 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     WriteUnit* u = units[ui];
     if (!u->results.empty()) continue;  // failed unit, already reported
     const Decision& d = decisions[ui];
+    u->results.reserve(d.insert_index.size());
     for (size_t ci = 0; ci < d.insert_index.size(); ++ci) {
       PutResult r;
       r.shard = u->shard;
