@@ -68,6 +68,15 @@ struct PipelineBenchOptions {
 constexpr double kTargetP99Ms = 100;
 constexpr double kMinAchievedShare = 0.95;  // of a step's target rate
 constexpr const char* kIndexName = "driver_partner_index";
+// Groups of this process's threads whose CPU a step reports per write: (JSON
+// key, thread-name prefix as the stages name their threads). "rdk:" is every
+// Kafka client's librdkafka threads; the broker's own rdk:mock is taken out.
+inline const std::vector<std::pair<std::string, std::string>> kThreadGroups = {
+    {"relay", "relay-"},
+    {"commit_writers", "commit-writer"},
+    {"triggers", "trigger-"},
+    {"index_worker", "index-"},
+    {"kafka_clients", "rdk:"}};
 
 // ---- Stages (bench_pipeline_stages.cc) ---------------------------------------------
 
@@ -178,6 +187,10 @@ struct StepFigures {
   // MariaDB, the private broker's thread (rdk:mock), the rest of this process
   // (Cellar's stages, the writers, the webhook sink, the probes).
   double cpu_ms_mariadb = 0, cpu_ms_broker = 0, cpu_ms_process = 0;
+  // cpu_ms_process split by thread name (kThreadGroups), in that order, then
+  // "rest": the threads no group names (the writers, the webhook sink, the
+  // probes, the HTTP client of the webhook trigger's calls).
+  std::vector<std::pair<std::string, double>> cpu_ms_by_threads;
   uint64_t handler_missing = 0, webhook_missing = 0;  // not arrived after the drain wait
   LagTrend relay_lag, index_lag, handler_lag, webhook_lag;
   double drain_s = 0;  // after the writes: until every stage had every cell

@@ -50,6 +50,9 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   j["cpu_ms_per_write_mariadb"] = Round(s.cpu_ms_mariadb, 3);
   j["cpu_ms_per_write_broker"] = Round(s.cpu_ms_broker, 3);
   j["cpu_ms_per_write_process"] = Round(s.cpu_ms_process, 3);
+  nlohmann::json by_threads = nlohmann::json::object();
+  for (const auto& [key, ms] : s.cpu_ms_by_threads) by_threads[key] = Round(ms, 3);
+  j["cpu_ms_per_write_by_threads"] = by_threads;
   j["drain_s"] = Round(s.drain_s, 3);
   j["sustained"] = s.sustained;
   if (!s.sustained) j["why"] = s.verdict;
@@ -136,6 +139,14 @@ int PrintPipelineReport(const PipelineRun& r) {
             FormatNumber(s.cpu_ms_mariadb, 3) + " / " + FormatNumber(s.cpu_ms_broker, 3) + " / " +
                 FormatNumber(s.cpu_ms_process, 3) +
                 " (rest: Cellar's stages, the writers, the webhook sink, the probes)");
+    if (!s.cpu_ms_by_threads.empty()) {
+      std::string keys, values;
+      for (const auto& [key, ms] : s.cpu_ms_by_threads) {
+        keys += (keys.empty() ? "" : " / ") + key;
+        values += (values.empty() ? "" : " / ") + FormatNumber(ms, 3);
+      }
+      t.Add("CPU ms per write of this process by thread: " + keys, values);
+    }
     t.Add("every stage caught up after the writes in",
           s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");
     t.Add("verdict", s.sustained ? "sustained" : "not sustained: " + s.verdict);

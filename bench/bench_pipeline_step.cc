@@ -244,6 +244,9 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   std::vector<Counts> samples;
   const double cpu_before = ProcessCpuSeconds();
   const double broker_cpu_before = ThreadsCpuSeconds("rdk:mock");
+  std::vector<double> group_cpu_before;
+  for (const auto& [key, prefix] : kThreadGroups)
+    group_cpu_before.push_back(ThreadsCpuSeconds(prefix));
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
   Stopwatch clock;
   std::atomic<bool> writing{true};
@@ -299,6 +302,18 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
       out->cpu_ms_mariadb = 1e3 * server_cpu / static_cast<double>(writes);
       out->cpu_ms_broker = 1e3 * broker_cpu / static_cast<double>(writes);
       out->cpu_ms_process = 1e3 * (client_cpu - broker_cpu) / static_cast<double>(writes);
+      double grouped = 0;
+      for (size_t g = 0; g < kThreadGroups.size(); ++g) {
+        double cpu = ThreadsCpuSeconds(kThreadGroups[g].second) - group_cpu_before[g];
+        if (kThreadGroups[g].second == "rdk:") cpu -= broker_cpu;
+        cpu = std::max(0.0, cpu);
+        grouped += cpu;
+        out->cpu_ms_by_threads.emplace_back(kThreadGroups[g].first,
+                                            1e3 * cpu / static_cast<double>(writes));
+      }
+      out->cpu_ms_by_threads.emplace_back(
+          "rest",
+          1e3 * std::max(0.0, client_cpu - broker_cpu - grouped) / static_cast<double>(writes));
     }
   }
   writing = false;
