@@ -80,7 +80,11 @@ Status WriteEntries(MysqlConnection& conn, const std::string& table, const Index
           p.insert(p.end(), {int64_t{d.shard}, d.row, d.column, d.below_ref_key});
           return std::string("(shard = ? AND row_key = ? AND column_key = ? AND ref_key < ?)");
         }));
-  for (const auto& [column, rows] : w.upserts) {
+  for (const auto& upsert : w.upserts) {
+    // Named, not structured bindings: the row lambda below captures them
+    // (clang 14, the thread-safety build's compiler, cannot capture bindings).
+    const std::string& column = upsert.first;
+    const auto& rows = upsert.second;
     const IndexColumnDef* cd = def.FindColumnDef(column);
     std::string cols = "shard, row_key, column_key, ref_key, added_id, source_shard, created_at";
     std::string marks = "?, ?, ?, ?, ?, ?, ?";
