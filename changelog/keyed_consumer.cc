@@ -632,10 +632,7 @@ Status KeyedConsumer::Start() {
   CELLAR_ASSIGN_OR_RETURN(m.consumer,
                           ChangeLogConsumer::Create(m.store->config(), m.o.datastores, co));
   m.started = true;
-  m.poll_thread = std::thread([&m] {
-    NameThisThread(m.o.log_component + "-poll");
-    m.PollLoop();
-  });
+  m.poll_thread = NamedThread(m.o.log_component + "-poll", [&m] { m.PollLoop(); });
   return Status::Ok();
 }
 

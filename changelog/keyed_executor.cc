@@ -14,10 +14,7 @@ constexpr size_t kCompactAfter = 64;
 
 KeyedExecutor::KeyedExecutor(int threads, std::string thread_name) {
   for (int i = 0; i < threads; ++i)
-    threads_.emplace_back([this, thread_name] {
-      NameThisThread(thread_name);
-      Loop();
-    });
+    threads_.push_back(NamedThread(thread_name, [this] { Loop(); }));
 }
 
 KeyedExecutor::~KeyedExecutor() { Shutdown(); }

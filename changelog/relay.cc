@@ -166,24 +166,12 @@ Status Relay::Start() {
   m.CheckAllCheckpoints();
   m.membership = std::make_unique<RelayMembership>(
       EndpointFor(m.config, m.config.mysql.hosts.front()), m.config.mysql.database_prefix);
-  m.poll_thread = std::thread([&m] {
-    NameThisThread("relay-acks");
-    m.PollLoop();
-  });
-  m.checkpoint_thread = std::thread([&m] {
-    NameThisThread("relay-checkpt");
-    m.CheckpointLoop();
-  });
-  if (m.probe)
-    m.metrics_thread = std::thread([&m] {
-      NameThisThread("relay-metrics");
-      m.MetricsLoop();
-    });
+  m.poll_thread = NamedThread("relay-acks", [&m] { m.PollLoop(); });
+  m.checkpoint_thread = NamedThread("relay-checkpt", [&m] { m.CheckpointLoop(); });
+  if (m.probe) m.metrics_thread = NamedThread("relay-metrics", [&m] { m.MetricsLoop(); });
   for (size_t h = 0; h < m.config.mysql.hosts.size(); ++h)
-    m.host_threads.emplace_back([&m, h] {
-      NameThisThread("relay-host" + std::to_string(h));
-      m.HostLoop(h);
-    });
+    m.host_threads.push_back(
+        NamedThread("relay-host" + std::to_string(h), [&m, h] { m.HostLoop(h); }));
   LogInfo("relay", "started", {{"relay", m.relay_id}, {"brokers", m.config.kafka.brokers}});
   return Status::Ok();
 }

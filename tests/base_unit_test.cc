@@ -338,6 +338,13 @@ TEST(ThreadNameTest, NamesTheCallingThreadAndCutsToWhatLinuxKeeps) {
   EXPECT_EQ(long_name, "a-component-wit");  // the first 15 bytes
 }
 
+TEST(ThreadNameTest, NamedThreadNamesItselfThenRuns) {
+  std::string seen;
+  std::thread t = NamedThread("relay-host0", [&] { seen = NameOfThisThread(); });
+  t.join();
+  EXPECT_EQ(seen, "relay-host0");
+}
+
 }  // namespace
 }  // namespace cellar
 

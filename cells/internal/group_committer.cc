@@ -24,10 +24,7 @@ constexpr int kDeadlockRetries = 3;
 GroupCommitter::GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options)
     : endpoint_(std::move(endpoint)), options_(std::move(options)) {
   for (int i = 0; i < options_.threads; ++i)
-    threads_.emplace_back([this] {
-      NameThisThread("commit-writer");
-      WriterLoop();
-    });
+    threads_.push_back(NamedThread("commit-writer", [this] { WriterLoop(); }));
 }
 
 GroupCommitter::~GroupCommitter() { Stop(); }
