@@ -12,15 +12,10 @@
 #include "testing/wait_for.h"
 
 namespace cellar::testing {
-namespace {
 
-// cpp-httplib listens with a backlog of CPPHTTPLIB_LISTEN_BACKLOG (5). A
-// webhook caller opens a connection per delivery, so under load the accept
-// queue overflows, the kernel drops the SYN and that delivery waits ~1 s for
-// the retransmission: a property of the sink, not of the caller. Calling
-// listen() again on the listening socket raises its backlog (Linux); the
-// socket is found among this process's descriptors as the one listening on
-// 127.0.0.1:`port`. Best effort: nothing changes if it is not found.
+// Calling listen() again on the listening socket raises its backlog (Linux);
+// the socket is found among this process's descriptors as the one listening
+// on `port`.
 void RaiseListenBacklog(int port) {
   const long max_fd = sysconf(_SC_OPEN_MAX);
   for (int fd = 0; fd < max_fd && fd < 65536; ++fd) {
@@ -36,8 +31,6 @@ void RaiseListenBacklog(int port) {
     return;
   }
 }
-
-}  // namespace
 
 struct WebhookSink::Impl {
   httplib::Server server;

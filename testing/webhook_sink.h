@@ -20,6 +20,17 @@
 
 namespace cellar::testing {
 
+// cpp-httplib listens with a backlog of CPPHTTPLIB_LISTEN_BACKLOG (5). A
+// webhook caller opens a connection per delivery (and a trigger opens up to
+// its concurrency at once), so the accept queue overflows whenever the
+// server's accept thread does not run at once, the kernel drops the SYN and
+// that connect waits ~1 s for the retransmission: a property of the server,
+// not of the caller. Raises the backlog of this process's socket listening on
+// `port` to SOMAXCONN. For any in-process httplib::Server of a test, after
+// bind_to_any_port(); WebhookSink does it itself. Best effort: nothing
+// changes if no such socket is found.
+void RaiseListenBacklog(int port);
+
 class WebhookSink {
  public:
   // Gets the request path and body; returns the HTTP status to answer.

@@ -40,14 +40,30 @@ struct Request {
 //   throttled 429 once, then 200
 //   down      503 always
 //   reject    400 always
+//   hold      hangs until ReleaseHeldCalls() (or the server closes), then 200
+//
+// Fair to its callers, as a production receiver is: a new connection is
+// accepted and answered at once however many others are open. cpp-httplib
+// serves a connection on one pool thread for as long as it stays open (kept
+// alive between calls, or a call hanging), with max(8, cores - 1) threads by
+// default, and listens with a backlog of 5. Either made a trigger's new
+// connection wait past its 1 s timeout (queued behind the held connections,
+// or its SYN dropped and resent after 1 s), a failed attempt that the tests
+// then saw as a retry by the trigger. kThreads covers every connection the
+// tests hold at once: per trigger its concurrency (8), plus the hung "slow"
+// and "hold" calls.
 class WebhookServer {
  public:
+  static constexpr int kThreads = 64;
+
   WebhookServer() {
+    server_.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
     for (const char* path : {"/hook", "/drop"})
       server_.Post(
           path, [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); });
     port_ = server_.bind_to_any_port("127.0.0.1");
     EXPECT_GT(port_, 0);
+    testing::RaiseListenBacklog(port_);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     EXPECT_TRUE(WaitFor([&] { return server_.is_running(); }, 5s));
   }
@@ -59,6 +75,15 @@ class WebhookServer {
     cv_.notify_all();
     server_.stop();
     if (thread_.joinable()) thread_.join();
+  }
+
+  // Ends the "hold" calls, and later ones do not hang.
+  void ReleaseHeldCalls() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
   }
 
   int port() const { return port_; }
@@ -79,6 +104,11 @@ class WebhookServer {
   int bad_requests() const {
     std::lock_guard<std::mutex> lock(mu_);
     return bad_requests_;
+  }
+  // "hold" calls hanging now.
+  int held() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
   }
 
  private:
@@ -115,6 +145,10 @@ class WebhookServer {
       status = 503;
     } else if (mode == "reject") {
       status = 400;
+    } else if (mode == "hold") {
+      ++held_;
+      cv_.wait(lock, [&] { return closing_ || released_; });
+      --held_;
     }
     r.answered = status;
     if (status == 200 && caller_waits) succeeded_.insert(key);
@@ -130,6 +164,8 @@ class WebhookServer {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool closing_ = false;
+  bool released_ = false;
+  int held_ = 0;
   std::map<std::pair<std::string, CellAddr>, int> calls_;
   std::set<std::pair<std::string, CellAddr>> succeeded_;
   std::vector<Request> requests_;
@@ -328,6 +364,86 @@ TEST(WebhookTest, FilterTimeoutsServerErrorsAndClientErrorsFollowThePolicy) {
   std::cout << "[ webhook ] " << server.Requests().size() << " requests; " << filtered.size()
             << " events filtered out; hook_main retried " << main.retried << ", set aside "
             << main.set_aside << "; hook_drop handled " << drop.handled << "\n";
+  w.Stop();
+  relay->Stop();
+}
+
+// The test server answers a trigger's new connections at once while other
+// callers hold as many connections as in the test above: hook_main keeps up
+// to its concurrency (8) of connections open (kept alive between calls) and
+// the first calls of its 3 "slow" events hang after their caller timed out.
+// A server without a free thread for a new connection queues it, the
+// caller's timeout fails the attempt and hook_drop, whose 4xx is dropped and
+// must never be retried, counts retries: the flake of the test above
+// (drop.retried 2). Here "hold" calls, which hang until released, are the
+// held connections, so the test does not depend on keep-alive timing.
+TEST(WebhookTest, ConnectionsHeldByOtherCallersDoNotMakeADroppedClientErrorRetry) {
+  auto c = MakeCluster("tg_hookheld", Broker());
+  ASSERT_TRUE(c);
+  WebhookServer server;
+  auto defs = ParseTriggerDefinitions(TriggersYaml(server.port()), "hooks.yaml", c->config);
+  ASSERT_TRUE(defs.ok()) << defs.status().ToString();
+  auto relay = StartRelay(c->store.get(), "hookheld-relay");
+  ASSERT_TRUE(relay);
+  TriggerWorker w(c->config, Opts("hookheld"));
+  for (const auto& d : *defs) {
+    if (d.name == "hook_drop") {
+      ASSERT_EQ("OK", w.on_webhook(d).ToString());
+    }
+  }
+  ASSERT_TRUE(w.Start().ok());
+
+  constexpr int kHeld = 8 + 3;
+  // Released and joined however the test ends.
+  struct Holders {
+    WebhookServer& server;
+    std::vector<std::thread> threads;
+    ~Holders() {
+      server.ReleaseHeldCalls();
+      for (std::thread& t : threads) t.join();
+    }
+  } holders{server, {}};
+  for (int i = 0; i < kHeld; ++i) {
+    Cell cell;
+    cell.row_key = Uuid::Random();
+    cell.column = "BASE";
+    cell.body = {{"mode", "hold"}};
+    holders.threads.emplace_back(
+        [port = server.port(), body = EncodeCellEvent("trips", cell, INT64_MAX)] {
+          httplib::Client client("127.0.0.1", port);
+          client.set_read_timeout(120, 0);
+          client.Post("/hook", body, "application/json");
+        });
+  }
+  EXPECT_TRUE(WaitFor([&] { return server.held() == kHeld; }, 10s))
+      << "the server holds " << server.held() << " of " << kHeld << " calls";
+
+  std::set<CellAddr> rejected;
+  for (int i = 0; i < 3; ++i) {
+    const Uuid row = Uuid::Random();
+    if (PutCell(*c->store, row, "BASE", 0, {{"mode", "reject"}}))
+      rejected.insert({row.ToString(), "BASE", 0});
+  }
+  ASSERT_EQ(rejected.size(), 3u);
+  // Decided: dropped (handled) or, after every attempt failed, set aside.
+  const bool decided = WaitFor(
+      [&] {
+        const TriggerTotals t = Totals(w, "hook_drop");
+        return t.handled + t.set_aside >= rejected.size();
+      },
+      60s, 50ms);
+  const TriggerTotals drop = Totals(w, "hook_drop");
+  EXPECT_TRUE(decided) << "hook_drop handled " << drop.handled << ", set aside " << drop.set_aside;
+  EXPECT_EQ(server.held(), kHeld) << "the held calls were not held throughout";
+  EXPECT_EQ(drop.retried, 0u) << "an attempt of the dropping trigger failed (its new connection "
+                                 "was not answered within its timeout)";
+  EXPECT_EQ(drop.handled, rejected.size());
+  EXPECT_EQ(drop.set_aside, 0u);
+  for (const auto& a : rejected) EXPECT_EQ(server.Calls("/drop", a), 1) << Describe(a);
+  auto dead = ListDeadLetters(c->config, "trips", "hook_drop");
+  ASSERT_TRUE(dead.ok()) << dead.status().ToString();
+  for (const DeadLetter& d : *dead)
+    ADD_FAILURE() << "set aside after " << d.attempts << " attempts: " << d.error;
   w.Stop();
   relay->Stop();
 }
