@@ -5,11 +5,15 @@
 // fence: a writer held open across many later commits, rolled-back and killed
 // writers, two stores (two worker nodes) writing one host, a consistent-read
 // backup left open.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -28,6 +32,7 @@
 #include "testing/status_printing.h"
 #include "testing/store_environment.h"
 #include "testing/test_cluster.h"
+#include "testing/wait_for.h"
 
 namespace cellar {
 namespace {
@@ -149,6 +154,63 @@ TEST_F(HostLogTest, OneBatchOverEveryShardIsOneTransactionAndKeepsItsBytes) {
     EXPECT_FALSE(again[i]->created);
     EXPECT_EQ(results[i]->added_id, again[i]->added_id);
   }
+}
+
+// The group commit's pipelining contract (cells/internal/group_committer.h):
+// while one transaction is in flight, a second starts only once
+// min_pipelined_cells wait, and then takes all of them. A table lock holds
+// the first transaction (and the second) in the server, so what each writer
+// took is visible in the transactions the puts end up in.
+TEST_F(HostLogTest, ASecondGroupTransactionStartsOnlyOnceMinPipelinedCellsWait) {
+  const GroupCommitConfig& gc = env->config.group_commit;
+  ASSERT_GE(gc.writer_threads_per_host, 2);
+  ASSERT_GE(gc.min_pipelined_cells, 2);
+  const int later = gc.min_pipelined_cells;
+  auto locker = Connect();
+  auto observer = Connect();
+  ASSERT_TRUE(locker && observer);
+  auto inserts_waiting = [&]() -> int {
+    auto rows = observer->Query(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = "
+        "'Waiting for table metadata lock' AND INFO LIKE 'INSERT INTO %cells_" +
+        kDs + "%'");
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok() ? static_cast<int>((*rows)[0].Uint(0)) : -1;
+  };
+  ASSERT_TRUE(
+      locker->Execute("LOCK TABLES " + QualifiedTable(Database(), "cells_" + kDs) + " WRITE").ok());
+  std::mutex mu;
+  std::condition_variable answered;
+  std::vector<std::optional<Result<PutResult>>> results(static_cast<size_t>(later) + 1);
+  auto put = [&](size_t i) {
+    store().PutAsync(kDs, {RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"i", i}}},
+                     [&, i](Result<PutResult> r) {
+                       std::lock_guard<std::mutex> lock(mu);
+                       results[i] = std::move(r);
+                       answered.notify_all();
+                     });
+  };
+  put(0);
+  EXPECT_TRUE(testing::WaitFor([&] { return inserts_waiting() == 1; }, std::chrono::seconds(10)))
+      << "the first put's transaction did not reach the server";
+  for (size_t i = 1; i < results.size(); ++i) put(i);
+  EXPECT_TRUE(testing::WaitFor([&] { return inserts_waiting() == 2; }, std::chrono::seconds(10)))
+      << "no second transaction started with " << later << " cells waiting";
+  ASSERT_TRUE(locker->Execute("UNLOCK TABLES").ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(answered.wait_for(lock, std::chrono::seconds(30), [&] {
+      return std::all_of(results.begin(), results.end(), [](const auto& r) { return r; });
+    })) << "puts unanswered after the lock was released";
+  }
+  for (const auto& r : results) ASSERT_TRUE(r->ok()) << r->status().ToString();
+  // Every cell of one transaction carries its created_at.
+  std::set<MicrosSinceEpoch> second;
+  for (size_t i = 1; i < results.size(); ++i) second.insert((*results[i])->created_at);
+  EXPECT_EQ(1u, second.size()) << "the " << later
+                               << " cells that waited behind the first transaction were not "
+                                  "committed together";
+  EXPECT_EQ(0u, second.count((*results[0])->created_at)) << "the first put did not commit alone";
 }
 
 TEST_F(HostLogTest, HeldWriterHoldsTheLogButNoOtherWriter) {

@@ -49,20 +49,26 @@ void GroupCommitter::Stop() {
 }
 
 void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
-  bool refused = false;
+  bool refused = false, wake = false;
   {
     MutexLock lock(&mu_);
     refused = stopping_;
     if (!refused) {
       queue_.insert(queue_.end(), units.begin(), units.end());
       for (WriteUnit* u : units) queued_cells_ += u->cells.size();
+      wake = WriterMayStart();
     }
   }
   if (refused) {
     for (WriteUnit* u : units) Finish(u, Unavailable("the cell store is closed"));
     return;
   }
-  cv_.NotifyOne();
+  if (wake) cv_.NotifyOne();
+}
+
+bool GroupCommitter::WriterMayStart() const {
+  return !queue_.empty() &&
+         (in_flight_ == 0 || queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells));
 }
 
 void GroupCommitter::WriterLoop() {
@@ -72,10 +78,7 @@ void GroupCommitter::WriterLoop() {
     units.clear();
     {
       MutexLock lock(&mu_);
-      while (!(stopping_ || (!queue_.empty() &&
-                             (in_flight_ == 0 ||
-                              queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells)))))
-        cv_.Wait(&mu_);
+      while (!stopping_ && !WriterMayStart()) cv_.Wait(&mu_);
       if (stopping_) return;
       // Everything waiting, up to max_batch_cells: one transaction, one fsync.
       size_t cells = 0;
@@ -89,7 +92,7 @@ void GroupCommitter::WriterLoop() {
       queued_cells_ -= cells;
       ++in_flight_;
       // Another writer may start too if enough is still waiting.
-      if (!queue_.empty()) cv_.NotifyOne();
+      if (WriterMayStart()) cv_.NotifyOne();
     }
     Commit(conn, units);
     // This thread loops back and takes whatever waited for the commit to end.

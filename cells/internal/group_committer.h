@@ -57,6 +57,11 @@ class GroupCommitter {
 
  private:
   void WriterLoop();
+  // True when a waiting writer should start a transaction now: cells wait and
+  // either nothing is in flight or at least min_pipelined_cells wait. Submit()
+  // wakes a writer only then, so callers arriving behind a running commit do
+  // not wake the idle writer once each just to send it back to sleep.
+  bool WriterMayStart() const REQUIRES(mu_);
   // Commits `units` in one transaction (with retries) and answers every unit.
   void Commit(std::unique_ptr<MysqlConnection>& conn, std::vector<WriteUnit*>& units);
   // RunGroupTransaction with reconnects and deadlock/lock-timeout retries.
