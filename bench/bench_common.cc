@@ -139,6 +139,9 @@ void AddClusterOptions(CLI::App* cmd, ClusterOptions* o) {
   cmd->add_option("--min-pipelined-cells", o->min_pipelined_cells,
                   "override group_commit.min_pipelined_cells (-1: keep the config's)")
       ->check(CLI::Range(-1, 10000));
+  cmd->add_option("--linger-us", o->linger_us,
+                  "override group_commit.linger_us (-1: keep the config's)")
+      ->check(CLI::Range(-1, 100000));
   cmd->add_option("--relay-poll-min-ms", o->relay_poll_min_ms,
                   "override relay.poll_min_ms (0: keep the config's)")
       ->check(CLI::Range(0, 10000));
@@ -174,6 +177,7 @@ Result<BenchCluster> OpenBenchCluster(const ClusterOptions& options) {
     c.config.group_commit.writer_threads_per_host = options.writer_threads_per_host;
   if (options.min_pipelined_cells >= 0)
     c.config.group_commit.min_pipelined_cells = options.min_pipelined_cells;
+  if (options.linger_us >= 0) c.config.group_commit.linger_us = options.linger_us;
   if (options.relay_poll_min_ms > 0) c.config.relay.poll_min_ms = options.relay_poll_min_ms;
   if (options.relay_poll_max_ms > 0) c.config.relay.poll_max_ms = options.relay_poll_max_ms;
   if (c.config.relay.poll_max_ms < c.config.relay.poll_min_ms)

@@ -146,6 +146,7 @@ struct ClusterOptions {
   int max_batch_cells = 0;
   int writer_threads_per_host = 0;
   int min_pipelined_cells = -1;  // -1: keep the config's
+  int linger_us = -1;            // -1: keep the config's
   int relay_poll_min_ms = 0;     // relay.poll_min_ms; 0: keep the config's
   int relay_poll_max_ms = 0;     // relay.poll_max_ms; 0: keep the config's
 };

@@ -110,6 +110,7 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config) {
     opts.threads = config.group_commit.writer_threads_per_host;
     opts.max_batch_cells = config.group_commit.max_batch_cells;
     opts.min_pipelined_cells = config.group_commit.min_pipelined_cells;
+    opts.linger_us = config.group_commit.linger_us;
     opts.database = config.HostDatabase(host);
     impl->committers.push_back(std::make_unique<GroupCommitter>(ep, opts));
     for (uint32_t s : host.shards) impl->host_of_shard[s] = static_cast<uint32_t>(h);

@@ -425,13 +425,14 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
   }
   if (YAML::Node n = root["group_commit"]) {
     r.CheckKeys(n, "group_commit",
-                {"max_batch_cells", "writer_threads_per_host", "min_pipelined_cells"});
+                {"max_batch_cells", "writer_threads_per_host", "min_pipelined_cells", "linger_us"});
     ReadIntInto(r, n, "max_batch_cells", "group_commit", 1, 10000,
                 &cfg.group_commit.max_batch_cells);
     ReadIntInto(r, n, "writer_threads_per_host", "group_commit", 1, 256,
                 &cfg.group_commit.writer_threads_per_host);
     ReadIntInto(r, n, "min_pipelined_cells", "group_commit", 0, 10000,
                 &cfg.group_commit.min_pipelined_cells);
+    ReadIntInto(r, n, "linger_us", "group_commit", 0, 100000, &cfg.group_commit.linger_us);
   }
   if (YAML::Node n = root["kafka"]) {
     r.CheckKeys(n, "kafka",

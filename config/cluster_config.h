@@ -118,6 +118,12 @@ struct GroupCommitConfig {
   // A second transaction starts while one is in flight only once this many
   // cells wait (0: at once); smaller groups join the next batch.
   int min_pipelined_cells = 16;
+  // A writer that just answered N > 1 puts and has nothing in flight waits up
+  // to this many microseconds for N puts to queue before its next transaction
+  // (callers answered by a commit usually put again at once), so fewer, larger
+  // transactions, one fsync each. 0: start with whatever waits. As MySQL's
+  // binlog_group_commit_sync_delay with sync_no_delay_count = N.
+  int linger_us = 0;
 };
 
 struct KafkaConfig {

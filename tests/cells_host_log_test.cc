@@ -213,6 +213,60 @@ TEST_F(HostLogTest, ASecondGroupTransactionStartsOnlyOnceMinPipelinedCellsWait) 
   EXPECT_EQ(0u, second.count((*results[0])->created_at)) << "the first put did not commit alone";
 }
 
+// group_commit.linger_us: a writer that just answered N puts waits (bounded)
+// for N to queue before its next transaction, so callers answered together
+// commit together again even when they come back a few milliseconds apart.
+TEST_F(HostLogTest, AWriterLingersForAsManyPutsAsItJustAnswered) {
+  ClusterConfig cfg = env->config;
+  cfg.group_commit.writer_threads_per_host = 1;
+  cfg.group_commit.linger_us = 100000;
+  std::unique_ptr<CellStore> lingering = CellStore::Open(cfg);
+  std::mutex mu;
+  std::condition_variable answered;
+  std::vector<std::optional<Result<PutResult>>> results;
+  auto put = [&](size_t i) {
+    lingering->PutAsync(kDs,
+                        {RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"i", i}}},
+                        [&, i](Result<PutResult> r) {
+                          std::lock_guard<std::mutex> lock(mu);
+                          results[i] = std::move(r);
+                          answered.notify_all();
+                        });
+  };
+  auto wait_answered = [&](size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return answered.wait_for(lock, std::chrono::seconds(30), [&] {
+      return std::all_of(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(n),
+                         [](const auto& r) { return r.has_value(); });
+    });
+  };
+  results.resize(4);
+  // Three puts in one transaction: the writer has just answered three.
+  std::vector<CellWrite> three;
+  for (int i = 0; i < 3; ++i)
+    three.push_back({RowOnShard(static_cast<uint32_t>(i)), "BASE", 1, {{"i", i}}});
+  for (const auto& r : lingering->PutBatch(kDs, three))
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Three callers come back apart from each other (well within the linger).
+  put(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  put(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  put(2);
+  ASSERT_TRUE(wait_answered(3)) << "puts unanswered";
+  std::set<MicrosSinceEpoch> commits;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(results[i]->ok()) << results[i]->status().ToString();
+    commits.insert((*results[i])->created_at);
+  }
+  EXPECT_EQ(1u, commits.size()) << "the writer did not wait for the three puts it had answered";
+  // A lone put still goes once the linger is over.
+  put(3);
+  ASSERT_TRUE(wait_answered(4)) << "a lone put waited past the linger";
+  ASSERT_TRUE(results[3]->ok()) << results[3]->status().ToString();
+  EXPECT_EQ(0u, commits.count((*results[3])->created_at));
+}
+
 TEST_F(HostLogTest, HeldWriterHoldsTheLogButNoOtherWriter) {
   uint64_t after = Head();
   OpenWriter held;

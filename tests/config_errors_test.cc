@@ -339,12 +339,14 @@ TEST(ConfigTest, SeveralErrorsAreCollectedAtOnce) {
 // The keys added for #13/#14 reject bad values with file:line, like the rest.
 TEST(ConfigTest, BadExactlyOnceAndPipeliningValuesAreErrors) {
   const std::string yaml = Yaml("", "",
-                                "group_commit: { min_pipelined_cells: -1 }\n"
+                                "group_commit: { min_pipelined_cells: -1, linger_us: 200000 }\n"
                                 "relay: { exactly_once: maybe }\n");
   EXPECT_THAT(Errors(yaml),
               UnorderedElementsAreArray(std::vector<std::string>{
                   "cellar.yaml:7: group_commit.min_pipelined_cells: must be between 0 and "
                   "10000, got -1",
+                  "cellar.yaml:7: group_commit.linger_us: must be between 0 and 100000, got "
+                  "200000",
                   "cellar.yaml:8: relay.exactly_once: expected true or false",
               }));
 }

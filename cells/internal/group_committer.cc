@@ -56,7 +56,7 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
     if (!refused) {
       queue_.insert(queue_.end(), units.begin(), units.end());
       for (WriteUnit* u : units) queued_cells_ += u->cells.size();
-      wake = WriterMayStart();
+      wake = WriterMayStart() && (lingering_for_ == 0 || queue_.size() >= lingering_for_);
     }
   }
   if (refused) {
@@ -74,12 +74,26 @@ bool GroupCommitter::WriterMayStart() const {
 void GroupCommitter::WriterLoop() {
   std::unique_ptr<MysqlConnection> conn;
   std::vector<WriteUnit*> units;
+  size_t expect = 0;
+  std::chrono::steady_clock::time_point linger_until;
   while (true) {
     units.clear();
     {
       MutexLock lock(&mu_);
-      while (!stopping_ && !WriterMayStart()) cv_.Wait(&mu_);
-      if (stopping_) return;
+      for (;;) {
+        if (stopping_) return;
+        if (WriterMayStart()) {
+          if (in_flight_ == 0 && expect > 1 && queue_.size() < expect &&
+              std::chrono::steady_clock::now() < linger_until) {
+            lingering_for_ = expect;
+            cv_.WaitUntil(&mu_, linger_until);
+            lingering_for_ = 0;
+            continue;
+          }
+          break;
+        }
+        cv_.Wait(&mu_);
+      }
       // Everything waiting, up to max_batch_cells: one transaction, one fsync.
       size_t cells = 0;
       while (!queue_.empty() &&
@@ -94,7 +108,9 @@ void GroupCommitter::WriterLoop() {
       // Another writer may start too if enough is still waiting.
       if (WriterMayStart()) cv_.NotifyOne();
     }
+    expect = units.size();
     Commit(conn, units);
+    linger_until = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.linger_us);
     // This thread loops back and takes whatever waited for the commit to end.
     MutexLock lock(&mu_);
     --in_flight_;

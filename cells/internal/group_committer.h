@@ -37,6 +37,9 @@ struct GroupCommitterOptions {
   // least this many cells wait; fewer wait for the running commit to end and
   // join the next, larger batch (0: start at once, any size).
   int min_pipelined_cells = 16;
+  // A writer with nothing in flight that just answered N > 1 units waits up
+  // to this long for N units to queue before it starts (0: no wait).
+  int linger_us = 0;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
 };
 
@@ -76,6 +79,9 @@ class GroupCommitter {
   size_t queued_cells_ GUARDED_BY(mu_) = 0;
   int in_flight_ GUARDED_BY(mu_) = 0;  // transactions being committed
   bool stopping_ GUARDED_BY(mu_) = false;
+  // Units a lingering writer waits for (0: none lingers); Submit() wakes it
+  // only once that many wait.
+  size_t lingering_for_ GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 };
 
