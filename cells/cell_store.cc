@@ -76,15 +76,15 @@ struct CellStore::Impl {
 
   // Submits `units` and blocks until every one is answered.
   std::vector<Result<PutResult>> Submit(std::vector<std::unique_ptr<WriteUnit>>& units) {
-    internal::UnitsWaiter waiter(units.size());
+    std::shared_ptr<internal::UnitsWaiter> waiter = internal::UnitsWaiter::Create(units.size());
     std::vector<WriteUnit*> raw;
     raw.reserve(units.size());
     for (auto& u : units) {
-      u->completion = &waiter;
+      u->completion = waiter.get();
       raw.push_back(u.get());
     }
     Enqueue(raw);
-    waiter.Wait();
+    waiter->Wait();
     size_t total = 0;
     for (auto& u : units) total += u->results.size();
     std::vector<Result<PutResult>> out;

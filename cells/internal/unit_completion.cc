@@ -3,10 +3,15 @@
 namespace cellar::internal {
 
 void UnitsWaiter::UnitDone(WriteUnit*) {
-  // Signalled under the lock: Wait() cannot return (and destroy this) before
-  // the signal is done.
-  MutexLock lock(&mu_);
-  if (--remaining_ == 0) cv_.NotifyAll();
+  // Taken while the submitter is still waiting (remaining_ > 0), so this
+  // outlives the signal even if Wait() returns and drops its reference first.
+  std::shared_ptr<UnitsWaiter> self = shared_from_this();
+  bool last;
+  {
+    MutexLock lock(&mu_);
+    last = --remaining_ == 0;
+  }
+  if (last) cv_.NotifyOne();
 }
 
 void UnitsWaiter::Wait() {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 
 #include "base/mutex.h"
 #include "base/status.h"
@@ -14,17 +15,27 @@
 namespace cellar::internal {
 
 // Wakes one waiting thread once `units` units are done: one wake-up per call
-// of Put/PutBatch/Erase, whatever its number of units.
+// of Put/PutBatch/Erase, whatever its number of units. The wake-up is sent
+// after the lock is released, so the woken caller does not block on the lock
+// the committer still holds (with glibc that cost a second futex wake-up and
+// context switch per put); the committer holds a reference meanwhile, which is
+// why a waiter is owned by a shared_ptr (Create).
 // Threading: UnitDone() from any thread; Wait() from the submitting thread.
-class UnitsWaiter final : public UnitCompletion {
+class UnitsWaiter final : public UnitCompletion, public std::enable_shared_from_this<UnitsWaiter> {
  public:
-  explicit UnitsWaiter(size_t units) : remaining_(units) {}
+  static std::shared_ptr<UnitsWaiter> Create(size_t units) {
+    return std::shared_ptr<UnitsWaiter>(new UnitsWaiter(units));
+  }
+  // REQUIRES: fewer than `units` calls so far (the submitter still holds its
+  // reference until Wait() returns).
   void UnitDone(WriteUnit* unit) override;
-  // Returns once UnitDone() was called `units` times. The waiter may be
-  // destroyed as soon as Wait() returns.
+  // Returns once UnitDone() was called `units` times. The submitter may drop
+  // its reference as soon as Wait() returns.
   void Wait();
 
  private:
+  explicit UnitsWaiter(size_t units) : remaining_(units) {}
+
   Mutex mu_;
   CondVar cv_;
   size_t remaining_ GUARDED_BY(mu_);
