@@ -41,11 +41,11 @@ struct HostStream {
   int idle_ms = 0;                                    // 0: poll_min_ms
   std::chrono::steady_clock::time_point next_read{};  // read the log again from here on
 
-  Mutex mu;                                     // guards everything below
-  CondVar delivered;                            // signalled on every delivery report
-  uint64_t read_pos GUARDED_BY(mu) = 0;         // highest added_id handed to the producer
-  uint64_t acked GUARDED_BY(mu) = 0;            // every added_id <= acked is acknowledged
-  int64_t acked_offset GUARDED_BY(mu) = -1;     // Kafka offset of the record of `acked`
+  Mutex mu;                                  // guards everything below
+  CondVar delivered;                         // signalled when `inflight` empties or a batch fails
+  uint64_t read_pos GUARDED_BY(mu) = 0;      // highest added_id handed to the producer
+  uint64_t acked GUARDED_BY(mu) = 0;         // every added_id <= acked is acknowledged
+  int64_t acked_offset GUARDED_BY(mu) = -1;  // Kafka offset of the record of `acked`
   int32_t acked_partition GUARDED_BY(mu) = -1;  // and its partition
   uint64_t saved GUARDED_BY(mu) = 0;            // checkpoint stored in MySQL
   uint64_t generation GUARDED_BY(mu) = 0;  // bumped on rewind; stale delivery reports are ignored
@@ -63,7 +63,6 @@ struct HostStream {
   // Delivery report for (generation, added_id). Returns true if it advanced `acked`.
   bool OnDelivered(uint64_t gen, uint64_t added_id, int64_t offset) {
     MutexLock lock(&mu);
-    delivered.NotifyAll();
     if (gen != generation) return false;
     // `inflight` is in added_id order (records are produced in log order), so
     // the record is found by binary search, not by a scan of up to
@@ -84,6 +83,9 @@ struct HostStream {
       inflight.pop_front();
       advanced = true;
     }
+    // The batch's waiter (PumpFenced) waits for an empty `inflight`: waking
+    // it on every report only sent it back to sleep.
+    if (advanced && inflight.empty()) delivered.NotifyAll();
     return advanced;
   }
   void OnFailed(uint64_t gen) {
@@ -98,6 +100,7 @@ struct HostStream {
     inflight.clear();
     read_pos = acked;
     failed = false;
+    delivered.NotifyAll();
   }
 };
 
