@@ -556,7 +556,13 @@ TEST(BodyCodecTest, DepthLimitIsExact) {
   // Far deeper input is counted only to the limit, and a deep branch is found
   // beside shallow ones.
   nlohmann::json far = nlohmann::json::array();
-  for (int i = 0; i < 5000; ++i) far = nlohmann::json::array({far});
+  // Moved in, not copied: copying a 5,000-deep value recurses once per level
+  // (nlohmann's copy constructor), which overflows the stack under ASan.
+  for (int i = 0; i < 5000; ++i) {
+    nlohmann::json outer = nlohmann::json::array();
+    outer.push_back(std::move(far));
+    far = std::move(outer);
+  }
   EXPECT_EQ(JsonDepth(far), kMaxBodyDepth + 1);
   EXPECT_EQ(JsonDepth(nlohmann::json{{"x", 1}, {"y", {{"z", nlohmann::json::array({deep})}}}}),
             kMaxBodyDepth + 1);
