@@ -262,6 +262,14 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--concurrency", o->trigger_concurrency, "no-op handler threads")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  cmd->add_option("--webhook-batch-size", o->webhook_batch_size,
+                  "events per webhook POST (1: one event per POST, binary mode)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  cmd->add_option("--webhook-batch-window-ms", o->webhook_batch_window_ms,
+                  "how long a webhook batch waits for more events, ms")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   cmd->add_option("--index-yaml", o->index_yaml, "file defining driver_partner_index")
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds for the warm-up and each throughput wait")

@@ -59,6 +59,9 @@ struct PipelineBenchOptions {
   int raw_rounds = 3;
   int raw_connections = 4;  // per MySQL host
   int trigger_concurrency = TriggerOptions{}.concurrency;
+  // The webhook trigger's batch_size and batch_window_ms (triggers/webhook.h).
+  int webhook_batch_size = 1;
+  int webhook_batch_window_ms = 0;
   int index_lanes = 0;       // IndexWorkerOptions::lanes_per_host; 0: its default
   int index_linger_ms = -1;  // IndexWorkerOptions::batch_linger_ms; -1: its default
   std::string index_yaml;    // file holding driver_partner_index

@@ -91,6 +91,8 @@ int PrintPipelineReport(const PipelineRun& r) {
   t.Add("stages (this process)",
         "relay; IndexWorker (" + std::string(kIndexName) + "); no-op trigger (concurrency " +
             std::to_string(o.trigger_concurrency) + "); webhook trigger to an in-process sink");
+  t.Add("webhook batch_size / batch_window_ms",
+        std::to_string(o.webhook_batch_size) + " / " + std::to_string(o.webhook_batch_window_ms));
   t.Add("writers", std::to_string(o.writer_threads) + " threads pacing PutAsync, window " +
                        std::to_string(o.window) + ", one trip cell per put (~" +
                        std::to_string(o.body_bytes) + " bytes + index fields)");
@@ -205,6 +207,8 @@ int PrintPipelineReport(const PipelineRun& r) {
   j["shards"] = cfg.shards;
   j["partitions"] = cfg.kafka.partitions;
   j["concurrency"] = o.trigger_concurrency;
+  j["webhook_batch_size"] = o.webhook_batch_size;
+  j["webhook_batch_window_ms"] = o.webhook_batch_window_ms;
   j["errors"] = errors;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   for (const StepFigures& s : r.steps) steps.push_back(StepJson(s));

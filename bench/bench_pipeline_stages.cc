@@ -65,9 +65,24 @@ TriggerHandler Stages::NoopHandler() {
 
 Status Stages::Start() {
   auto sink = testing::WebhookSink::Start([this](const std::string&, const std::string& body) {
-    auto event = DecodeCellEvent(body);
-    if (!event.ok()) return 422;
-    Arrived(webhook_, event->cell, delivered_);
+    if (o_.webhook_batch_size <= 1) {
+      auto event = DecodeCellEvent(body);
+      if (!event.ok()) return 422;
+      Arrived(webhook_, event->cell, delivered_);
+      return 200;
+    }
+    // A batch: CloudEvents in structured mode, the change-log event as "data".
+    auto batch = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (!batch.is_array()) return 422;
+    for (auto& element : batch) {
+      auto data = element.find("data");
+      if (data == element.end() || !data->is_object()) return 422;
+      Cell cell;
+      cell.shard = data->value("shard", 0u);
+      cell.added_id = data->value("added_id", uint64_t{0});
+      if (auto b = data->find("body"); b != data->end()) cell.body = std::move(*b);
+      Arrived(webhook_, cell, delivered_);
+    }
     return 200;
   });
   if (!sink.ok()) return sink.status();
@@ -90,6 +105,8 @@ Status Stages::Start() {
   hook.column = column;
   hook.url = webhook_url_;
   hook.timeout_ms = 5000;
+  hook.batch_size = o_.webhook_batch_size;
+  hook.batch_window_ms = o_.webhook_batch_window_ms;
   CELLAR_RETURN_IF_ERROR(triggers_->on_webhook(hook));
   return triggers_->Start();
 }

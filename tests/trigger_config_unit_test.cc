@@ -79,7 +79,7 @@ TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
       - { field: y, op: "<=", value: -2 }
       - { field: z, op: ">", value: null }
       - { field: w, op: "==", value: "true" }
-    webhook: { url: "http://127.0.0.1:8080/hook", timeout_ms: 2000 }
+    webhook: { url: "http://127.0.0.1:8080/hook", timeout_ms: 2000, batch_size: 250, batch_window_ms: 40 }
     retry: { max_attempts: 7, initial_backoff_ms: 50, max_backoff_ms: 900, on_4xx: drop }
     dead_letter: { pause_after: 12, window: 90s, later_events_of_row: set_aside }
   - name: minimal
@@ -96,6 +96,8 @@ TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
   EXPECT_EQ(w.column, "BASE");
   EXPECT_EQ(w.url, "http://127.0.0.1:8080/hook");
   EXPECT_EQ(w.timeout_ms, 2000);
+  EXPECT_EQ(w.batch_size, 250);
+  EXPECT_EQ(w.batch_window_ms, 40);
   EXPECT_EQ(w.on_4xx, On4xx::kDrop);
   EXPECT_EQ(w.retry.max_attempts, 7);
   EXPECT_EQ(w.retry.initial_backoff_ms, 50);
@@ -128,6 +130,8 @@ TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
   EXPECT_EQ(m.column, "STATUS");
   EXPECT_TRUE(m.filter.empty());
   EXPECT_EQ(m.timeout_ms, 5000);
+  EXPECT_EQ(m.batch_size, 1);  // one event per POST unless asked
+  EXPECT_EQ(m.batch_window_ms, 0);
   EXPECT_EQ(m.on_4xx, On4xx::kDeadLetter);
   EXPECT_EQ(m.retry.max_attempts, RetryPolicy{}.max_attempts);
   EXPECT_EQ(m.dead_letter.later_events_of_row, LaterEventsPolicy::kContinue);
@@ -138,7 +142,10 @@ TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
   EXPECT_EQ(o.retry.max_attempts, 7);
   EXPECT_EQ(o.dead_letter.pause_after, 12);
   EXPECT_EQ(o.filter.size(), 10u);
+  EXPECT_EQ(o.max_batch, 250);
+  EXPECT_EQ(o.batch_linger_ms, 40);
   EXPECT_TRUE(MakeWebhookHandler(w).ok());
+  EXPECT_TRUE(MakeWebhookBatchHandler(w).ok());
 }
 
 TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
@@ -153,7 +160,7 @@ TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
       - { op: "=", value: 1 }
       - { field: c, op: "<" }
       - { field: d, value: 1, extra: 2 }
-    webhook: { url: "ftp://example.com/x", timeout_ms: 0, method: PUT }
+    webhook: { url: "ftp://example.com/x", timeout_ms: 0, method: PUT, batch_size: 0, batch_window_ms: -1 }
     retry: { max_attempts: 0, initial_backoff_ms: soon, on_4xx: explode, jitter: full }
     dead_letter: { pause_after: 0, window: forever, later_events_of_row: maybe }
   - name: second
@@ -190,6 +197,8 @@ TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
   has(at("ftp://") + "triggers[0].webhook.url: expected an http:// or https:// URL");
   has_prefix(at("ftp://") + "triggers[0].webhook.timeout_ms: must be between 1 and");
   has_prefix(at("ftp://") + "triggers[0].webhook.method: unknown key");
+  has_prefix(at("ftp://") + "triggers[0].webhook.batch_size: must be between 1 and 10000");
+  has_prefix(at("ftp://") + "triggers[0].webhook.batch_window_ms: must be between 0 and 60000");
   has_prefix(at("max_attempts: 0") + "triggers[0].retry.max_attempts: must be between 1 and");
   has_prefix(at("max_attempts: 0") + "triggers[0].retry.initial_backoff_ms: expected an integer");
   has(at("max_attempts: 0") + "triggers[0].retry.on_4xx: expected dead_letter, drop or retry");
@@ -485,6 +494,48 @@ TEST(CellEventEncodingTest, DecodeReturnsEveryFieldAndNamesABadOne) {
   EXPECT_FALSE(DecodeCellEvent(bad_key.dump()).ok());
   EXPECT_FALSE(DecodeCellEvent("[1]").ok());
   EXPECT_FALSE(DecodeCellEvent("not json").ok());
+}
+
+// A batch POST's body: CloudEvents' batched content mode, each event in
+// structured mode with the attributes a single-event POST sends as ce-*
+// headers, and the change-log event as "data".
+TEST(WebhookBatchEncodingTest, ArrayOfStructuredCloudEventsWithTheEventAsData) {
+  KafkaConfig kafka;
+  kafka.topic_prefix = "cellar";
+  CellEvent written{.datastore = "trips", .cell = EventCell(41)};
+  written.cell.body = {{"fare", 12.5}, {"note", "a \"quoted\" word"}};
+  CellEvent erased{.datastore = "trips", .cell = EventCell(42)};
+  erased.cell.ref_key = 4;
+  erased.cell.tombstone = true;
+  const std::vector<const CellEvent*> events = {&written, &erased};
+  const std::string body = EncodeWebhookBatch(kafka, events);
+  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_array()) << body;
+  ASSERT_EQ(j.size(), 2u);
+  for (size_t i = 0; i < events.size(); ++i) {
+    SCOPED_TRACE(j[i].dump());
+    const CellEvent& e = *events[i];
+    // Exactly the attributes of the binary mode's headers, without "ce-".
+    std::map<std::string, std::string> want;
+    for (const EventHeader& h :
+         CloudEventHeaders(CloudEventBinding::kHttp, kafka, e.datastore, e.cell)) {
+      ASSERT_EQ(h.name.rfind("ce-", 0), 0u) << h.name;
+      want[h.name.substr(3)] = h.value;
+    }
+    for (const auto& [attribute, value] : want) EXPECT_EQ(j[i].value(attribute, ""), value);
+    EXPECT_EQ(j[i]["specversion"], "1.0");
+    EXPECT_EQ(j[i]["datacontenttype"], "application/json");
+    EXPECT_EQ(j[i].size(), want.size() + 2) << "attributes, datacontenttype and data only";
+    auto data = DecodeCellEvent(j[i]["data"].dump());
+    ASSERT_TRUE(data.ok()) << data.status().ToString();
+    EXPECT_EQ(data->cell.added_id, e.cell.added_id);
+    EXPECT_EQ(data->cell.ref_key, e.cell.ref_key);
+    EXPECT_EQ(data->cell.tombstone, e.cell.tombstone);
+    EXPECT_EQ(data->cell.body, e.cell.body);
+  }
+  EXPECT_EQ(j[0]["type"], "cellar.cell.written");
+  EXPECT_EQ(j[1]["type"], "cellar.cell.erased");
+  EXPECT_EQ(EncodeWebhookBatch(kafka, {}), "[]");
 }
 
 }  // namespace

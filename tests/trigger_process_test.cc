@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "testing/webhook_sink.h"
 #include "tests/trigger_test_util.h"
 #include "triggers/trigger_admin.h"
+#include "triggers/webhook.h"
 
 namespace cellar::trigtest {
 namespace {
@@ -495,6 +497,66 @@ TEST(TriggerProcessTest, CliPauseAndResumeReachARunningTriggerProcess) {
   EXPECT_EQ(out.value("paused", true), false) << out.dump();
   EXPECT_EQ(trigger.Terminate(30s), 0) << trigger.Log();
   relay->Stop();
+}
+
+// cellar-webhook-sink (the local stack's receiver) records one line per
+// event whether a POST carries one event or a batch (triggers/webhook.h), and
+// refuses a batch that is not a JSON array without recording anything.
+TEST(WebhookSinkProcessTest, RecordsOneLinePerEventForSingleAndBatchPosts) {
+  testing::TempDir dir("webhook-sink");
+  ChildProcess sink({CELLAR_WEBHOOK_SINK_BIN, "--out", dir.File("events.jsonl"), "--ready-file",
+                     dir.File("ready")},
+                    dir.File("sink.log"));
+  ASSERT_TRUE(sink.running());
+  std::string address;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::ifstream in(dir.File("ready"));
+        return static_cast<bool>(std::getline(in, address)) && !address.empty();
+      },
+      10s))
+      << sink.Log();
+  httplib::Client client("http://" + address);
+  CellEvent a, b, t;
+  for (CellEvent* e : {&a, &b, &t}) {
+    e->datastore = "trips";
+    e->cell.row_key = Uuid::Random();
+    e->cell.column = "BASE";
+    e->cell.body = {{"fare", 3}};
+  }
+  b.cell.ref_key = 1;
+  t.cell.tombstone = true;
+  t.cell.body = nullptr;
+  KafkaConfig kafka;
+  auto single =
+      client.Post("/hook", EncodeCellEvent("trips", a.cell, INT64_MAX), "application/json");
+  ASSERT_TRUE(single);
+  EXPECT_EQ(single->status, 200);
+  auto batch =
+      client.Post("/hook", EncodeWebhookBatch(kafka, {&b, &t}), kCloudEventsBatchContentType);
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->status, 200);
+  auto bad = client.Post("/hook", R"({"not":"an array"})", kCloudEventsBatchContentType);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  auto count = client.Get("/count");
+  ASSERT_TRUE(count);
+  EXPECT_EQ(count->body, "3\n");
+  EXPECT_EQ(sink.Terminate(10s), 0) << sink.Log();
+
+  std::ifstream in(dir.File("events.jsonl"));
+  std::vector<CellEvent> lines;
+  for (std::string line; std::getline(in, line);) {
+    auto e = DecodeCellEvent(line);
+    ASSERT_TRUE(e.ok()) << line << ": " << e.status().ToString();
+    lines.push_back(*e);
+  }
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].cell.row_key, a.cell.row_key);
+  EXPECT_EQ(lines[1].cell.row_key, b.cell.row_key);
+  EXPECT_EQ(lines[1].cell.ref_key, 1);
+  EXPECT_EQ(lines[2].cell.row_key, t.cell.row_key);
+  EXPECT_TRUE(lines[2].cell.tombstone);
 }
 
 }  // namespace

@@ -478,6 +478,31 @@ TEST(TriggerWorkerTest, BadRegistrationsAreInvalidArgument) {
   Status dup = w.on("trips", "BASE", "t1", noop);
   EXPECT_EQ(StatusCode::kInvalidArgument, dup.code());
   EXPECT_THAT(dup.message(), ::testing::HasSubstr("duplicate trigger name 't1'"));
+
+  // Batch handlers: the same checks, and the batch bounds.
+  auto batch_noop = [](const std::vector<const CellEvent*>&, TriggerContext&) {
+    return Status::Ok();
+  };
+  struct BatchCase {
+    int max_batch, linger_ms;
+    std::string message;
+  };
+  for (const BatchCase& c : std::vector<BatchCase>{{0, 0, "max_batch must be within 1..10000"},
+                                                   {10001, 0, "max_batch must be within"},
+                                                   {10, -1, "batch_linger_ms must be within"},
+                                                   {10, 60001, "batch_linger_ms must be within"}}) {
+    TriggerOptions o;
+    o.max_batch = c.max_batch;
+    o.batch_linger_ms = c.linger_ms;
+    Status s = w.on_batch("trips", "BASE", "b1", batch_noop, o);
+    EXPECT_EQ(StatusCode::kInvalidArgument, s.code()) << c.message;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(c.message));
+  }
+  Status dup_batch = w.on_batch("trips", "BASE", "t1", batch_noop);
+  EXPECT_THAT(dup_batch.message(), ::testing::HasSubstr("duplicate trigger name 't1'"));
+  EXPECT_THAT(w.on_batch("nope", "BASE", "b1", batch_noop).message(),
+              ::testing::HasSubstr("unknown datastore 'nope'"));
+  EXPECT_EQ("OK", w.on_batch("trips", "BASE", "b1", batch_noop).ToString());
 }
 
 }  // namespace

@@ -194,12 +194,17 @@ Result<std::vector<WebhookTriggerConfig>> ParseTriggerDefinitions(std::string_vi
     if (r.Require(t, "webhook", p)) {
       const YAML::Node h = t["webhook"];
       const std::string hp = p + ".webhook";
-      if (r.CheckKeys(h, hp, {"url", "timeout_ms"}) || h.IsMap()) {
+      if (r.CheckKeys(h, hp, {"url", "timeout_ms", "batch_size", "batch_window_ms"}) || h.IsMap()) {
         if (r.Require(h, "url", hp) && r.ReadString(h, "url", hp, &w.url) &&
             w.url.rfind("http://", 0) != 0 && w.url.rfind("https://", 0) != 0)
           r.Error(h["url"], hp + ".url", "expected an http:// or https:// URL");
         int64_t v = w.timeout_ms;
         if (r.ReadInt(h, "timeout_ms", hp, 1, 600000, &v)) w.timeout_ms = static_cast<int>(v);
+        v = w.batch_size;
+        if (r.ReadInt(h, "batch_size", hp, 1, 10000, &v)) w.batch_size = static_cast<int>(v);
+        v = w.batch_window_ms;
+        if (r.ReadInt(h, "batch_window_ms", hp, 0, 60000, &v))
+          w.batch_window_ms = static_cast<int>(v);
       }
     }
     r.ReadBool(t, "include_tombstones", p, &w.include_tombstones);

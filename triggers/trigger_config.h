@@ -68,6 +68,12 @@ struct WebhookTriggerConfig {
   std::vector<FieldCondition> filter;
   std::string url;  // http://host:port/path (https when built with OpenSSL)
   int timeout_ms = 5000;
+  // Events per POST (1..10000). Above 1 the webhook receives batches: a JSON
+  // array of events in CloudEvents' batched content mode (webhook.h).
+  int batch_size = 1;
+  // Batches only: how long a batch of fewer than batch_size waits for more
+  // events, counted from its oldest (milliseconds, 0..60000).
+  int batch_window_ms = 0;
   On4xx on_4xx = On4xx::kDeadLetter;
   RetryPolicy retry;
   DeadLetterPolicy dead_letter;

@@ -47,6 +47,27 @@ struct TriggerWorker::Impl {
   CondVar control_cv;
   bool control_stop GUARDED_BY(control_mu) = false;
 
+  // Validates and stores a trigger's spec (on, on_batch).
+  Status Register(TriggerSpec spec) {
+    const std::string& name = spec.name;
+    const DatastoreConfig* ds = config.FindDatastore(spec.datastore);
+    if (!ds)
+      return InvalidArgument("trigger " + name + ": unknown datastore '" + spec.datastore + "'");
+    if (!ds->FindColumn(spec.column))
+      return InvalidArgument("trigger " + name + ": datastore '" + spec.datastore +
+                             "' has no column '" + spec.column + "'");
+    if (!IsValidTriggerName(name))
+      return InvalidArgument("trigger name '" + name + "' must match [a-z][a-z0-9_]{0,47}");
+    if (spec.options.retry.max_attempts < 1)
+      return InvalidArgument("trigger " + name + ": retry.max_attempts must be >= 1");
+    MutexLock lock(&mu);
+    if (started) return FailedPrecondition("TriggerWorker::on after Start()");
+    for (const auto& s : specs)
+      if (s.name == name) return InvalidArgument("duplicate trigger name '" + name + "'");
+    specs.push_back(std::move(spec));
+    return Status::Ok();
+  }
+
   // Connects (again) and creates the table when needed.
   Status EnsureControlConnection() {
     if (control_conn && !control_conn->broken()) return Status::Ok();
@@ -141,25 +162,29 @@ MetricsRegistry& TriggerWorker::metrics() { return *impl_->metrics; }
 
 Status TriggerWorker::on(const std::string& datastore, const std::string& column,
                          const std::string& name, TriggerHandler handler, TriggerOptions options) {
-  const DatastoreConfig* ds = impl_->config.FindDatastore(datastore);
-  if (!ds) return InvalidArgument("trigger " + name + ": unknown datastore '" + datastore + "'");
-  if (!ds->FindColumn(column))
-    return InvalidArgument("trigger " + name + ": datastore '" + datastore + "' has no column '" +
-                           column + "'");
-  if (!IsValidTriggerName(name))
-    return InvalidArgument("trigger name '" + name + "' must match [a-z][a-z0-9_]{0,47}");
-  for (const auto& s : impl_->specs)
-    if (s.name == name) return InvalidArgument("duplicate trigger name '" + name + "'");
-  if (options.retry.max_attempts < 1)
-    return InvalidArgument("trigger " + name + ": retry.max_attempts must be >= 1");
-  MutexLock lock(&impl_->mu);
-  if (impl_->started) return FailedPrecondition("TriggerWorker::on after Start()");
-  impl_->specs.push_back(
-      TriggerSpec{name, datastore, column, std::move(handler), std::move(options)});
-  return Status::Ok();
+  return impl_->Register(
+      TriggerSpec{name, datastore, column, std::move(handler), nullptr, std::move(options)});
+}
+
+Status TriggerWorker::on_batch(const std::string& datastore, const std::string& column,
+                               const std::string& name, TriggerBatchHandler handler,
+                               TriggerOptions options) {
+  if (options.max_batch < 1 || options.max_batch > 10000)
+    return InvalidArgument("trigger " + name + ": max_batch must be within 1..10000");
+  if (options.batch_linger_ms < 0 || options.batch_linger_ms > 60000)
+    return InvalidArgument("trigger " + name + ": batch_linger_ms must be within 0..60000");
+  return impl_->Register(
+      TriggerSpec{name, datastore, column, nullptr, std::move(handler), std::move(options)});
 }
 
 Status TriggerWorker::on_webhook(const WebhookTriggerConfig& config) {
+  if (config.batch_size > 1) {
+    auto handler = MakeWebhookBatchHandler(config);
+    if (!handler.ok())
+      return InvalidArgument("trigger " + config.name + ": " + handler.status().message());
+    return on_batch(config.datastore, config.column, config.name, std::move(handler).value(),
+                    WebhookTriggerOptions(config));
+  }
   auto handler = MakeWebhookHandler(config);
   if (!handler.ok())
     return InvalidArgument("trigger " + config.name + ": " + handler.status().message());

@@ -98,6 +98,18 @@ class TriggerContext {
 
 using TriggerHandler = std::function<Status(const CellEvent&, TriggerContext&)>;
 
+// A batch handler (TriggerWorker::on_batch) gets several events in one call,
+// as Lambda's event source mappings hand a function a batch of stream records:
+// one round trip (a webhook POST, a bulk write) for many events. The events
+// are in change-log order per row; one row's events are in one call at a
+// time, and a later call has only its later events. The call's Status counts
+// for every event in it: OK handles them all; an error retries the whole call
+// (same events, same order) under the retry policy, then sets every event of
+// it aside in the dead-letter topic. The vector and the events are the
+// runner's, valid for the call only. ctx.attempt() is the call's attempt.
+using TriggerBatchHandler =
+    std::function<Status(const std::vector<const CellEvent*>&, TriggerContext&)>;
+
 struct TriggerOptions {
   RetryPolicy retry;
   DeadLetterPolicy dead_letter;
@@ -106,6 +118,12 @@ struct TriggerOptions {
   int max_pending = 10000;             // queued events before polling pauses
   bool from_beginning = true;          // where a new consumer group starts
   bool include_tombstones = true;      // erases (tombstone events, body null) reach the handler
+  // Batch handlers only (on_batch): events per call at most, and how long a
+  // call of fewer waits for its oldest event to be that old (milliseconds)
+  // so that more join it. Events are batched per lane (a hash of the row
+  // key mod `concurrency`), so a lane's call holds events of several rows.
+  int max_batch = 100;
+  int batch_linger_ms = 0;
 };
 
 // Where a replay starts: a time (cells created at or after it), or per-shard
@@ -160,6 +178,14 @@ class TriggerWorker {
   [[nodiscard]] Status on(const std::string& datastore, const std::string& column,
                           const std::string& name, TriggerHandler handler,
                           TriggerOptions options = {});
+  // Registers a batch handler (TriggerBatchHandler above): the same contract
+  // as on(), except that a call holds up to options.max_batch events. Errors
+  // as on(), and InvalidArgument for max_batch outside 1..10000 or
+  // batch_linger_ms outside 0..60000. A replay (Replay) calls it with one
+  // event at a time.
+  [[nodiscard]] Status on_batch(const std::string& datastore, const std::string& column,
+                                const std::string& name, TriggerBatchHandler handler,
+                                TriggerOptions options = {});
   // Registers a YAML-defined webhook trigger (webhook.h). Errors as on(), and
   // InvalidArgument for a webhook the handler cannot be built from.
   [[nodiscard]] Status on_webhook(const WebhookTriggerConfig& config);

@@ -79,48 +79,29 @@ class ConnectionPool {
       idle_ GUARDED_BY(mu_);
 };
 
-}  // namespace
+// POSTs `body` and maps the answer to a Status (webhook.h). Any thread.
+class WebhookPoster {
+ public:
+  WebhookPoster(ParsedUrl url, int timeout_ms, On4xx on_4xx)
+      : url_(std::move(url)),
+        pool_(std::make_shared<ConnectionPool>(url_.origin, timeout_ms)),
+        on_4xx_(on_4xx) {}
 
-TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config) {
-  TriggerOptions o;
-  o.retry = config.retry;
-  o.dead_letter = config.dead_letter;
-  o.filter = config.filter;
-  o.include_tombstones = config.include_tombstones;
-  return o;
-}
-
-Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
-  CELLAR_ASSIGN_OR_RETURN(ParsedUrl url, ParseUrl(config.url));
-  const int timeout_ms = config.timeout_ms;
-  const On4xx on_4xx = config.on_4xx;
-  const std::string name = config.name;
-  auto pool = std::make_shared<ConnectionPool>(url.origin, timeout_ms);
-  return TriggerHandler([url, pool, on_4xx, name](const CellEvent& e,
-                                                  TriggerContext& ctx) -> Status {
-    std::unique_ptr<httplib::Client> client = pool->Acquire();
-    httplib::Headers headers{
-        {"X-Cellar-Trigger", name},
-        {"X-Cellar-Event-Id",
-         e.datastore + "/" + std::to_string(e.cell.shard) + "/" + std::to_string(e.cell.added_id)}};
-    // CloudEvents HTTP binding, binary mode: the same attributes as the
-    // change-log record's ce_* headers (changelog/cell_event.h).
-    for (EventHeader& h : CloudEventHeaders(CloudEventBinding::kHttp, ctx.store().config().kafka,
-                                            e.datastore, e.cell))
-      headers.emplace(std::move(h.name), std::move(h.value));
-    const std::string body = EncodeCellEvent(e.datastore, e.cell, INT64_MAX);
-    auto res = client->Post(url.path.c_str(), headers, body, "application/json");
+  Status Post(const httplib::Headers& headers, const std::string& body,
+              const char* content_type) const {
+    std::unique_ptr<httplib::Client> client = pool_->Acquire();
+    auto res = client->Post(url_.path.c_str(), headers, body, content_type);
     if (!res)
-      return Unavailable("webhook " + url.origin + url.path + ": " +
+      return Unavailable("webhook " + url_.origin + url_.path + ": " +
                          httplib::to_string(res.error()));
-    pool->Release(std::move(client));
+    pool_->Release(std::move(client));
     const int code = res->status;
     if (code >= 200 && code < 300) return Status::Ok();
     const std::string what =
-        "webhook " + url.origin + url.path + " answered " + std::to_string(code);
+        "webhook " + url_.origin + url_.path + " answered " + std::to_string(code);
     if (code >= 500 || code == 429 || code == 408) return Unavailable(what);
     if (code >= 400) {
-      switch (on_4xx) {
+      switch (on_4xx_) {
         case On4xx::kDrop:
           return Status::Ok();
         case On4xx::kRetry:
@@ -130,7 +111,82 @@ Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
       }
     }
     return FailedPrecondition(what + " (unexpected status)");
+  }
+
+ private:
+  const ParsedUrl url_;
+  const std::shared_ptr<ConnectionPool> pool_;
+  const On4xx on_4xx_;
+};
+
+std::string EventId(const CellEvent& e) {
+  return e.datastore + "/" + std::to_string(e.cell.shard) + "/" + std::to_string(e.cell.added_id);
+}
+
+}  // namespace
+
+TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config) {
+  TriggerOptions o;
+  o.retry = config.retry;
+  o.dead_letter = config.dead_letter;
+  o.filter = config.filter;
+  o.include_tombstones = config.include_tombstones;
+  o.max_batch = config.batch_size;
+  o.batch_linger_ms = config.batch_window_ms;
+  return o;
+}
+
+Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
+  CELLAR_ASSIGN_OR_RETURN(ParsedUrl url, ParseUrl(config.url));
+  auto poster = std::make_shared<WebhookPoster>(std::move(url), config.timeout_ms, config.on_4xx);
+  const std::string name = config.name;
+  return TriggerHandler([poster, name](const CellEvent& e, TriggerContext& ctx) -> Status {
+    httplib::Headers headers{{"X-Cellar-Trigger", name}, {"X-Cellar-Event-Id", EventId(e)}};
+    // CloudEvents HTTP binding, binary mode: the same attributes as the
+    // change-log record's ce_* headers (changelog/cell_event.h).
+    for (EventHeader& h : CloudEventHeaders(CloudEventBinding::kHttp, ctx.store().config().kafka,
+                                            e.datastore, e.cell))
+      headers.emplace(std::move(h.name), std::move(h.value));
+    return poster->Post(headers, EncodeCellEvent(e.datastore, e.cell, INT64_MAX),
+                        "application/json");
   });
+}
+
+std::string EncodeWebhookBatch(const KafkaConfig& kafka,
+                               const std::vector<const CellEvent*>& events) {
+  std::string out = "[";
+  for (const CellEvent* e : events) {
+    if (out.size() > 1) out += ',';
+    out += '{';
+    // Structured mode: the ce-* attributes as members, the event as "data".
+    for (const EventHeader& h :
+         CloudEventHeaders(CloudEventBinding::kHttp, kafka, e->datastore, e->cell)) {
+      const std::string_view attribute =
+          std::string_view(h.name).substr(h.name.rfind("ce-", 0) == 0 ? 3 : 0);
+      out += nlohmann::json(attribute).dump();
+      out += ':';
+      out += nlohmann::json(h.value).dump();
+      out += ',';
+    }
+    out += R"("datacontenttype":"application/json","data":)";
+    out += EncodeCellEvent(e->datastore, e->cell, INT64_MAX);
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
+Result<TriggerBatchHandler> MakeWebhookBatchHandler(const WebhookTriggerConfig& config) {
+  CELLAR_ASSIGN_OR_RETURN(ParsedUrl url, ParseUrl(config.url));
+  auto poster = std::make_shared<WebhookPoster>(std::move(url), config.timeout_ms, config.on_4xx);
+  const std::string name = config.name;
+  return TriggerBatchHandler(
+      [poster, name](const std::vector<const CellEvent*>& events, TriggerContext& ctx) -> Status {
+        httplib::Headers headers{{"X-Cellar-Trigger", name},
+                                 {"X-Cellar-Batch-Size", std::to_string(events.size())}};
+        return poster->Post(headers, EncodeWebhookBatch(ctx.store().config().kafka, events),
+                            kCloudEventsBatchContentType);
+      });
 }
 
 }  // namespace cellar

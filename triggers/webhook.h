@@ -5,9 +5,19 @@
 //   timeout, connection error, 5xx, 429   failed attempt (retried by the policy)
 //   other 4xx                 per on_4xx: dead_letter (set aside at once, the
 //                             default), drop (counted as handled), retry
+// Batches (batch_size > 1, TriggerWorker::on_batch): one POST carries up to
+// batch_size events as CloudEvents' batched content mode: Content-Type
+// application/cloudevents-batch+json, the body a JSON array of events in
+// structured mode (the ce-* attributes as members, "datacontenttype":
+// "application/json" and the change-log event as "data"), in change-log order
+// per row; header X-Cellar-Batch-Size. The answer counts for every event in
+// it, as above (a 5xx retries the whole batch). A replay posts batches of one.
 // Connections are kept alive and reused (one call at a time each; up to 64
 // idle, none idle over 2 s), so a delivery pays no handshake. Thread-safe.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "triggers/trigger_config.h"
 #include "triggers/trigger_worker.h"
@@ -16,6 +26,15 @@ namespace cellar {
 
 // The handler for `config`. InvalidArgument for a URL it cannot use.
 Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config);
+
+// The batch handler for `config` (batch_size > 1). InvalidArgument as above.
+Result<TriggerBatchHandler> MakeWebhookBatchHandler(const WebhookTriggerConfig& config);
+
+inline constexpr char kCloudEventsBatchContentType[] = "application/cloudevents-batch+json";
+
+// The body of a batch POST (documented above).
+std::string EncodeWebhookBatch(const KafkaConfig& kafka,
+                               const std::vector<const CellEvent*>& events);
 
 // TriggerOptions carrying the webhook's filter, retry and dead-letter policies.
 TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config);

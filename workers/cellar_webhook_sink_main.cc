@@ -1,6 +1,9 @@
 // cellar-webhook-sink: a tiny HTTP receiver for webhook triggers in local runs
-// and system tests. Every POST body is appended, one JSON line each, to --out
-// (and logged); it answers 200. GET /count returns how many were received.
+// and system tests. Every event received is appended, one JSON line each, to
+// --out (and logged); it answers 200. A batch POST (CloudEvents batched mode,
+// triggers/webhook.h) is split: each event's "data" is a line of its own, so
+// the file has one change-log event per line either way. GET /count returns
+// how many events were received; 400 for a batch that is not a JSON array.
 //   cellar-webhook-sink --listen 127.0.0.1:0 --ready-file F --out events.jsonl
 #include <httplib.h>
 
@@ -8,6 +11,7 @@
 #include <atomic>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/atomic_file.h"
@@ -33,19 +37,31 @@ int main(int argc, char** argv) {
   std::atomic<long> received{0};
   httplib::Server server;
   server.Post(".*", [&](const httplib::Request& req, httplib::Response& res) {
-    std::string line = req.body;
-    for (char& c : line)
-      if (c == '\n') c = ' ';
+    std::vector<std::string> lines;
+    if (req.get_header_value("Content-Type").rfind("application/cloudevents-batch+json", 0) == 0) {
+      auto batch = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+      if (!batch.is_array()) {
+        res.status = 400;
+        res.set_content("{\"error\":\"a batch must be a JSON array\"}", "application/json");
+        return;
+      }
+      for (const auto& event : batch) lines.push_back(event.value("data", nlohmann::json()).dump());
+    } else {
+      lines.push_back(req.body);
+      for (char& c : lines.back())
+        if (c == '\n') c = ' ';
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
-      out << line << "\n";
+      for (const std::string& line : lines) out << line << "\n";
       out.flush();
     }
-    received++;
+    received += static_cast<long>(lines.size());
     cellar::LogInfo("webhook_sink", "delivery",
                     {{"path", req.path},
                      {"trigger", req.get_header_value("X-Cellar-Trigger")},
-                     {"event", req.get_header_value("X-Cellar-Event-Id")}});
+                     {"event", req.get_header_value("X-Cellar-Event-Id")},
+                     {"events", std::to_string(lines.size())}});
     res.set_content("{\"ok\":true}", "application/json");
   });
   server.Get("/count", [&](const httplib::Request&, httplib::Response& res) {

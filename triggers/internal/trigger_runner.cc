@@ -1,6 +1,8 @@
 #include "triggers/internal/trigger_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 
 #include "base/log.h"
@@ -46,6 +48,8 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
   o.concurrency = spec_.options.concurrency;
   o.max_pending = spec_.options.max_pending;
   o.log_component = "trigger";
+  o.max_batch = spec_.options.max_batch;
+  o.batch_linger_ms = spec_.options.batch_linger_ms;
   o.metrics = &probe_->registry();
   MutexLock lock(&consumer_mu_);
   consumer_ = MakeConsumer();
@@ -56,7 +60,17 @@ TriggerRunner::~TriggerRunner() { Stop(0); }
 std::unique_ptr<KeyedConsumer> TriggerRunner::MakeConsumer() {
   KeyedConsumerCallbacks cb;
   cb.decode = [this](const ConsumedRecord& rec) { return Decode(rec); };
-  cb.handle = [this](KeyedEvent& e) { return Handle(e); };
+  if (spec_.batch_handler) {
+    cb.handle_batch = [this](std::vector<KeyedEvent*>& es) { return HandleBatch(es); };
+    // Lanes by row, as many as pool threads: a row's events stay in one lane
+    // (KeyedConsumer's requirement), and every thread can have a lane.
+    const size_t lanes = static_cast<size_t>(std::max(1, spec_.options.concurrency));
+    cb.lane = [lanes](const CellEvent& e) {
+      return std::to_string(std::hash<std::string>{}(e.cell.row_key.ToString()) % lanes);
+    };
+  } else {
+    cb.handle = [this](KeyedEvent& e) { return Handle(e); };
+  }
   cb.unreadable = [this](KeyedEvent& e, const Status& s) { return Unreadable(e, s); };
   cb.on_progress = [this](const std::vector<PartitionProgress>& p) { UpdateLag(p); };
   return std::make_unique<KeyedConsumer>(store_, consumer_options_, std::move(cb));
@@ -242,7 +256,17 @@ TriggerRunner::Work TriggerRunner::WorkOf(KeyedEvent& e) const {
 
 Disposition TriggerRunner::Handle(KeyedEvent& e) {
   Work w = WorkOf(e);
-  return Process(w) ? Disposition::kDone : Disposition::kAbandoned;
+  return Process({&w}) ? Disposition::kDone : Disposition::kAbandoned;
+}
+
+Disposition TriggerRunner::HandleBatch(std::vector<KeyedEvent*>& events) {
+  std::vector<Work> works;
+  works.reserve(events.size());
+  for (KeyedEvent* e : events) works.push_back(WorkOf(*e));
+  std::vector<Work*> ptrs;
+  ptrs.reserve(works.size());
+  for (Work& w : works) ptrs.push_back(&w);
+  return Process(ptrs) ? Disposition::kDone : Disposition::kAbandoned;
 }
 
 std::optional<Disposition> TriggerRunner::Unreadable(KeyedEvent& e, const Status& error) {
@@ -271,52 +295,78 @@ const TriggerRunner::PartitionMetrics& TriggerRunner::MetricsOf(const std::strin
   return it->second;
 }
 
-bool TriggerRunner::Process(Work& w) {
+bool TriggerRunner::Process(const std::vector<Work*>& works) {
   if (Halted()) return false;  // delivered again later (stopping or paused)
-  // A row blocked by LaterEventsPolicy::kSetAside stays blocked for live
-  // events, but events copied back by `dlq retry` run: they are the row's
-  // set-aside events, in order (otherwise they could never be retried).
-  bool blocked = false;
-  if (any_blocked_.load() && w.source_topic != retry_topic_) {
-    MutexLock lock(&dead_mu_);
-    blocked = blocked_rows_.count(w.event.cell.row_key.ToString()) > 0;
-  }
-  if (blocked)
-    return SetAside(w,
+  std::vector<Work*> live;
+  live.reserve(works.size());
+  for (Work* w : works) {
+    // A row blocked by LaterEventsPolicy::kSetAside stays blocked for live
+    // events, but events copied back by `dlq retry` run: they are the row's
+    // set-aside events, in order (otherwise they could never be retried).
+    bool blocked = false;
+    if (any_blocked_.load() && w->source_topic != retry_topic_) {
+      MutexLock lock(&dead_mu_);
+      blocked = blocked_rows_.count(w->event.cell.row_key.ToString()) > 0;
+    }
+    if (blocked) {
+      if (!SetAside(*w,
                     FailedPrecondition("an earlier event of row " +
-                                       w.event.cell.row_key.ToString() + " was set aside"),
-                    0);
-  // A body read from the store (too large for the log) meets the filter only now.
-  if (w.body_reread && !w.event.cell.tombstone &&
-      !MatchesFilter(spec_.options.filter, w.event.cell.body))
-    return true;
-  const PartitionMetrics& metrics = MetricsOf(w.partition_label);
-  Histogram& latency = *metrics.handler_seconds;
+                                       w->event.cell.row_key.ToString() + " was set aside"),
+                    0))
+        return false;
+      continue;
+    }
+    // A body read from the store (too large for the log) meets the filter only now.
+    if (w->body_reread && !w->event.cell.tombstone &&
+        !MatchesFilter(spec_.options.filter, w->event.cell.body))
+      continue;
+    live.push_back(w);
+  }
+  if (live.empty()) return true;
+  // The call's metrics go to each partition label among its events once.
+  std::vector<const PartitionMetrics*> labels;
+  for (const Work* w : live) {
+    const PartitionMetrics* m = &MetricsOf(w->partition_label);
+    if (std::find(labels.begin(), labels.end(), m) == labels.end()) labels.push_back(m);
+  }
   const RetryPolicy& rp = spec_.options.retry;
   Status last;
   int attempt = 1;
   for (; attempt <= rp.max_attempts; ++attempt) {
-    TriggerContext ctx(store_, &spec_.name, attempt);
     auto t0 = std::chrono::steady_clock::now();
-    try {
-      last = spec_.handler(w.event, ctx);
-    } catch (const std::exception& e) {
-      last = Internal(std::string("handler threw: ") + e.what());
-    } catch (...) {
-      last = Internal("handler threw a non-standard exception");
-    }
-    latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    last = Call(live, attempt);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (const PartitionMetrics* m : labels) m->handler_seconds->Observe(seconds);
     if (last.ok()) {
-      metrics.handled->Increment();
+      for (const Work* w : live) MetricsOf(w->partition_label).handled->Increment();
       return true;
     }
     if (last.code() == StatusCode::kFailedPrecondition || attempt == rp.max_attempts) break;
-    probe_->Retried(spec_.name, w.partition_label).Increment();
-    // Stop() or a pause cuts the backoff short: no new attempt, the event is
+    for (const Work* w : live) probe_->Retried(spec_.name, w->partition_label).Increment();
+    // Stop() or a pause cuts the backoff short: no new attempt, the events are
     // abandoned (uncommitted) and delivered again later.
     if (!WaitUnlessHalted(JitteredBackoffMs(rp, attempt))) return false;
   }
-  return SetAside(w, last, std::min(attempt, rp.max_attempts));
+  // Each event is its own dead letter, so `dlq retry` can re-run them one by one.
+  for (const Work* w : live)
+    if (!SetAside(*w, last, std::min(attempt, rp.max_attempts))) return false;
+  return true;
+}
+
+Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt) {
+  TriggerContext ctx(store_, &spec_.name, attempt);
+  try {
+    if (!spec_.batch_handler) return spec_.handler(works.front()->event, ctx);
+    std::vector<const CellEvent*> events;
+    events.reserve(works.size());
+    for (const Work* w : works) events.push_back(&w->event);
+    return spec_.batch_handler(events, ctx);
+  } catch (const std::exception& e) {
+    return Internal(std::string("handler threw: ") + e.what());
+  } catch (...) {
+    return Internal("handler threw a non-standard exception");
+  }
 }
 
 bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
@@ -430,7 +480,7 @@ Status TriggerRunner::Replay(const ReplayFrom& from) {
         }
         ++submitted;
         pool->Submit(work->event.cell.row_key.ToString(), [this, work, state] {
-          if (!Process(*work)) return;  // abandoned: the replay is interrupted
+          if (!Process({work.get()})) return;  // abandoned: the replay is interrupted
           MutexLock lock(&state->mu);
           --state->outstanding;
           state->cv.NotifyAll();

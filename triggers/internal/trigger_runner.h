@@ -32,7 +32,8 @@ struct TriggerSpec {
   std::string name;
   std::string datastore;
   std::string column;
-  TriggerHandler handler;
+  TriggerHandler handler;             // exactly one of handler and batch_handler is set
+  TriggerBatchHandler batch_handler;  // batch mode (TriggerWorker::on_batch)
   TriggerOptions options;
 };
 
@@ -89,12 +90,16 @@ class TriggerRunner {
 
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) const;
   Disposition Handle(KeyedEvent& e);
+  Disposition HandleBatch(std::vector<KeyedEvent*>& events);
   std::optional<Disposition> Unreadable(KeyedEvent& e, const Status& error);
   void UpdateLag(const std::vector<PartitionProgress>& progress);
   Work WorkOf(KeyedEvent& e) const;
-  // True when the event is finished (handled, filtered out or set aside);
-  // false when abandoned (paused or stopping).
-  bool Process(Work& w);
+  // True when every event is finished (handled, filtered out or set aside);
+  // false when abandoned (paused or stopping). With a per-event handler,
+  // `works` holds one event.
+  bool Process(const std::vector<Work*>& works);
+  // One attempt of the handler (or batch handler) on `works`.
+  Status Call(const std::vector<Work*>& works, int attempt);
   // False when the worker is stopping and the event was abandoned.
   bool SetAside(const Work& w, const Status& error, int attempts);
   // Stop() was called or the trigger is paused: no new attempt starts.
