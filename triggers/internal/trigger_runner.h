@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 
 #include "base/mutex.h"
@@ -97,7 +98,7 @@ class TriggerRunner {
   // True when every event is finished (handled, filtered out or set aside);
   // false when abandoned (paused or stopping). With a per-event handler,
   // `works` holds one event.
-  bool Process(const std::vector<Work*>& works);
+  bool Process(std::span<Work* const> works);
   // One attempt of the handler (or batch handler) on `works`.
   Status Call(const std::vector<Work*>& works, int attempt);
   // False when the worker is stopping and the event was abandoned.
