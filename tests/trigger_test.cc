@@ -330,6 +330,100 @@ TEST(TriggerTest, BatchHandlerKeepsRowOrderAndNeverSplitsARowAcrossConcurrentCal
   EXPECT_EQ(smallest, 1u);
 }
 
+// A batch handler that reports some events failed (ReportFailure) while the
+// call succeeds: the others are done once; a failed event is retried with its
+// row's later events of the call, in order; what still fails after the last
+// attempt is set aside, the row's followers with it.
+TEST(TriggerTest, BatchPartialFailureRetriesOnlyTheFailedEventsAndTheirRowsLaterEvents) {
+  auto c = MakeCluster("tg_batchpart", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "batchpart-relay");
+  ASSERT_TRUE(relay);
+  constexpr int kRows = 12, kVersions = 3;
+  const std::vector<Uuid> rows = NewRows(kRows);
+  // Row 0's first version fails once; row 1's second version always fails.
+  std::set<CellAddr> want;
+  for (int v = 0; v < kVersions; ++v) {
+    auto a = PutVersion(*c->store, rows, "BASE", v, [v](size_t i) {
+      int fail_times = 0;
+      if (i == 0 && v == 0) fail_times = 1;
+      if (i == 1 && v == 1) fail_times = 99;
+      return nlohmann::json{{"i", i}, {"fail_times", fail_times}};
+    });
+    want.insert(a.begin(), a.end());
+  }
+  ASSERT_TRUE(WaitFor([&] { return relay->stats().acknowledged >= want.size(); }, 30s));
+
+  std::mutex mu;
+  std::map<CellAddr, int> seen;                       // calls that carried each event
+  std::map<std::string, std::vector<int64_t>> order;  // per row, ref_keys in call order
+  TriggerOptions opts;
+  opts.max_batch = 100;
+  opts.batch_linger_ms = 200;  // the backlog's versions of a row share a call
+  opts.retry.max_attempts = 3;
+  opts.retry.initial_backoff_ms = 10;
+  opts.retry.max_backoff_ms = 50;
+  TriggerWorker w(c->config, Opts("batchpart"));
+  ASSERT_EQ("OK", w.on_batch(
+                       "trips", "BASE", "partial",
+                       [&](const std::vector<const CellEvent*>& events, TriggerContext& ctx) {
+                         std::lock_guard<std::mutex> lock(mu);
+                         for (size_t i = 0; i < events.size(); ++i) {
+                           const Cell& cell = events[i]->cell;
+                           const int calls = ++seen[AddrOf(cell)];
+                           order[cell.row_key.ToString()].push_back(cell.ref_key);
+                           if (calls <= cell.body.value("fail_times", 0))
+                             ctx.ReportFailure(i, Unavailable("row not ready"));
+                         }
+                         return Status::Ok();
+                       },
+                       opts)
+                      .ToString());
+  ASSERT_TRUE(w.Start().ok());
+  const std::string name = "partial";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const TriggerTotals t = Totals(w, name);
+        return t.handled + t.set_aside >= want.size();
+      },
+      60s))
+      << "handled " << Totals(w, name).handled << ", set aside " << Totals(w, name).set_aside;
+  const TriggerTotals totals = Totals(w, name);
+  w.Stop();
+  relay->Stop();
+
+  EXPECT_EQ(totals.handled, want.size() - 2);
+  EXPECT_EQ(totals.set_aside, 2u);
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string r0 = rows[0].ToString(), r1 = rows[1].ToString();
+  for (const CellAddr& a : want) {
+    const std::string& row = std::get<0>(a);
+    const int64_t ref = std::get<2>(a);
+    int expected = 1;                            // rows that never failed: carried once
+    if (row == r0) expected = 2;                 // v0 failed once: v0-v2 go again once
+    if (row == r1) expected = ref == 0 ? 1 : 3;  // v1 fails each attempt, v2 follows it
+    EXPECT_EQ(seen[a], expected) << Describe(a);
+  }
+  // Each call carried a row's events in order, and a retry starts at the failed event.
+  EXPECT_EQ(order[r0], (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(order[r1], (std::vector<int64_t>{0, 1, 2, 1, 2, 1, 2}));
+
+  auto dead = ListDeadLetters(c->config, "trips", name);
+  ASSERT_TRUE(dead.ok()) << dead.status().ToString();
+  std::map<int64_t, std::string> errors;  // row 1's ref_key -> error
+  for (const DeadLetter& d : *dead) {
+    auto e = DecodeCellEvent(d.event_json);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_EQ(e->cell.row_key.ToString(), r1);
+    EXPECT_EQ(d.attempts, 3);
+    errors[e->cell.ref_key] = d.error;
+  }
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_THAT(errors[1], ::testing::HasSubstr("row not ready"));
+  EXPECT_THAT(errors[2], ::testing::HasSubstr("an earlier event of row " + r1));
+  EXPECT_THAT(errors[2], ::testing::HasSubstr("row not ready")) << "names the row's failure";
+}
+
 // ---------------------------------------------------------------------------
 
 // ParseReplayFrom's grammar and errors: triggers_unit_test.cc.

@@ -23,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/wait_for.h"
+#include "triggers/internal/batch_failures.h"
 #include "triggers/trigger_config.h"
 #include "triggers/trigger_worker.h"
 
@@ -503,6 +504,38 @@ TEST(TriggerWorkerTest, BadRegistrationsAreInvalidArgument) {
   EXPECT_THAT(w.on_batch("nope", "BASE", "b1", batch_noop).message(),
               ::testing::HasSubstr("unknown datastore 'nope'"));
   EXPECT_EQ("OK", w.on_batch("trips", "BASE", "b1", batch_noop).ToString());
+}
+
+// A reported failure sends its event and its row's later events of the call
+// again, in order; the row's earlier events and every other row are done.
+TEST(BatchFailuresTest, AFailedEventGoesAgainWithItsRowsLaterEventsOnly) {
+  //                               0    1    2    3    4    5    6
+  const std::vector<std::string> rows = {"a", "b", "a", "c", "a", "b", "c"};
+  internal::BatchRetry r =
+      internal::SplitReportedFailures(rows, {{2, Unavailable("a2 down")}, {5, Status::Ok()}});
+  EXPECT_EQ(r.done, (std::vector<size_t>{0, 1, 3, 6}));
+  EXPECT_EQ(r.again, (std::vector<size_t>{2, 4, 5}));
+  ASSERT_EQ(r.why.size(), 3u);
+  EXPECT_EQ(r.why[0].ToString(), "Unavailable: a2 down");
+  EXPECT_EQ(r.why[1].code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.why[1].message(), ::testing::HasSubstr("an earlier event of row a in its batch "
+                                                       "failed: Unavailable: a2 down"));
+  EXPECT_EQ(r.why[2].code(), StatusCode::kUnavailable) << "an OK reason is still a failure";
+  EXPECT_TRUE(r.retryable);
+
+  // Two failures in one row: the first one decides where the row goes again.
+  r = internal::SplitReportedFailures(rows, {{4, Unavailable("x")}, {2, Unavailable("y")}});
+  EXPECT_EQ(r.again, (std::vector<size_t>{2, 4}));
+  EXPECT_EQ(r.why[1].ToString(), "Unavailable: x") << "a failed event keeps its own reason";
+
+  // Only FailedPrecondition failures: set aside at once.
+  r = internal::SplitReportedFailures(rows, {{3, FailedPrecondition("bad c")}});
+  EXPECT_EQ(r.again, (std::vector<size_t>{3, 6}));
+  EXPECT_FALSE(r.retryable);
+
+  r = internal::SplitReportedFailures(rows, {});
+  EXPECT_EQ(r.done.size(), rows.size());
+  EXPECT_TRUE(r.again.empty());
 }
 
 }  // namespace

@@ -90,10 +90,20 @@ class TriggerContext {
   // 1 for the first call of this event in this process.
   int attempt() const { return attempt_; }
 
+  // Batch handlers only: event `index` of this call failed although the call
+  // returns OK (Lambda's ReportBatchItemFailures). The other events are done,
+  // except the later events of a failed event's row in this call: the next
+  // attempt holds the failed events and those, in order (see
+  // TriggerBatchHandler). `why` is what a set-aside records. Ignored when the
+  // call returns an error (the whole call failed) and for an index out of range.
+  void ReportFailure(size_t index, Status why) { failures_.emplace_back(index, std::move(why)); }
+  const std::vector<std::pair<size_t, Status>>& failures() const { return failures_; }
+
  private:
   CellStore* store_;
   const std::string* trigger_;
   int attempt_;
+  std::vector<std::pair<size_t, Status>> failures_;
 };
 
 using TriggerHandler = std::function<Status(const CellEvent&, TriggerContext&)>;
@@ -107,6 +117,10 @@ using TriggerHandler = std::function<Status(const CellEvent&, TriggerContext&)>;
 // (same events, same order) under the retry policy, then sets every event of
 // it aside in the dead-letter topic (a stop while a batch is being set aside
 // may set some of its events aside again after the restart: at least once).
+// Partial failure: an OK call that reported events failed
+// (TriggerContext::ReportFailure) finishes the rest, and retries the failed
+// events with their rows' later events of the call, which keeps each row's
+// order; what is left after the last attempt is set aside.
 // The vector and the events are the runner's, valid for the call only.
 // ctx.attempt() is the call's attempt.
 using TriggerBatchHandler =

@@ -2,8 +2,10 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "base/mutex.h"
@@ -87,8 +89,9 @@ class WebhookPoster {
         pool_(std::make_shared<ConnectionPool>(url_.origin, timeout_ms)),
         on_4xx_(on_4xx) {}
 
-  Status Post(const httplib::Headers& headers, const std::string& body,
-              const char* content_type) const {
+  // `answer` (may be null) receives a 2xx answer's body.
+  Status Post(const httplib::Headers& headers, const std::string& body, const char* content_type,
+              std::string* answer = nullptr) const {
     std::unique_ptr<httplib::Client> client = pool_->Acquire();
     auto res = client->Post(url_.path.c_str(), headers, body, content_type);
     if (!res)
@@ -96,7 +99,10 @@ class WebhookPoster {
                          httplib::to_string(res.error()));
     pool_->Release(std::move(client));
     const int code = res->status;
-    if (code >= 200 && code < 300) return Status::Ok();
+    if (code >= 200 && code < 300) {
+      if (answer) *answer = std::move(res->body);
+      return Status::Ok();
+    }
     const std::string what =
         "webhook " + url_.origin + url_.path + " answered " + std::to_string(code);
     if (code >= 500 || code == 429 || code == 408) return Unavailable(what);
@@ -153,7 +159,8 @@ Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
 }
 
 std::string EncodeWebhookBatch(const KafkaConfig& kafka,
-                               const std::vector<const CellEvent*>& events) {
+                               const std::vector<const CellEvent*>& events,
+                               std::vector<std::string>* ids) {
   std::string out = "[";
   for (const CellEvent* e : events) {
     if (out.size() > 1) out += ',';
@@ -163,6 +170,7 @@ std::string EncodeWebhookBatch(const KafkaConfig& kafka,
          CloudEventHeaders(CloudEventBinding::kHttp, kafka, e->datastore, e->cell)) {
       const std::string_view attribute =
           std::string_view(h.name).substr(h.name.rfind("ce-", 0) == 0 ? 3 : 0);
+      if (ids && attribute == "id") ids->push_back(h.value);
       out += nlohmann::json(attribute).dump();
       out += ':';
       out += nlohmann::json(h.value).dump();
@@ -176,6 +184,37 @@ std::string EncodeWebhookBatch(const KafkaConfig& kafka,
   return out;
 }
 
+namespace {
+
+// A batch's 2xx answer may name failed events, as Lambda's
+// ReportBatchItemFailures does: {"batchItemFailures": [{"itemIdentifier":
+// "<ce id>"}, ...]}. They go to `ctx`; the rest of the batch is done.
+Status ApplyBatchAnswer(const std::string& answer, const std::vector<std::string>& ids,
+                        TriggerContext& ctx) {
+  auto j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("batchItemFailures")) return Status::Ok();
+  const nlohmann::json& failures = j["batchItemFailures"];
+  if (failures.is_null()) return Status::Ok();
+  auto unusable = [](const std::string& why) {
+    return Unavailable("webhook answered 2xx with an unusable batchItemFailures: " + why);
+  };
+  if (!failures.is_array()) return unusable("not an array");
+  std::vector<size_t> failed;
+  for (const auto& f : failures) {
+    auto id = f.is_object() ? f.find("itemIdentifier") : f.end();
+    if (!f.is_object() || id == f.end() || !id->is_string())
+      return unusable("an item without a string itemIdentifier: " + f.dump());
+    auto at = std::find(ids.begin(), ids.end(), id->get<std::string>());
+    if (at == ids.end()) return unusable("'" + id->get<std::string>() + "' is not in the batch");
+    failed.push_back(static_cast<size_t>(at - ids.begin()));
+  }
+  for (size_t i : failed)
+    ctx.ReportFailure(i, Unavailable("webhook reported event " + ids[i] + " failed"));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<TriggerBatchHandler> MakeWebhookBatchHandler(const WebhookTriggerConfig& config) {
   CELLAR_ASSIGN_OR_RETURN(ParsedUrl url, ParseUrl(config.url));
   auto poster = std::make_shared<WebhookPoster>(std::move(url), config.timeout_ms, config.on_4xx);
@@ -184,8 +223,12 @@ Result<TriggerBatchHandler> MakeWebhookBatchHandler(const WebhookTriggerConfig& 
       [poster, name](const std::vector<const CellEvent*>& events, TriggerContext& ctx) -> Status {
         httplib::Headers headers{{"X-Cellar-Trigger", name},
                                  {"X-Cellar-Batch-Size", std::to_string(events.size())}};
-        return poster->Post(headers, EncodeWebhookBatch(ctx.store().config().kafka, events),
-                            kCloudEventsBatchContentType);
+        std::vector<std::string> ids;
+        ids.reserve(events.size());
+        const std::string body = EncodeWebhookBatch(ctx.store().config().kafka, events, &ids);
+        std::string answer;
+        CELLAR_RETURN_IF_ERROR(poster->Post(headers, body, kCloudEventsBatchContentType, &answer));
+        return ApplyBatchAnswer(answer, ids, ctx);
       });
 }
 

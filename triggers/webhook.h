@@ -11,7 +11,13 @@
 // structured mode (the ce-* attributes as members, "datacontenttype":
 // "application/json" and the change-log event as "data"), in change-log order
 // per row; header X-Cellar-Batch-Size. The answer counts for every event in
-// it, as above (a 5xx retries the whole batch). A replay posts batches of one.
+// it, as above (a 5xx retries the whole batch), except that a 2xx answer may
+// name failed events as Lambda's ReportBatchItemFailures does:
+//   {"batchItemFailures": [{"itemIdentifier": "<the event's ce id>"}, ...]}
+// Those, with their rows' later events of the batch, are retried (then set
+// aside); the rest are done. An empty or null list, or an answer that is not
+// such an object, is success; a list naming an event not in the batch (or
+// malformed) fails the whole batch. A replay posts batches of one.
 // Connections are kept alive and reused (one call at a time each; up to 64
 // idle, none idle over 2 s), so a delivery pays no handshake. Thread-safe.
 #pragma once
@@ -32,9 +38,11 @@ Result<TriggerBatchHandler> MakeWebhookBatchHandler(const WebhookTriggerConfig& 
 
 inline constexpr char kCloudEventsBatchContentType[] = "application/cloudevents-batch+json";
 
-// The body of a batch POST (documented above).
+// The body of a batch POST (documented above). `ids` (may be null) receives
+// each event's CloudEvents id, in order.
 std::string EncodeWebhookBatch(const KafkaConfig& kafka,
-                               const std::vector<const CellEvent*>& events);
+                               const std::vector<const CellEvent*>& events,
+                               std::vector<std::string>* ids = nullptr);
 
 // TriggerOptions carrying the webhook's filter, retry and dead-letter policies.
 TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config);

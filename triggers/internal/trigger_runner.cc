@@ -10,6 +10,7 @@
 #include "base/time.h"
 #include "changelog/consumer_groups.h"
 #include "triggers/dead_letter.h"
+#include "triggers/internal/batch_failures.h"
 
 namespace cellar::internal {
 namespace {
@@ -344,18 +345,49 @@ bool TriggerRunner::Process(std::span<Work* const> works) {
     else
       ++it->events;
   }
+  auto count_handled = [&](const Work* w) {
+    for (const LabelCount& l : labels)
+      if (*l.label == w->partition_label) l.metrics->handled->Increment();
+  };
   const RetryPolicy& rp = spec_.options.retry;
   Status last;
+  // Per event of `live`: why it failed, when a batch handler said
+  // (ReportFailure); empty when the whole call failed (`last` counts).
+  std::vector<Status> reported;
+  std::vector<std::pair<size_t, Status>> failures;
   int attempt = 1;
   for (; attempt <= rp.max_attempts; ++attempt) {
     auto t0 = std::chrono::steady_clock::now();
-    last = Call(live, attempt);
+    last = Call(live, attempt, &failures);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (const LabelCount& l : labels) l.metrics->handler_seconds->Observe(seconds);
-    if (last.ok()) {
-      for (const LabelCount& l : labels) l.metrics->handled->Increment(l.events);
+    reported.clear();
+    if (last.ok() && failures.empty()) {
+      if (attempt == 1) {
+        for (const LabelCount& l : labels) l.metrics->handled->Increment(l.events);
+      } else {
+        for (const Work* w : live) count_handled(w);
+      }
       return true;
+    }
+    if (last.ok()) {
+      // Partial failure: the failed events and their rows' later events in
+      // this call go again (each row keeps its order); the rest are done.
+      std::vector<std::string> rows;
+      rows.reserve(live.size());
+      for (const Work* w : live) rows.push_back(w->event.cell.row_key.ToString());
+      BatchRetry split = SplitReportedFailures(rows, std::move(failures));
+      for (size_t i : split.done) count_handled(live[i]);
+      std::vector<Work*> again;
+      for (size_t i : split.again) again.push_back(live[i]);
+      live.assign(again.begin(), again.end());
+      reported = std::move(split.why);
+      const bool retryable = split.retryable;
+      // Set aside at once only when every reported failure says so
+      // (FailedPrecondition); the rows' later events just follow them.
+      last = retryable ? Unavailable(reported.front().message())
+                       : FailedPrecondition(reported.front().message());
     }
     if (last.code() == StatusCode::kFailedPrecondition || attempt == rp.max_attempts) break;
     for (const Work* w : live) probe_->Retried(spec_.name, w->partition_label).Increment();
@@ -364,19 +396,27 @@ bool TriggerRunner::Process(std::span<Work* const> works) {
     if (!WaitUnlessHalted(JitteredBackoffMs(rp, attempt))) return false;
   }
   // Each event is its own dead letter, so `dlq retry` can re-run them one by one.
-  for (const Work* w : live)
-    if (!SetAside(*w, last, std::min(attempt, rp.max_attempts))) return false;
+  for (size_t i = 0; i < live.size(); ++i)
+    if (!SetAside(*live[i], reported.empty() ? last : reported[i],
+                  std::min(attempt, rp.max_attempts)))
+      return false;
   return true;
 }
 
-Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt) {
+Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt,
+                           std::vector<std::pair<size_t, Status>>* failures) {
+  failures->clear();
   TriggerContext ctx(store_, &spec_.name, attempt);
   try {
     if (!spec_.batch_handler) return spec_.handler(works.front()->event, ctx);
     std::vector<const CellEvent*> events;
     events.reserve(works.size());
     for (const Work* w : works) events.push_back(&w->event);
-    return spec_.batch_handler(events, ctx);
+    Status s = spec_.batch_handler(events, ctx);
+    if (s.ok())
+      for (const auto& [index, why] : ctx.failures())
+        if (index < works.size()) failures->emplace_back(index, why);
+    return s;
   } catch (const std::exception& e) {
     return Internal(std::string("handler threw: ") + e.what());
   } catch (...) {

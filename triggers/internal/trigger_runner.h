@@ -99,8 +99,11 @@ class TriggerRunner {
   // false when abandoned (paused or stopping). With a per-event handler,
   // `works` holds one event.
   bool Process(std::span<Work* const> works);
-  // One attempt of the handler (or batch handler) on `works`.
-  Status Call(const std::vector<Work*>& works, int attempt);
+  // One attempt of the handler (or batch handler) on `works`. A batch
+  // handler's reported failures (TriggerContext::ReportFailure) are moved to
+  // `failures` (indexes into `works`, in range).
+  Status Call(const std::vector<Work*>& works, int attempt,
+              std::vector<std::pair<size_t, Status>>* failures);
   // False when the worker is stopping and the event was abandoned.
   bool SetAside(const Work& w, const Status& error, int attempts);
   // Stop() was called or the trigger is paused: no new attempt starts.
