@@ -41,6 +41,47 @@ Status Bill(const CellEvent& e, TriggerContext& ctx) {
       .Put(e.datastore, CellWrite{e.cell.row_key, "STATUS", e.cell.ref_key, status})
       .status();
 }
+// Writes versions 0..versions-1 of every row: the first half before `w`
+// starts (so each row's events wait in Kafka and reach the pool at once), the
+// rest while it runs. Returns the cells' addresses; a test failure (and an
+// empty set) when the worker does not start.
+std::set<CellAddr> WriteAroundStart(CellStore& store, const std::vector<Uuid>& rows, int versions,
+                                    TriggerWorker& w) {
+  std::set<CellAddr> want;
+  auto body = [](size_t i) { return nlohmann::json{{"i", i}}; };
+  for (int v = 0; v < versions / 2; ++v) {
+    auto a = PutVersion(store, rows, "BASE", v, body);
+    want.insert(a.begin(), a.end());
+  }
+  if (!w.Start().ok()) {
+    ADD_FAILURE() << "the trigger worker did not start";
+    return {};
+  }
+  for (int v = versions / 2; v < versions; ++v) {
+    auto a = PutVersion(store, rows, "BASE", v, body);
+    want.insert(a.begin(), a.end());
+  }
+  return want;
+}
+
+// (row, ref_key) in the order a handler saw them: per row, ref_keys must
+// increase, except that a re-delivery may repeat one already seen. Returns
+// the violations.
+std::vector<std::string> RowOrderViolations(
+    const std::vector<std::pair<std::string, int64_t>>& seen) {
+  std::map<std::string, std::pair<int64_t, std::set<int64_t>>> per_row;  // max, seen
+  std::vector<std::string> violations;
+  for (const auto& [row, ref] : seen) {
+    auto& [max_ref, refs] = per_row.try_emplace(row, -1, std::set<int64_t>{}).first->second;
+    if (ref <= max_ref && !refs.count(ref))
+      violations.push_back("row " + row + ": ref_key " + std::to_string(ref) +
+                           " handled after ref_key " + std::to_string(max_ref));
+    max_ref = std::max(max_ref, ref);
+    refs.insert(ref);
+  }
+  return violations;
+}
+
 // ---------------------------------------------------------------------------
 
 TEST(TriggerTest, TripBaseWritesFireBillingAndStatusAuditSeesEveryStatusWrite) {
@@ -137,12 +178,8 @@ TEST(TriggerTest, PerRowOrderHoldsUnderAConcurrentPool) {
   ASSERT_TRUE(relay);
 
   constexpr int kRows = 60, kVersions = 6;
-  struct Seen {
-    std::string row;
-    int64_t ref_key;
-  };
   std::mutex mu;
-  std::vector<Seen> seen;
+  std::vector<std::pair<std::string, int64_t>> seen;  // (row, ref_key), in call order
   std::atomic<int> in_flight{0}, max_in_flight{0};
   std::set<std::string> rows_in_flight;  // guarded by mu
   std::atomic<int> same_row_overlaps{0};
@@ -157,7 +194,7 @@ TEST(TriggerTest, PerRowOrderHoldsUnderAConcurrentPool) {
                          {
                            std::lock_guard<std::mutex> lock(mu);
                            if (!rows_in_flight.insert(row).second) ++same_row_overlaps;
-                           seen.push_back({row, e.cell.ref_key});
+                           seen.emplace_back(row, e.cell.ref_key);
                          }
                          int now = ++in_flight, m = max_in_flight;
                          while (now > m && !max_in_flight.compare_exchange_weak(m, now)) {
@@ -175,20 +212,7 @@ TEST(TriggerTest, PerRowOrderHoldsUnderAConcurrentPool) {
                        opts)
                       .ToString());
 
-  // Half the versions are in Kafka before the worker starts (so each row's
-  // events queue up in the pool at once), the rest are written while it runs.
-  const std::vector<Uuid> rows = NewRows(kRows);
-  std::set<CellAddr> want;
-  auto body = [](size_t i) { return nlohmann::json{{"i", i}}; };
-  for (int v = 0; v < kVersions / 2; ++v) {
-    auto a = PutVersion(*c->store, rows, "BASE", v, body);
-    want.insert(a.begin(), a.end());
-  }
-  ASSERT_TRUE(w.Start().ok());
-  for (int v = kVersions / 2; v < kVersions; ++v) {
-    auto a = PutVersion(*c->store, rows, "BASE", v, body);
-    want.insert(a.begin(), a.end());
-  }
+  const std::set<CellAddr> want = WriteAroundStart(*c->store, NewRows(kRows), kVersions, w);
   ASSERT_EQ(want.size(), static_cast<size_t>(kRows * kVersions));
   std::set<CellAddr> missing;
   ASSERT_TRUE(WaitFor(
@@ -201,20 +225,10 @@ TEST(TriggerTest, PerRowOrderHoldsUnderAConcurrentPool) {
   w.Stop();
   relay->Stop();
 
-  // Per row, the handler saw ref_keys strictly increasing, except that a
-  // re-delivery may repeat a ref_key it already saw.
-  std::map<std::string, std::pair<int64_t, std::set<int64_t>>> per_row;  // max, seen
   std::vector<std::string> violations;
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (const Seen& s : seen) {
-      auto& [max_ref, refs] = per_row.try_emplace(s.row, -1, std::set<int64_t>{}).first->second;
-      if (s.ref_key <= max_ref && !refs.count(s.ref_key))
-        violations.push_back("row " + s.row + ": ref_key " + std::to_string(s.ref_key) +
-                             " handled after ref_key " + std::to_string(max_ref));
-      max_ref = std::max(max_ref, s.ref_key);
-      refs.insert(s.ref_key);
-    }
+    violations = RowOrderViolations(seen);
   }
   EXPECT_THAT(violations, IsEmpty()) << violations.size() << " out-of-order events";
   EXPECT_EQ(same_row_overlaps.load(), 0) << "two events of one row ran at the same time";
@@ -273,18 +287,8 @@ TEST(TriggerTest, BatchHandlerKeepsRowOrderAndNeverSplitsARowAcrossConcurrentCal
                       .ToString());
 
   // Half the versions wait in Kafka before the worker starts: batches fill.
-  const std::vector<Uuid> rows = NewRows(kRows);
-  std::set<CellAddr> want;
-  auto body = [](size_t i) { return nlohmann::json{{"i", i}}; };
-  for (int v = 0; v < kVersions / 2; ++v) {
-    auto a = PutVersion(*c->store, rows, "BASE", v, body);
-    want.insert(a.begin(), a.end());
-  }
-  ASSERT_TRUE(w.Start().ok());
-  for (int v = kVersions / 2; v < kVersions; ++v) {
-    auto a = PutVersion(*c->store, rows, "BASE", v, body);
-    want.insert(a.begin(), a.end());
-  }
+  const std::set<CellAddr> want = WriteAroundStart(*c->store, NewRows(kRows), kVersions, w);
+  ASSERT_EQ(want.size(), static_cast<size_t>(kRows * kVersions));
   std::set<CellAddr> missing;
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -298,16 +302,7 @@ TEST(TriggerTest, BatchHandlerKeepsRowOrderAndNeverSplitsARowAcrossConcurrentCal
     EXPECT_GT(largest, 1u) << "no call carried more than one event";
     EXPECT_LE(largest, static_cast<size_t>(opts.max_batch));
     EXPECT_EQ(same_row_overlaps, 0) << "one row's events were in two calls at once";
-    std::map<std::string, std::pair<int64_t, std::set<int64_t>>> per_row;  // max, seen
-    std::vector<std::string> violations;
-    for (const auto& [row, ref] : seen) {
-      auto& [max_ref, refs] = per_row.try_emplace(row, -1, std::set<int64_t>{}).first->second;
-      if (ref <= max_ref && !refs.count(ref))
-        violations.push_back(row + ": " + std::to_string(ref) + " after " +
-                             std::to_string(max_ref));
-      max_ref = std::max(max_ref, ref);
-      refs.insert(ref);
-    }
+    const std::vector<std::string> violations = RowOrderViolations(seen);
     EXPECT_THAT(violations, IsEmpty()) << violations.size() << " out-of-order events";
     std::cout << "[ trigger ] batches: " << want.size() << " events in " << calls
               << " calls, largest " << largest << "\n";
