@@ -123,7 +123,10 @@ const std::vector<BenchSpec>& AllBenches() {
        "baseline = raw multi-row INSERTs (100 rows each) into the host tables on the same server "
        "(median round); ratio = the highest write rate the relay, index worker and both triggers "
        "sustain together (p99s < 100 ms, no lag growing) / raw rows/s. Stage events/s come from "
-       "a backlog each stage works through alone."},
+       "a backlog each stage works through alone. The plain-SQL ceiling runs the statements the "
+       "stages send for the same writes (per 100 writes the put INSERT and the index worker's "
+       "transaction, per 1,000 the relay's page read and checkpoint) with no Kafka and no Cellar "
+       "code: what the database work alone allows on the same server."},
   };
   return kBenches;
 }
@@ -456,6 +459,10 @@ std::vector<FigureRow> PipelineRows(const Json& j) {
           PlainRow(j, "commit-ack to no-op handler p99 ms at that rate", "trigger_p99_ms", 2,
                    Verdict("p99 < 100 ms", Below(Number(j, "trigger_p99_ms"), 100))),
           PlainRow(j, "commit-ack to webhook sink p99 ms at that rate", "webhook_p99_ms", 2),
+          RateRow(j, "plain-SQL ceiling writes/s (the stages' SQL alone, no Kafka)",
+                  "sql_ceiling_writes_per_s", "raw_rows_per_s", "sql_ceiling_ratio"),
+          PlainRow(j, "plain-SQL ceiling server CPU us per write",
+                   "sql_ceiling_server_us_per_write", 1),
           PlainRow(j, "relay events/s (from a backlog)", "relay_events_per_s", 0),
           PlainRow(j, "index upserts/s (from a backlog)", "index_upserts_per_s", 0),
           PlainRow(j, "no-op trigger events/s (from a backlog)", "trigger_events_per_s", 0)};

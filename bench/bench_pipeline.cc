@@ -44,6 +44,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/log.h"
@@ -105,6 +106,38 @@ int WarmUp(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
   return 0;
 }
 
+// Rounds of PlanPipelineSql (as many as the raw baseline's, as many rows),
+// after every stage stopped. Only on a private cluster: it writes index
+// entries that no cell backs. The exit code of the run so far (0: go on).
+int MeasureSqlCeiling(const BenchCluster& cluster, const PipelineBenchOptions& o,
+                      const IndexDefinition& def, int version, const std::string& column,
+                      SqlCeilingFigures* out) {
+  if (!cluster.db) {
+    out->skipped = "--config: it would write index entries no cell backs into the cluster";
+    return 0;
+  }
+  Progress("plain-SQL ceiling: the stages' statements for the same writes, no Kafka");
+  std::mt19937_64 rng(std::random_device{}());
+  RawRounds rounds = RunRawRounds(
+      cluster, "plain-SQL ceiling", o.raw_rounds, {.connections_per_host = o.raw_connections}, [&] {
+        return PlanPipelineSql(cluster.config, def, version, column, o.raw_rows, o.body_bytes, rng);
+      });
+  if (rounds.exit_code != 0) return rounds.exit_code;
+  out->measured = true;
+  out->rates = rounds.rates;
+  out->writes_per_s = rounds.median_rows_per_s;
+  const double writes = static_cast<double>(rounds.total.rows);
+  if (writes > 0) {
+    out->client_us_per_write = 1e6 * rounds.usage.client_cpu_s / writes;
+    if (rounds.usage.server_cpu_s) {
+      out->server_us_per_write = 1e6 * *rounds.usage.server_cpu_s / writes;
+      out->cpu_busy = (rounds.usage.client_cpu_s + *rounds.usage.server_cpu_s) /
+                      (rounds.total.seconds * std::max(1u, std::thread::hardware_concurrency()));
+    }
+  }
+  return 0;
+}
+
 int RunPipelineBench(const PipelineBenchOptions& o) {
   if (!std::getenv("CELLAR_LOG_LEVEL")) SetLogLevel(LogLevel::kWarn);
   auto opened = OpenPipelineCluster(o.cluster, o.partitions);
@@ -137,10 +170,12 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
       return 2;
     }
   IndexCatalog catalog(store.get());
-  if (auto applied = catalog.Apply(*def); !applied.ok()) {
+  auto applied = catalog.Apply(*def);
+  if (!applied.ok()) {
     Progress("index apply failed: " + applied.status().ToString());
     return 1;
   }
+  const int applied_version = applied->version.version;
   if (StopRequested()) return 130;
 
   const std::string run = Uuid::Random().ToString().substr(0, 8);
@@ -150,7 +185,8 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
                      .warmup_s = 0,
                      .steps = {},
                      .drain = {},
-                     .raw = {}};
+                     .raw = {},
+                     .sql = {}};
   {
     Stages stages(store.get(), o, run, *def, o.steps.size());
     Progress("starting the relay, the index worker, the no-op and the webhook trigger");
@@ -182,6 +218,8 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
       });
   if (raw.exit_code != 0) return raw.exit_code;
   result.raw = {raw.rates, raw.median_rows_per_s};
+  if (int rc = MeasureSqlCeiling(cluster, o, *def, applied_version, column, &result.sql); rc)
+    return rc;
   store->Close();
   return PrintPipelineReport(result);
 }

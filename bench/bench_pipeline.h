@@ -29,6 +29,7 @@
 #include "base/uuid.h"
 #include "bench/bench_common.h"
 #include "bench/bench_load.h"
+#include "bench/bench_put_raw.h"
 #include "cells/cell_store.h"
 #include "changelog/relay.h"
 #include "indexes/index_definition.h"
@@ -234,6 +235,25 @@ struct RawFigures {
   double rows_per_s = 0;  // median round
 };
 
+// The database work of the stages in plain SQL (bench_pipeline_sql.cc): per
+// kSqlCeilingBatch writes of a host, the put (the raw baseline's INSERT), the
+// index worker's transaction for them and, per 1,000 writes, the relay's
+// page read and checkpoint; what the SQL alone allows, with no Kafka, no
+// consumer and no Cellar code. Only the puts' rows count (writes).
+constexpr int kSqlCeilingBatch = 100;
+RawWork PlanPipelineSql(const ClusterConfig& cfg, const IndexDefinition& index, int version,
+                        const std::string& column, int writes, int body_bytes,
+                        std::mt19937_64& rng);
+
+struct SqlCeilingFigures {
+  bool measured = false;
+  std::string skipped;  // why it was not measured
+  std::vector<double> rates;
+  double writes_per_s = 0;  // median round
+  double client_us_per_write = 0, server_us_per_write = 0;
+  double cpu_busy = 0;  // client + server, share of all cores
+};
+
 struct PipelineRun {
   const PipelineBenchOptions& o;
   const BenchCluster& cluster;
@@ -242,6 +262,7 @@ struct PipelineRun {
   std::vector<StepFigures> steps;
   DrainFigures drain;
   RawFigures raw;
+  SqlCeilingFigures sql;
 };
 
 // Prints the table and the JSON line; the run's exit code (1 if a step had errors).

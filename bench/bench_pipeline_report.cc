@@ -172,6 +172,19 @@ int PrintPipelineReport(const PipelineRun& r) {
         FormatNumber(r.raw.rows_per_s, 0) + " (" + std::to_string(r.raw.rates.size()) +
             " rounds of " + std::to_string(o.raw_rows) + " rows, " +
             std::to_string(o.raw_connections) + " connections per host)");
+  if (r.sql.measured) {
+    const double sql_ratio = r.raw.rows_per_s > 0 ? r.sql.writes_per_s / r.raw.rows_per_s : 0;
+    t.Add("plain-SQL ceiling writes/s (the stages' SQL alone, median round)",
+          FormatNumber(r.sql.writes_per_s, 0) + " = " + FormatNumber(sql_ratio, 3) +
+              " x raw (per " + std::to_string(kSqlCeilingBatch) +
+              " writes: the put INSERT, the index worker's transaction; per 1,000: the relay's)");
+    t.Add("plain-SQL ceiling CPU us per write: client / server",
+          FormatNumber(r.sql.client_us_per_write, 1) + " / " +
+              FormatNumber(r.sql.server_us_per_write, 1) + " (CPU busy " +
+              FormatNumber(100 * r.sql.cpu_busy, 0) + " % of the cores)");
+  } else {
+    t.Add("plain-SQL ceiling", "skipped: " + r.sql.skipped);
+  }
   t.Add("sustained writes/s", best ? FormatNumber(sustained, 0) : "none (the first step failed)");
   t.Add("ratio (sustained / raw)", FormatNumber(ratio, 3) +
                                        " (target >= " + FormatNumber(kTargetRatio, 2) +
@@ -209,6 +222,12 @@ int PrintPipelineReport(const PipelineRun& r) {
   j["concurrency"] = o.trigger_concurrency;
   j["webhook_batch_size"] = o.webhook_batch_size;
   j["webhook_batch_window_ms"] = o.webhook_batch_window_ms;
+  j["sql_ceiling_writes_per_s"] = Round(r.sql.writes_per_s, 1);
+  j["sql_ceiling_ratio"] =
+      r.raw.rows_per_s > 0 ? Round(r.sql.writes_per_s / r.raw.rows_per_s, 3) : 0;
+  j["sql_ceiling_client_us_per_write"] = Round(r.sql.client_us_per_write, 1);
+  j["sql_ceiling_server_us_per_write"] = Round(r.sql.server_us_per_write, 1);
+  j["sql_ceiling_cpu_busy"] = Round(r.sql.cpu_busy, 3);
   j["errors"] = errors;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   for (const StepFigures& s : r.steps) steps.push_back(StepJson(s));

@@ -58,7 +58,7 @@ RawRounds RunRawRounds(const BenchCluster& cluster, const std::string& name, int
       for (const auto& tx : host) statements += tx.statements.size();
     }
     Progress(name + " round " + std::to_string(round) + "/" + std::to_string(rounds) + ": " +
-             std::to_string(statements) + " INSERT statements in " + std::to_string(transactions) +
+             std::to_string(statements) + " statements in " + std::to_string(transactions) +
              " transactions over " + std::to_string(options.connections_per_host) +
              " connection(s) per host");
     Usage before = TakeUsage(cluster);

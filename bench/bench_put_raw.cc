@@ -229,21 +229,24 @@ Result<uint64_t> RunRawTransaction(MysqlConnection& conn, RawTransaction& tx) {
   const int64_t now = NowMicros();
   for (RawStatement& statement : tx.statements) {
     if (!st.ok()) break;
-    for (size_t p = kCreatedAtParam; p < statement.params.size(); p += kParamsPerRow)
-      statement.params[p] = now;
+    if (statement.cell_rows)
+      for (size_t p = kCreatedAtParam; p < statement.params.size(); p += kParamsPerRow)
+        statement.params[p] = now;
+    uint64_t rows = 0;
     if (statement.returning) {
       auto r = conn.Query(statement.sql, statement.params);
       if (r.ok())
-        written += r->size();
+        rows = r->size();
       else
         st = r.status();
     } else {
       auto r = conn.Execute(statement.sql, statement.params);
       if (r.ok())
-        written += *r;
+        rows = *r;
       else
         st = r.status();
     }
+    if (statement.cell_rows) written += rows;
   }
   if (st.ok() && explicit_tx) st = conn.Commit();
   if (!st.ok()) {

@@ -26,8 +26,13 @@ nlohmann::json MakeTripBody(std::mt19937_64& rng, int target_bytes);
 
 struct RawStatement {
   std::string sql;
-  std::vector<SqlParam> params;  // 7 per row; created_at (every 7th) set when run
-  bool returning = false;        // INSERT ... RETURNING: run as a query, rows counted
+  std::vector<SqlParam> params;  // cell_rows: 7 per row; created_at (every 7th) set when run
+  bool returning = false;        // run as a query (INSERT ... RETURNING, SELECT)
+  // An INSERT of cells: its params are stamped as above and its rows count
+  // as the phase's rows. Other statements (a stage's own SQL around the
+  // cells, `cellar-bench pipeline`) run with their params as given and count
+  // for nothing.
+  bool cell_rows = true;
 };
 
 // Statements that commit together. Without a fence and with one statement,
