@@ -15,6 +15,9 @@ ConsumerProbe::ConsumerProbe(MetricsRegistry* registry, const std::string& group
   fetch_paused_ = &registry->GetGauge(
       "cellar_consumer_fetch_paused",
       "1 while the consumer does not fetch (back-pressure or paused)", {{"group", group}});
+  skipped_ = &registry->GetCounter(
+      "cellar_consumer_skipped_records_total",
+      "Records deleted by the topic's retention before the group read them", {{"group", group}});
 }
 
 }  // namespace cellar

@@ -5,6 +5,9 @@
 //       transient error: tried again) | not_found | error
 //   cellar_consumer_fetch_paused{group}                1 while the consumer does
 //       not fetch (back-pressure or paused), else 0
+//   cellar_consumer_skipped_records_total{group}       records deleted by the
+//       topic's retention before the group read them (lost to it; alert on
+//       any increase)
 // Every series of the group exists from construction (at 0).
 // Ownership: the registry is not owned and outlives the probe. Threading: all
 // methods are thread-safe.
@@ -25,11 +28,13 @@ class ConsumerProbe {
 
   Counter& BodyRereads(BodyRereadOutcome outcome) { return *rereads_[static_cast<int>(outcome)]; }
   Gauge& FetchPaused() { return *fetch_paused_; }
+  Counter& SkippedRecords() { return *skipped_; }
 
  private:
   // Filled by the constructor, read-only afterwards.
   std::array<Counter*, 4> rereads_;  // by BodyRereadOutcome
   Gauge* fetch_paused_;
+  Counter* skipped_;
 };
 
 }  // namespace cellar

@@ -124,6 +124,23 @@ struct KeyedConsumer::Impl {
     if (probe) probe->BodyRereads(outcome).Increment();
   }
 
+  // Polling thread: records retention deleted before this group read them.
+  // They are lost to the group (nothing can fetch them again): said loudly,
+  // with what to do.
+  void OnSkipped(const SkippedRecords& s) {
+    if (probe) probe->SkippedRecords().Increment(static_cast<uint64_t>(s.count()));
+    LogError(o.log_component,
+             "records were deleted by the topic's retention before this group read them: their "
+             "events are lost to it (raise the topic's retention or keep the group closer to the "
+             "head; the cells are still in the host log)",
+             {{"group", o.group_id},
+              {"topic", s.partition.topic},
+              {"partition", std::to_string(s.partition.partition)},
+              {"first_offset", std::to_string(s.first)},
+              {"end_offset", std::to_string(s.end)},
+              {"records", std::to_string(s.count())}});
+  }
+
   // --- offsets ----------------------------------------------------------------
 
   // Polling thread: `offset` of `tp` is open; returns the partition's current assignment.
@@ -629,6 +646,7 @@ Status KeyedConsumer::Start() {
   co.on_rebalance = [&m](RebalanceKind kind, const std::vector<TopicPartitionId>& tps) {
     m.OnRebalance(kind, tps);
   };
+  co.on_skipped = [&m](const SkippedRecords& s) { m.OnSkipped(s); };
   CELLAR_ASSIGN_OR_RETURN(m.consumer,
                           ChangeLogConsumer::Create(m.store->config(), m.o.datastores, co));
   m.started = true;

@@ -65,7 +65,10 @@
 //
 // Metrics (when `metrics` is set; consumer_probe.h): cellar_consumer_body_rereads_total{group,
 // outcome=ok|retry|not_found|error}, one per read attempt;
-// cellar_consumer_fetch_paused{group}, 1 while the assignment is paused.
+// cellar_consumer_fetch_paused{group}, 1 while the assignment is paused;
+// cellar_consumer_skipped_records_total{group}, records the topic's retention
+// deleted before the group read them (each gap also logs an error naming the
+// partition and offsets): the one way events are lost, said loudly.
 //
 // Threading: Start, Stop, Pause, Submit, Progress and the accessors may be
 // called from any thread; Start and Stop by one thread at a time. Callbacks

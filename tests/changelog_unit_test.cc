@@ -13,6 +13,7 @@
 #include "base/time.h"
 #include "changelog/cell_event.h"
 #include "changelog/kafka/change_log_consumer.h"
+#include "changelog/kafka/internal/read_positions.h"
 #include "changelog/kafka/kafka_producer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,6 +93,40 @@ TEST(CloudEventHeadersTest, TheRecordValueIsUnchanged) {
 Status CreateProducer(const KafkaConfig& kafka) {
   auto p = KafkaProducer::Create(kafka, ProducerOptions{});
   return p.ok() ? Status::Ok() : p.status();
+}
+
+TEST(ReadPositionsTest, ARecordPastTheExpectedOffsetShowsTheRecordsSkipped) {
+  internal::ReadPositions positions;
+  const TopicPartitionId p0{"t", 0}, p1{"t", 1};
+  positions.Assigned(p0, 5);  // committed: the next record is 5
+  EXPECT_FALSE(positions.Read(p0, 5));
+  EXPECT_FALSE(positions.Read(p0, 6));
+  auto skipped = positions.Read(p0, 10);  // 7, 8, 9 are gone
+  ASSERT_TRUE(skipped);
+  EXPECT_EQ(skipped->partition, p0);
+  EXPECT_EQ(skipped->first, 7);
+  EXPECT_EQ(skipped->end, 10);
+  EXPECT_EQ(skipped->count(), 3);
+  EXPECT_FALSE(positions.Read(p0, 11));
+  EXPECT_FALSE(positions.Read(p0, 3)) << "a record read again after a rewind is no hole";
+  EXPECT_FALSE(positions.Read(p0, 4));
+
+  // Nothing committed: wherever the reset policy starts is no loss.
+  positions.Assigned(p1, -1);
+  EXPECT_FALSE(positions.Read(p1, 100));
+  EXPECT_EQ(positions.Read(p1, 102)->first, 101);
+
+  // Assigned at a committed offset the broker no longer has: the first record
+  // (the earliest left) shows the hole at once.
+  positions.Revoked(p0);
+  positions.Assigned(p0, 20);
+  skipped = positions.Read(p0, 50);
+  ASSERT_TRUE(skipped);
+  EXPECT_EQ(skipped->first, 20);
+  EXPECT_EQ(skipped->count(), 30);
+  // Revoked and assigned again with nothing known: no check until a record.
+  positions.Revoked(p0);
+  EXPECT_FALSE(positions.Read(p0, 70));
 }
 
 TEST(KafkaPropertiesClientTest, AcceptedPropertiesBuildAClient) {

@@ -388,9 +388,16 @@ TEST(KeyedConsumerTest, ProbeRegistersTheGroupsSeriesAtZero) {
   auto paused = [&] {
     return MetricValue(metrics.Render(), "cellar_consumer_fetch_paused", {{"group", "g1"}});
   };
+  auto skipped = [&] {
+    return MetricValue(metrics.Render(), "cellar_consumer_skipped_records_total",
+                       {{"group", "g1"}});
+  };
   for (const char* outcome : {"ok", "retry", "not_found", "error"})
     EXPECT_EQ(rereads(outcome), 0) << outcome;
   EXPECT_EQ(paused(), 0);
+  EXPECT_EQ(skipped(), 0);
+  probe.SkippedRecords().Increment(9);
+  EXPECT_EQ(skipped(), 9);
 
   probe.BodyRereads(BodyRereadOutcome::kRetry).Increment(2);
   probe.BodyRereads(BodyRereadOutcome::kOk).Increment();

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "changelog/kafka/internal/kafka_conf.h"
+#include "changelog/kafka/internal/read_positions.h"
 
 namespace cellar {
 namespace {
@@ -33,12 +34,31 @@ class PartitionList {
   std::vector<RdKafka::TopicPartition*> parts_;
 };
 
+// How long an assignment waits for the group's committed offsets (to tell
+// skipped records, ConsumerOptions::on_skipped).
+constexpr int kCommittedTimeoutMs = 5000;
+
 }  // namespace
 
 struct ChangeLogConsumer::Impl : public RdKafka::RebalanceCb {
   std::function<void(RebalanceKind, const std::vector<TopicPartitionId>&)> on_rebalance;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
   bool closed = false;
+  std::function<void(const SkippedRecords&)> on_skipped;
+  internal::ReadPositions positions;  // grouped mode only
+
+  // Where the newly assigned partitions resume: their committed offsets (a
+  // partition whose offset cannot be read is not checked until its first
+  // record).
+  void ExpectCommitted(RdKafka::KafkaConsumer* c,
+                       const std::vector<RdKafka::TopicPartition*>& partitions) {
+    PartitionList committed(Ids(partitions));
+    const RdKafka::ErrorCode e = c->committed(committed.get(), kCommittedTimeoutMs);
+    for (const RdKafka::TopicPartition* p : committed.get())
+      positions.Assigned(
+          {p->topic(), p->partition()},
+          e == RdKafka::ERR_NO_ERROR && p->err() == RdKafka::ERR_NO_ERROR ? p->offset() : -1);
+  }
 
   void Notify(RebalanceKind kind, const std::vector<TopicPartitionId>& ids) {
     if (!on_rebalance) return;
@@ -64,9 +84,11 @@ struct ChangeLogConsumer::Impl : public RdKafka::RebalanceCb {
       } else if (RdKafka::ErrorCode e = c->assign(partitions); e != RdKafka::ERR_NO_ERROR) {
         LogWarn("changelog", "assign failed", {{"error", RdKafka::err2str(e)}});
       }
+      if (on_skipped) ExpectCommitted(c, partitions);
       Notify(RebalanceKind::kAssigned, Ids(partitions));
       return;
     }
+    for (const TopicPartitionId& id : Ids(partitions)) positions.Revoked(id);
     Notify(RebalanceKind::kRevoked, Ids(partitions));
     if (cooperative) {
       std::unique_ptr<RdKafka::Error> e(c->incremental_unassign(partitions));
@@ -103,6 +125,7 @@ Result<std::unique_ptr<ChangeLogConsumer>> ChangeLogConsumer::Create(
                      {"fetch.wait.max.ms", "10"}}));
   auto impl = std::make_unique<Impl>();
   impl->on_rebalance = options.on_rebalance;
+  if (grouped) impl->on_skipped = options.on_skipped;
   std::string err;
   if (grouped && conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl.get()), err) !=
                      RdKafka::Conf::CONF_OK)
@@ -150,6 +173,9 @@ Result<std::optional<ConsumedRecord>> ChangeLogConsumer::PollRecord(int timeout_
     default:
       return Unavailable("Kafka consume: " + m->errstr());
   }
+  if (impl_->on_skipped)
+    if (auto skipped = impl_->positions.Read({m->topic_name(), m->partition()}, m->offset()))
+      impl_->on_skipped(*skipped);
   return std::optional<ConsumedRecord>(RecordOf(*m));
 }
 

@@ -36,6 +36,14 @@ struct TopicPartitionId {
 
 enum class RebalanceKind { kAssigned, kRevoked };
 
+// Records of one partition a group member never got: [first, end).
+struct SkippedRecords {
+  TopicPartitionId partition;
+  int64_t first = 0;
+  int64_t end = 0;
+  int64_t count() const { return end - first; }
+};
+
 struct ConsumerOptions {
   std::string group_id;           // empty: read all partitions without a group
   bool from_beginning = true;     // where to start without a committed offset
@@ -51,6 +59,15 @@ struct ConsumerOptions {
   // Resume(), Assignment() and KnownEnd(). An exception it throws is caught
   // and logged.
   std::function<void(RebalanceKind, const std::vector<TopicPartitionId>&)> on_rebalance;
+  // Grouped mode: called when a partition's next record is past the offset
+  // this member was to read next (the group's committed offset, or the record
+  // after the last one returned): the records in between were deleted by
+  // retention before they were read, and librdkafka's auto.offset.reset moved
+  // past them without an error (internal/read_positions.h). The records are
+  // gone from Kafka; the host log still has the cells. Runs on the polling
+  // thread inside Poll()/PollRecord(), before the record is returned. May be
+  // empty.
+  std::function<void(const SkippedRecords&)> on_skipped;
 };
 
 // One record as read from Kafka, undecoded.

@@ -1,0 +1,139 @@
+// A group that fell behind its topic's retention (changelog/keyed_consumer.h,
+// kafka/internal/read_positions.h): the records deleted before the group read
+// them are counted (cellar_consumer_skipped_records_total) and logged, and
+// everything else is still handed on. The local broker keeps about 5 MB per
+// partition and drops older records, as a retention limit would. Part of the
+// trigger_test binary (its environment).
+#include <atomic>
+#include <mutex>
+#include <set>
+
+#include "base/time.h"
+#include "changelog/cell_event.h"
+#include "changelog/consumer_probe.h"
+#include "changelog/kafka/kafka_producer.h"
+#include "changelog/keyed_consumer.h"
+#include "gtest/gtest.h"
+#include "testing/metric_value.h"
+#include "tests/trigger_test_util.h"
+
+namespace cellar::trigtest {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Writes change-log events straight to partition 0 of the trips topic (no
+// relay: the test decides their sizes), numbered by added_id from 1.
+class EventWriter {
+ public:
+  explicit EventWriter(const ClusterConfig& config)
+      : config_(config), topic_(ChangeLogTopic(config.kafka, "trips")) {}
+
+  ::testing::AssertionResult Write(int count, size_t body_bytes) {
+    if (!producer_) {
+      ProducerOptions options;
+      options.settings = {{"linger.ms", "0"}};
+      auto p = KafkaProducer::Create(config_.kafka, options);
+      if (!p.ok()) return ::testing::AssertionFailure() << p.status().ToString();
+      producer_ = std::move(p).value();
+    }
+    for (int i = 0; i < count; ++i) {
+      Cell cell;
+      cell.row_key = Uuid::Random();
+      cell.column = "BASE";
+      cell.ref_key = 1;
+      cell.shard = 0;  // partition 0 (shard % partitions)
+      cell.added_id = ++last_added_id_;
+      cell.created_at = NowMicros();
+      cell.body = {{"pad", std::string(body_bytes, 'x')}};
+      Status st = producer_->Produce(
+          topic_, ChangeLogPartition(config_.kafka, cell.shard), cell.row_key.ToString(),
+          EncodeCellEvent("trips", cell, int64_t{1} << 30), cell.created_at / 1000);
+      if (!st.ok()) return ::testing::AssertionFailure() << st.ToString();
+      // One record per request: each is its own message set, which the
+      // broker's retention drops one by one.
+      if (Status f = producer_->Flush(10000); !f.ok())
+        return ::testing::AssertionFailure() << f.ToString();
+    }
+    return ::testing::AssertionSuccess();
+  }
+  uint64_t last_added_id() const { return last_added_id_; }
+
+ private:
+  const ClusterConfig& config_;
+  const std::string topic_;
+  std::unique_ptr<KafkaProducer> producer_;
+  uint64_t last_added_id_ = 0;
+};
+
+struct Handled {
+  std::mutex mu;
+  std::set<uint64_t> added_ids;
+  std::atomic<uint64_t> last{0};
+};
+
+std::unique_ptr<KeyedConsumer> StartMember(Cluster& c, MetricsRegistry* metrics, Handled* handled) {
+  KeyedConsumerOptions o;
+  o.group_id = c.prefix + ".retention";
+  o.client_id = "keyed-consumer-retention-test";
+  o.datastores = {"trips"};
+  o.concurrency = 2;
+  o.metrics = metrics;
+  KeyedConsumerCallbacks cb;
+  cb.handle = [handled](KeyedEvent& e) {
+    std::lock_guard<std::mutex> lock(handled->mu);
+    handled->added_ids.insert(e.event.cell.added_id);
+    handled->last = std::max<uint64_t>(handled->last, e.event.cell.added_id);
+    return Disposition::kDone;
+  };
+  auto member = std::make_unique<KeyedConsumer>(c.store.get(), o, cb);
+  if (!member->Start().ok()) return nullptr;
+  return member;
+}
+
+TEST(KeyedConsumerRetentionTest, RecordsDeletedBeforeTheGroupReadThemAreCountedAndTheRestHandled) {
+  auto c = MakeCluster("kc_retention", Broker());
+  ASSERT_TRUE(c);
+  MetricsRegistry metrics;
+  const std::string group = c->prefix + ".retention";
+  auto skipped = [&] {
+    return ::cellar::testing::MetricValue(metrics.Render(), "cellar_consumer_skipped_records_total",
+                                          {{"group", group}});
+  };
+  EventWriter writer(c->config);
+
+  // The group reads and commits the first event, then stops.
+  ASSERT_TRUE(writer.Write(1, 100));
+  Handled first;
+  {
+    auto member = StartMember(*c, &metrics, &first);
+    ASSERT_TRUE(member);
+    ASSERT_TRUE(WaitFor([&] { return first.last == 1; }, 30s));
+    member->Stop(5000);  // commits what was handled
+  }
+  EXPECT_EQ(skipped(), 0);
+
+  // While it is away, ~6 MB go to the partition: the broker drops the oldest
+  // records, among them the one the group was to read next.
+  constexpr int kLate = 60;
+  ASSERT_TRUE(writer.Write(kLate, 100 * 1024));
+
+  Handled second;
+  auto member = StartMember(*c, &metrics, &second);
+  ASSERT_TRUE(member);
+  ASSERT_TRUE(WaitFor([&] { return second.last == writer.last_added_id(); }, 60s))
+      << "the newest event never arrived";
+  member->Stop(5000);
+  std::lock_guard<std::mutex> lock(second.mu);
+  // What the group got is a contiguous run up to the newest; everything before
+  // it that it never got is counted, and nothing else is.
+  ASSERT_FALSE(second.added_ids.empty());
+  const uint64_t first_got = *second.added_ids.begin();
+  EXPECT_EQ(second.added_ids.size(), writer.last_added_id() - first_got + 1);
+  EXPECT_GT(first_got, 2u) << "the broker dropped nothing: the test proves nothing";
+  EXPECT_EQ(skipped(), static_cast<double>(first_got - 2))
+      << "events 2.." << first_got - 1 << " were never handed on";
+}
+
+}  // namespace
+}  // namespace cellar::trigtest
