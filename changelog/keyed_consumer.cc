@@ -129,16 +129,18 @@ struct KeyedConsumer::Impl {
   // with what to do.
   void OnSkipped(const SkippedRecords& s) {
     if (probe) probe->SkippedRecords().Increment(static_cast<uint64_t>(s.count()));
-    LogError(o.log_component,
-             "records were deleted by the topic's retention before this group read them: their "
-             "events are lost to it (raise the topic's retention or keep the group closer to the "
-             "head; the cells are still in the host log)",
-             {{"group", o.group_id},
-              {"topic", s.partition.topic},
-              {"partition", std::to_string(s.partition.partition)},
-              {"first_offset", std::to_string(s.first)},
-              {"end_offset", std::to_string(s.end)},
-              {"records", std::to_string(s.count())}});
+    LogError(
+        o.log_component,
+        "records were deleted by the topic's retention before this group read them: their "
+        "events are lost to it (raise the topic's retention or keep the group closer to the "
+        "head; the cells are still in the host log: replay a trigger's time range, or cellar index "
+        "check --repair)",
+        {{"group", o.group_id},
+         {"topic", s.partition.topic},
+         {"partition", std::to_string(s.partition.partition)},
+         {"first_offset", std::to_string(s.first)},
+         {"end_offset", std::to_string(s.end)},
+         {"records", std::to_string(s.count())}});
   }
 
   // --- offsets ----------------------------------------------------------------
