@@ -442,7 +442,10 @@ TEST(KeyedConsumerTest, PausedWithNothingInHandReportsLagAndTheAgeOfTheNextRecor
     std::lock_guard<std::mutex> lock(mu);
     last = p;
   };
-  KeyedConsumer kc(c->store.get(), Options(c->prefix + ".kc", 2, 100), cb);
+  MetricsRegistry metrics;
+  KeyedConsumerOptions options = Options(c->prefix + ".kc", 2, 100);
+  options.metrics = &metrics;
+  KeyedConsumer kc(c->store.get(), options, cb);
   ASSERT_TRUE(kc.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return handled == kRows; }, 30s));
   // lag and the largest age over the partitions, at `now_ms`
@@ -461,6 +464,15 @@ TEST(KeyedConsumerTest, PausedWithNothingInHandReportsLagAndTheAgeOfTheNextRecor
   ASSERT_TRUE(WaitFor([&] { return std::get<0>(figures(NowMicros() / 1000)) == 0; }, 30s));
 
   kc.Pause();
+  // Pause() takes effect on the polling thread's next round (its poll waits
+  // up to 20 ms): cells written before that could still be fetched, and be in
+  // hand, abandoned. Write once fetching is paused.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return MetricValue(metrics.Render(), "cellar_consumer_fetch_paused",
+                           {{"group", c->prefix + ".kc"}}) == 1;
+      },
+      10s));
   constexpr int64_t kLater = 9;
   PutVersion(*c->store, NewRows(kLater), "BASE", 1, body);
   const MicrosSinceEpoch written = NowMicros();
