@@ -9,6 +9,7 @@
 #include <mysql_driver.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 
 namespace cellar {
@@ -56,6 +57,26 @@ double SqlRow::Double(size_t i) const {
 
 std::string QualifiedTable(const std::string& database, const std::string& table) {
   return "`" + database + "`.`" + table + "`";
+}
+
+namespace {
+// The largest ladder count <= n (n >= 1).
+size_t LadderFloor(size_t n) {
+  if (n <= 8) return n;
+  if (n <= 64) return n / 8 * 8;
+  return n / 32 * 32;
+}
+}  // namespace
+
+std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows) {
+  std::vector<size_t> counts;
+  const size_t cap = LadderFloor(std::max<size_t>(1, max_rows));
+  while (rows > 0) {
+    const size_t n = LadderFloor(std::min(rows, cap));
+    counts.push_back(n);
+    rows -= n;
+  }
+  return counts;
 }
 
 MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& host) {

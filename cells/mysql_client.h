@@ -172,6 +172,17 @@ bool IsSupportedEngine(const std::string& version);
 // "`<db>`.`<table>`". REQUIRES: both names already validated as identifiers.
 std::string QualifiedTable(const std::string& database, const std::string& table);
 
+// The row counts of the multi-row statements that carry `rows` rows, largest
+// first, each at most `max_rows` and each on a fixed ladder: 1 to 8, multiples
+// of 8 up to 64, then multiples of 32; at most three statements per
+// max_rows rows. Why: a connection prepares every distinct statement text it
+// runs (the server parses each placeholder; a few milliseconds for a
+// 500-row statement), and with exact counts a batch writer prepares one text
+// per batch size it ever meets, up to max_rows of them per connection and
+// shape. On the ladder a shape has at most ~25 texts for max_rows 500.
+// Empty for rows == 0. REQUIRES: max_rows >= 1.
+std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows);
+
 // The endpoint of `host` with credentials and timeouts from the cluster config.
 MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& host);
 

@@ -39,13 +39,14 @@ struct PointerState {
 };
 
 // Runs `prefix` + rows joined by `separator` + `suffix` in statements of up
-// to kRowsPerStatement rows; `row` appends the i-th row's parameters and
+// to kRowsPerStatement rows, sized by StatementRowCounts (few distinct texts); `row` appends the i-th row's parameters and
 // returns its text.
 template <typename RowFn>
 Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows,
                    const std::string& separator, const std::string& suffix, RowFn&& row) {
-  for (size_t start = 0; start < rows; start += kRowsPerStatement) {
-    const size_t end = std::min(rows, start + kRowsPerStatement);
+  size_t start = 0;
+  for (size_t count : StatementRowCounts(rows, kRowsPerStatement)) {
+    const size_t end = start + count;
     std::string sql = prefix;
     std::vector<SqlParam> params;
     for (size_t i = start; i < end; ++i) {
@@ -54,6 +55,7 @@ Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows
     }
     sql += suffix;
     CELLAR_RETURN_IF_ERROR(conn.Execute(sql, params).status());
+    start = end;
   }
   return Status::Ok();
 }
@@ -154,7 +156,7 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
     const std::string pointer =
         QualifiedTable(db, PointerTableName(def.table, versions[v].version));
     // 1. Lock and read the pointers, in key order (so two batches lock in one
-    // order), in one statement per kRowsPerStatement keys: a missing pointer
+    // order), in statements of up to kRowsPerStatement keys (StatementRowCounts): a missing pointer
     // is created (ref_key -1), an existing one is locked by the no-op update
     // and RETURNING answers its stored values (MariaDB returns the row as it
     // is after the statement, i.e. unchanged). Not INSERT IGNORE: on an
@@ -163,8 +165,9 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
     // exclusively at once, by its primary key: no scan, no gap lock.
     std::vector<const PointerKey*> keys;
     for (const auto& [k, st] : pointers) keys.push_back(&k);
-    for (size_t start = 0; start < keys.size(); start += kRowsPerStatement) {
-      const size_t end = std::min(keys.size(), start + kRowsPerStatement);
+    size_t start = 0;
+    for (size_t count : StatementRowCounts(keys.size(), kRowsPerStatement)) {
+      const size_t end = start + count;
       std::string sql =
           "INSERT INTO " + pointer + " (shard, row_key, column_key, ref_key, target_shard) VALUES ";
       std::vector<SqlParam> params;
@@ -187,6 +190,7 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
       if (rows->size() != end - start)
         return fail(Internal("index pointer lock returned " + std::to_string(rows->size()) +
                              " rows for " + std::to_string(end - start) + " pointers"));
+      start = end;
     }
     // 2. Apply the cells in log order, in memory.
     for (size_t i = 0; i < cells.size(); ++i) {

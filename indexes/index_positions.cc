@@ -8,6 +8,7 @@ namespace cellar {
 namespace {
 
 constexpr const char* kTable = "index_positions";
+constexpr size_t kRowsPerStatement = 512;  // shards per statement at most
 
 }  // namespace
 
@@ -22,23 +23,24 @@ Status EnsureIndexPositionsTable(MysqlConnection& conn, const std::string& datab
 Status RecordIndexPositions(MysqlConnection& conn, const std::string& database,
                             const std::string& datastore,
                             const std::map<uint32_t, uint64_t>& highest) {
-  if (highest.empty()) return Status::Ok();
-  std::string sql = "INSERT INTO " + QualifiedTable(database, kTable) +
-                    " (datastore, shard, applied_added_id) VALUES ";
-  std::vector<SqlParam> params;
-  params.reserve(highest.size() * 3);
-  bool first = true;
-  for (const auto& [shard, added_id] : highest) {
-    sql += first ? "(?, ?, ?)" : ", (?, ?, ?)";
-    first = false;
-    params.push_back(datastore);
-    params.push_back(int64_t{shard});
-    params.push_back(added_id);
+  auto next = highest.begin();
+  for (size_t count : StatementRowCounts(highest.size(), kRowsPerStatement)) {
+    std::string sql = "INSERT INTO " + QualifiedTable(database, kTable) +
+                      " (datastore, shard, applied_added_id) VALUES ";
+    std::vector<SqlParam> params;
+    params.reserve(count * 3);
+    for (size_t i = 0; i < count; ++i, ++next) {
+      sql += i ? ", (?, ?, ?)" : "(?, ?, ?)";
+      params.push_back(datastore);
+      params.push_back(int64_t{next->first});
+      params.push_back(next->second);
+    }
+    sql +=
+        " ON DUPLICATE KEY UPDATE applied_added_id ="
+        " GREATEST(applied_added_id, VALUES(applied_added_id))";
+    CELLAR_RETURN_IF_ERROR(conn.Execute(sql, params).status());
   }
-  sql +=
-      " ON DUPLICATE KEY UPDATE applied_added_id ="
-      " GREATEST(applied_added_id, VALUES(applied_added_id))";
-  return conn.Execute(sql, params).status();
+  return Status::Ok();
 }
 
 Result<uint64_t> AppliedIndexPosition(CellStore* store, const std::string& datastore,

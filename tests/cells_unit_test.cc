@@ -21,6 +21,7 @@
 #include "cells/body_codec.h"
 #include "cells/cell.h"
 #include "cells/log_position.h"
+#include "cells/mysql_client.h"
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -156,6 +157,34 @@ ClusterConfig TwoHostConfig(const std::string& prefix) {
   cfg.mysql.hosts[1].name = "db2";
   cfg.mysql.hosts[1].shards = {4, 5, 6, 7};
   return cfg;
+}
+
+// Multi-row statements come in few sizes, so a connection prepares few texts.
+TEST(StatementRowCountsTest, SplitsEveryCountIntoFewLadderSizesThatAddUp) {
+  EXPECT_THAT(StatementRowCounts(0, 500), ::testing::IsEmpty());
+  EXPECT_THAT(StatementRowCounts(7, 500), ::testing::ElementsAre(7));
+  EXPECT_THAT(StatementRowCounts(37, 500), ::testing::ElementsAre(32, 5));
+  EXPECT_THAT(StatementRowCounts(255, 500), ::testing::ElementsAre(224, 24, 7));
+  EXPECT_THAT(StatementRowCounts(1000, 500), ::testing::ElementsAre(480, 480, 40));
+  EXPECT_THAT(StatementRowCounts(5, 1), ::testing::ElementsAre(1, 1, 1, 1, 1));
+  for (size_t max_rows : {1, 7, 64, 256, 500}) {
+    std::set<size_t> sizes;
+    for (size_t rows = 1; rows <= 2000; ++rows) {
+      const std::vector<size_t> counts = StatementRowCounts(rows, max_rows);
+      size_t sum = 0;
+      for (size_t c : counts) {
+        EXPECT_LE(c, max_rows);
+        sum += c;
+        sizes.insert(c);
+      }
+      EXPECT_EQ(sum, rows);
+      EXPECT_TRUE(std::is_sorted(counts.rbegin(), counts.rend())) << rows;
+      if (rows <= max_rows) {
+        EXPECT_LE(counts.size(), 3u) << rows;
+      }
+    }
+    EXPECT_LE(sizes.size(), 28u) << max_rows;  // against up to max_rows exact sizes
+  }
 }
 
 TEST(LogPositionTest, TokensRoundTripAndForeignOrMalformedOnesAreRefusedByName) {
