@@ -83,7 +83,10 @@ const std::vector<BenchSpec>& AllBenches() {
        {"--single-row-baseline"},
        {"--cells", "10000", "--raw-rounds", "1", "--single-row-baseline"},
        "baseline = raw multi-row INSERTs (100 rows each) into the host tables on the same server, "
-       "the median of its rounds; targets: group-committed single puts reach half of it and twice "
+       "the median of its rounds; the store's phases follow an untimed warm-up (5,000 single puts "
+       "and 5,000 put_batch cells: connected writers with their statements prepared, as the "
+       "baseline's median round follows a first round); targets: group-committed single puts "
+       "reach half of it and twice "
        "single-row autocommit INSERTs, put_batch 0.8 of it, p99 <= 20 ms at half the put rate; "
        "the ceiling is the host-log design in plain SQL (one autocommit 32-row INSERT ... "
        "RETURNING per transaction, its first row locking the writer's fence row: what the group "
