@@ -199,6 +199,11 @@ struct StepFigures {
   // "rest": the threads no group names (the writers, the webhook sink, the
   // probes, the HTTP client of the webhook trigger's calls).
   std::vector<std::pair<std::string, double>> cpu_ms_by_threads;
+  // The servers' counters over the step (GLOBAL_STATUS deltas; empty when
+  // they could not be read), in SQL statements, commits and InnoDB fsyncs per
+  // write and statement prepares per second: each statement costs the server
+  // a wake-up whatever it carries, and a prepare parses every placeholder.
+  std::optional<double> statements_per_write, commits_per_write, fsyncs_per_write, prepares_per_s;
   uint64_t handler_missing = 0, webhook_missing = 0;  // not arrived after the drain wait
   LagTrend relay_lag, index_lag, handler_lag, webhook_lag;
   double drain_s = 0;  // after the writes: until every stage had every cell

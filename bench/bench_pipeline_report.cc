@@ -53,6 +53,12 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   nlohmann::json by_threads = nlohmann::json::object();
   for (const auto& [key, ms] : s.cpu_ms_by_threads) by_threads[key] = Round(ms, 3);
   j["cpu_ms_per_write_by_threads"] = by_threads;
+  if (s.statements_per_write) {
+    j["sql_statements_per_write"] = Round(*s.statements_per_write, 3);
+    j["sql_commits_per_write"] = Round(*s.commits_per_write, 3);
+    j["innodb_fsyncs_per_write"] = Round(*s.fsyncs_per_write, 3);
+    j["statement_prepares_per_s"] = Round(*s.prepares_per_s, 1);
+  }
   j["drain_s"] = Round(s.drain_s, 3);
   j["sustained"] = s.sustained;
   if (!s.sustained) j["why"] = s.verdict;
@@ -148,6 +154,13 @@ int PrintPipelineReport(const PipelineRun& r) {
         values += (values.empty() ? "" : " / ") + FormatNumber(ms, 3);
       }
       t.Add("CPU ms per write of this process by thread: " + keys, values);
+    }
+    if (s.statements_per_write) {
+      t.Add("MariaDB per write: SQL statements / COMMITs / InnoDB fsyncs",
+            FormatNumber(*s.statements_per_write, 2) + " / " +
+                FormatNumber(*s.commits_per_write, 2) + " / " +
+                FormatNumber(*s.fsyncs_per_write, 2));
+      t.Add("statement prepares per s", FormatNumber(*s.prepares_per_s, 1));
     }
     t.Add("every stage caught up after the writes in",
           s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");

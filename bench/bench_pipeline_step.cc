@@ -22,6 +22,9 @@ namespace cellar::bench::pipeline {
 namespace {
 
 constexpr double kNotVisibleAfterS = 10;
+// GLOBAL_STATUS counters each step reports (StepFigures).
+const std::vector<std::string> kServerCounters = {"QUESTIONS", "COM_COMMIT", "INNODB_DATA_FSYNCS",
+                                                  "COM_STMT_PREPARE"};
 
 // At most `size` puts in flight: Acquire blocks while the window is full.
 class Window {
@@ -248,6 +251,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   for (const auto& [key, prefix] : kThreadGroups)
     group_cpu_before.push_back(ThreadsCpuSeconds(prefix));
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
+  const auto status_before = ServerStatus(cluster.config, kServerCounters);
   Stopwatch clock;
   std::atomic<bool> writing{true};
   std::jthread sampler([&] {
@@ -294,6 +298,16 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   const double client_cpu = ProcessCpuSeconds() - cpu_before;
   const double broker_cpu = ThreadsCpuSeconds("rdk:mock") - broker_cpu_before;
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
+  const auto status_after = ServerStatus(cluster.config, kServerCounters);
+  if (const uint64_t writes = ok.load(); writes > 0 && status_before.ok() && status_after.ok()) {
+    auto delta = [&](const char* name) {
+      return static_cast<double>(status_after->at(name) - status_before->at(name));
+    };
+    out->statements_per_write = delta("QUESTIONS") / static_cast<double>(writes);
+    out->commits_per_write = delta("COM_COMMIT") / static_cast<double>(writes);
+    out->fsyncs_per_write = delta("INNODB_DATA_FSYNCS") / static_cast<double>(writes);
+    out->prepares_per_s = delta("COM_STMT_PREPARE") / std::max(1e-9, out->seconds);
+  }
   if (server_cpu_before && server_cpu_after) {
     const double server_cpu = *server_cpu_after - *server_cpu_before;
     out->cpu_busy = (client_cpu + server_cpu) /
