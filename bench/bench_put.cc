@@ -209,9 +209,9 @@ void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& 
   t.Add("datastore / column", cfg.datastores[0].name + " / " + cfg.datastores[0].columns[0].name);
   t.Add("cells (N)", std::to_string(o.cells));
   t.Add("callers (C)", std::to_string(o.callers));
-  t.Add("warm-up before phase B (untimed)",
-        std::to_string(o.warm_up_cells) + " single puts, " + std::to_string(o.warm_up_cells) +
-            " put_batch cells");
+  t.Add("warm-up before phase B (untimed)", std::to_string(o.warm_up_cells) + " single puts, " +
+                                                std::to_string(o.warm_up_cells) +
+                                                " put_batch cells");
   t.Add("body JSON bytes (mean)", FormatNumber(static_cast<double>(run.json_bytes) / run.cells, 1));
   t.Add("body stored bytes (mean)",
         FormatNumber(static_cast<double>(run.encoded_bytes) / run.cells, 1));
@@ -390,7 +390,7 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
   j["ratio_to_closed_loop_ceiling"] = Round(run.put.cells_per_s / closed, 3);
   if (run.async.ran) {
     j["async_window"] = o.async_window;
-  j["warm_up_cells"] = o.warm_up_cells;
+    j["warm_up_cells"] = o.warm_up_cells;
     j["async_cells_per_s"] = Round(run.async.cells_per_s, 1);
     j["async_ratio"] = Round(run.async.cells_per_s / raw, 3);
     j["async_p50_ms"] = Round(run.async.p50, 3);

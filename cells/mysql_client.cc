@@ -8,8 +8,8 @@
 #include <mysql_connection.h>
 #include <mysql_driver.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 namespace cellar {

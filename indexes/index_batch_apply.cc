@@ -39,8 +39,8 @@ struct PointerState {
 };
 
 // Runs `prefix` + rows joined by `separator` + `suffix` in statements of up
-// to kRowsPerStatement rows, sized by StatementRowCounts (few distinct texts); `row` appends the i-th row's parameters and
-// returns its text.
+// to kRowsPerStatement rows, sized by StatementRowCounts (few distinct texts); `row` appends the
+// i-th row's parameters and returns its text.
 template <typename RowFn>
 Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows,
                    const std::string& separator, const std::string& suffix, RowFn&& row) {
