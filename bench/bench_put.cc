@@ -388,9 +388,9 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
   j["closed_loop_rows_per_transaction"] = run.closed_loop_rows_per_tx;
   j["closed_loop_connections"] = run.closed_loop_connections;
   j["ratio_to_closed_loop_ceiling"] = Round(run.put.cells_per_s / closed, 3);
+  j["warm_up_cells"] = o.warm_up_cells;
   if (run.async.ran) {
     j["async_window"] = o.async_window;
-    j["warm_up_cells"] = o.warm_up_cells;
     j["async_cells_per_s"] = Round(run.async.cells_per_s, 1);
     j["async_ratio"] = Round(run.async.cells_per_s / raw, 3);
     j["async_p50_ms"] = Round(run.async.p50, 3);

@@ -79,6 +79,24 @@ std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows) {
   return counts;
 }
 
+Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows, size_t max_rows,
+                   const std::string& separator, const std::string& suffix,
+                   const std::function<std::string(size_t, std::vector<SqlParam>&)>& row) {
+  size_t start = 0;
+  for (size_t count : StatementRowCounts(rows, max_rows)) {
+    std::string sql = prefix;
+    std::vector<SqlParam> params;
+    for (size_t i = start; i < start + count; ++i) {
+      if (i > start) sql += separator;
+      sql += row(i, params);
+    }
+    sql += suffix;
+    CELLAR_RETURN_IF_ERROR(conn.Execute(sql, params).status());
+    start += count;
+  }
+  return Status::Ok();
+}
+
 MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& host) {
   MysqlEndpoint e;
   e.label = host.name;

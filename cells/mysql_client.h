@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -179,9 +180,19 @@ std::string QualifiedTable(const std::string& database, const std::string& table
 // runs (the server parses each placeholder; a few milliseconds for a
 // 500-row statement), and with exact counts a batch writer prepares one text
 // per batch size it ever meets, up to max_rows of them per connection and
-// shape. On the ladder a shape has at most ~25 texts for max_rows 500.
+// shape. On the ladder a shape has at most 28 texts for max_rows 500.
 // Empty for rows == 0. REQUIRES: max_rows >= 1.
 std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows);
+
+// Runs `prefix` + `rows` row texts joined by `separator` + `suffix` on `conn`
+// as multi-row statements sized by StatementRowCounts(rows, max_rows), in row
+// order; `row(i, params)` appends the i-th row's parameters and returns its
+// text. OK once every statement ran; the first failing statement's status
+// otherwise (earlier ones ran: the caller's transaction decides).
+// REQUIRES: max_rows >= 1.
+Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows, size_t max_rows,
+                   const std::string& separator, const std::string& suffix,
+                   const std::function<std::string(size_t, std::vector<SqlParam>&)>& row);
 
 // The endpoint of `host` with credentials and timeouts from the cluster config.
 MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& host);

@@ -134,7 +134,7 @@ struct KeyedConsumer::Impl {
         "records were deleted by the topic's retention before this group read them: their "
         "events are lost to it (raise the topic's retention or keep the group closer to the "
         "head; the cells are still in the host log: replay a trigger's time range, or cellar index "
-        "check --repair)",
+        "check NAME --repair)",
         {{"group", o.group_id},
          {"topic", s.partition.topic},
          {"partition", std::to_string(s.partition.partition)},

@@ -38,28 +38,6 @@ struct PointerState {
   bool moved = false;  // some cell was applied
 };
 
-// Runs `prefix` + rows joined by `separator` + `suffix` in statements of up
-// to kRowsPerStatement rows, sized by StatementRowCounts (few distinct texts); `row` appends the
-// i-th row's parameters and returns its text.
-template <typename RowFn>
-Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows,
-                   const std::string& separator, const std::string& suffix, RowFn&& row) {
-  size_t start = 0;
-  for (size_t count : StatementRowCounts(rows, kRowsPerStatement)) {
-    const size_t end = start + count;
-    std::string sql = prefix;
-    std::vector<SqlParam> params;
-    for (size_t i = start; i < end; ++i) {
-      if (i > start) sql += separator;
-      sql += row(i, params);
-    }
-    sql += suffix;
-    CELLAR_RETURN_IF_ERROR(conn.Execute(sql, params).status());
-    start = end;
-  }
-  return Status::Ok();
-}
-
 // Entry writes bound for one host: deletes of entries that moved away or are
 // gone, then upserts (grouped by column: each column_def has its own fields).
 struct HostWrites {
@@ -76,7 +54,7 @@ Status WriteEntries(MysqlConnection& conn, const std::string& table, const Index
                     const HostWrites& w) {
   if (!w.deletes.empty())
     CELLAR_RETURN_IF_ERROR(ExecuteRows(
-        conn, "DELETE FROM " + table + " WHERE ", w.deletes.size(), " OR ", "",
+        conn, "DELETE FROM " + table + " WHERE ", w.deletes.size(), kRowsPerStatement, " OR ", "",
         [&](size_t i, std::vector<SqlParam>& p) {
           const auto& d = w.deletes[i];
           p.insert(p.end(), {int64_t{d.shard}, d.row, d.column, d.below_ref_key});
@@ -102,8 +80,8 @@ Status WriteEntries(MysqlConnection& conn, const std::string& table, const Index
         "created_at = IF(VALUES(ref_key) > ref_key, VALUES(created_at), created_at), "
         "ref_key = GREATEST(ref_key, VALUES(ref_key))";
     CELLAR_RETURN_IF_ERROR(ExecuteRows(
-        conn, "INSERT INTO " + table + " (" + cols + ") VALUES ", rows.size(), ", ",
-        " ON DUPLICATE KEY UPDATE " + updates, [&](size_t i, std::vector<SqlParam>& p) {
+        conn, "INSERT INTO " + table + " (" + cols + ") VALUES ", rows.size(), kRowsPerStatement,
+        ", ", " ON DUPLICATE KEY UPDATE " + updates, [&](size_t i, std::vector<SqlParam>& p) {
           const auto& [e, cell] = rows[i];
           p.insert(p.end(), {int64_t{e->target_shard}, e->row_key.ToBytes(), e->column_key,
                              e->ref_key, e->added_id, int64_t{e->source_shard}, cell->created_at});
@@ -284,7 +262,7 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
         c,
         "INSERT INTO " + QualifiedTable(db, PointerTableName(def.table, versions[v].version)) +
             " (shard, row_key, column_key, ref_key, target_shard) VALUES ",
-        moved.size(), ", ",
+        moved.size(), kRowsPerStatement, ", ",
         " ON DUPLICATE KEY UPDATE ref_key = VALUES(ref_key), target_shard = VALUES(target_shard)",
         [&](size_t i, std::vector<SqlParam>& p) {
           const auto& [shard, row, column] = *moved[i].first;

@@ -23,24 +23,17 @@ Status EnsureIndexPositionsTable(MysqlConnection& conn, const std::string& datab
 Status RecordIndexPositions(MysqlConnection& conn, const std::string& database,
                             const std::string& datastore,
                             const std::map<uint32_t, uint64_t>& highest) {
-  auto next = highest.begin();
-  for (size_t count : StatementRowCounts(highest.size(), kRowsPerStatement)) {
-    std::string sql = "INSERT INTO " + QualifiedTable(database, kTable) +
-                      " (datastore, shard, applied_added_id) VALUES ";
-    std::vector<SqlParam> params;
-    params.reserve(count * 3);
-    for (size_t i = 0; i < count; ++i, ++next) {
-      sql += i ? ", (?, ?, ?)" : "(?, ?, ?)";
-      params.push_back(datastore);
-      params.push_back(int64_t{next->first});
-      params.push_back(next->second);
-    }
-    sql +=
-        " ON DUPLICATE KEY UPDATE applied_added_id ="
-        " GREATEST(applied_added_id, VALUES(applied_added_id))";
-    CELLAR_RETURN_IF_ERROR(conn.Execute(sql, params).status());
-  }
-  return Status::Ok();
+  const std::vector<std::pair<uint32_t, uint64_t>> rows(highest.begin(), highest.end());
+  return ExecuteRows(conn,
+                     "INSERT INTO " + QualifiedTable(database, kTable) +
+                         " (datastore, shard, applied_added_id) VALUES ",
+                     rows.size(), kRowsPerStatement, ", ",
+                     " ON DUPLICATE KEY UPDATE applied_added_id ="
+                     " GREATEST(applied_added_id, VALUES(applied_added_id))",
+                     [&](size_t i, std::vector<SqlParam>& p) {
+                       p.insert(p.end(), {datastore, int64_t{rows[i].first}, rows[i].second});
+                       return std::string("(?, ?, ?)");
+                     });
 }
 
 Result<uint64_t> AppliedIndexPosition(CellStore* store, const std::string& datastore,
