@@ -183,22 +183,27 @@ StorePhaseResult RunPutAsyncPhase(CellStore& store, const std::string& datastore
   return result;
 }
 
+std::vector<std::vector<CellWrite>> SplitIntoRows(std::vector<CellWrite> cells, int cells_per_row) {
+  const size_t per_row = static_cast<size_t>(std::max(1, cells_per_row));
+  std::vector<std::vector<CellWrite>> rows;
+  rows.reserve(cells.size() / per_row + 1);
+  for (size_t first = 0; first < cells.size(); first += per_row)
+    rows.emplace_back(std::make_move_iterator(cells.begin() + static_cast<std::ptrdiff_t>(first)),
+                      std::make_move_iterator(cells.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                                  cells.size(), first + per_row))));
+  return rows;
+}
+
 StorePhaseResult RunPutBatchPhase(CellStore& store, const std::string& datastore,
-                                  const std::vector<CellWrite>& cells, int cells_per_row,
-                                  int callers) {
+                                  const std::vector<std::vector<CellWrite>>& batches, int callers) {
   StorePhaseResult result;
   const ClusterConfig& cfg = store.config();
   std::mutex mu;
-  std::vector<Committed> committed(cells.size());
-  const size_t per_row = static_cast<size_t>(std::max(1, cells_per_row));
-  // The requests, built before the clock starts.
-  std::vector<std::vector<CellWrite>> batches;
-  for (size_t first = 0; first < cells.size(); first += per_row)
-    batches.emplace_back(
-        cells.begin() + static_cast<std::ptrdiff_t>(first),
-        cells.begin() + static_cast<std::ptrdiff_t>(std::min(cells.size(), first + per_row)));
+  std::vector<size_t> first_cell(batches.size() + 1, 0);
+  for (size_t b = 0; b < batches.size(); ++b) first_cell[b + 1] = first_cell[b] + batches[b].size();
+  std::vector<Committed> committed(first_cell.back());
   RunCallers(callers, batches.size(), result, [&](size_t row, std::vector<double>& latencies) {
-    const size_t first = row * per_row;
+    const size_t first = first_cell[row];
     Stopwatch clock;
     std::vector<Result<PutResult>> r = store.PutBatch(datastore, batches[row]);
     latencies.push_back(clock.Millis());
