@@ -83,7 +83,8 @@ const std::vector<BenchSpec>& AllBenches() {
        {"--single-row-baseline"},
        {"--cells", "10000", "--raw-rounds", "1", "--single-row-baseline"},
        "baseline = raw multi-row INSERTs (100 rows each) into the host tables on the same server, "
-       "the median of its rounds; the store's phases follow an untimed warm-up (5,000 single puts "
+       "the median of its rounds; single puts and put_batch likewise count the median of 3 rounds; "
+       "the store's phases follow an untimed warm-up (5,000 single puts "
        "and 5,000 put_batch cells: connected writers with their statements prepared, as the "
        "baseline's median round follows a first round); targets: group-committed single puts "
        "reach half of it and twice "
