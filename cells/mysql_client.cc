@@ -224,12 +224,18 @@ Status MysqlConnection::Guard(const std::string& what, Fn&& fn) {
     return Status::Ok();
   } catch (const sql::SQLException& ex) {
     const int code = ex.getErrorCode();
+    last_error_code_ = code;
     std::string msg = what + " on MySQL host " + endpoint_.label + ": " + ex.what() + " (error " +
                       std::to_string(code) + ")";
     if (IsConnectionError(code)) {
       broken_ = true;
       return Unavailable(std::move(msg));
     }
+    if (code == kStatementLimitReached)
+      return Unavailable(std::move(msg) +
+                         "; the server's max_prepared_stmt_count counts every connection's "
+                         "statements: retry (they free up as connections evict or close), or "
+                         "raise it");
     if (code == 1062) return Conflict(std::move(msg));
     if (code == 1213 || code == 1205 || code == 3572) return Aborted(std::move(msg));
     return Internal(std::move(msg));
@@ -246,16 +252,30 @@ Result<sql::PreparedStatement*> MysqlConnection::Prepare(const std::string& sql)
     return it->second.statement.get();
   }
   sql::PreparedStatement* raw = nullptr;
-  CELLAR_RETURN_IF_ERROR(Guard("prepare", [&] { raw = conn_->prepareStatement(sql); }));
-  // Bound the server-side statements per connection: evict the least recently used.
-  while (statements_.size() >= kMaxPreparedStatements) {
-    statements_.erase(lru_.back());
-    lru_.pop_back();
+  auto prepare = [&] { return Guard("prepare", [&] { raw = conn_->prepareStatement(sql); }); };
+  Status prepared = prepare();
+  if (!prepared.ok() && !broken_ && last_error_code_ == kStatementLimitReached &&
+      !statements_.empty()) {
+    // The server's limit counts all connections: give back the older half of
+    // ours (at least one) and try once more.
+    EvictLeastRecentlyUsed(statements_.size() - statements_.size() / 2);
+    prepared = prepare();
   }
+  CELLAR_RETURN_IF_ERROR(prepared);
+  // Bound the server-side statements per connection: evict the least recently used.
+  if (statements_.size() >= kMaxPreparedStatements)
+    EvictLeastRecentlyUsed(statements_.size() - kMaxPreparedStatements + 1);
   lru_.push_front(sql);
   statements_.emplace(sql,
                       CachedStatement{std::unique_ptr<sql::PreparedStatement>(raw), lru_.begin()});
   return raw;
+}
+
+void MysqlConnection::EvictLeastRecentlyUsed(size_t n) {
+  for (; n > 0 && !lru_.empty(); --n) {
+    statements_.erase(lru_.back());  // closes the server-side statement
+    lru_.pop_back();
+  }
 }
 
 namespace {

@@ -6,7 +6,9 @@
 // never leave this adapter: each call returns a Status whose code says what
 // happened:
 //   Unavailable  the server could not be reached or the connection broke
-//                (the connection is then marked broken and must be dropped)
+//                (the connection is then marked broken and must be dropped);
+//                or the server's max_prepared_stmt_count is reached by all its
+//                connections together (the connection stays usable; retry)
 //   Conflict     duplicate key (MySQL error 1062)
 //   Aborted      deadlock or lock wait timeout: safe to retry the transaction
 //   Internal     anything else (a bug: bad SQL, schema mismatch)
@@ -116,13 +118,20 @@ class MysqlConnection {
 
  private:
   MysqlConnection(MysqlEndpoint endpoint, std::unique_ptr<sql::Connection> conn);
+  // The cached statement for `sql`, prepared on first use. At the server's
+  // max_prepared_stmt_count (shared by all its connections) it closes the
+  // older half of this connection's statements and prepares once more.
   Result<sql::PreparedStatement*> Prepare(const std::string& sql);
+  // Closes the `n` least recently used cached statements (fewer if it holds fewer).
+  void EvictLeastRecentlyUsed(size_t n);
   template <typename Fn>
   Status Guard(const std::string& what, Fn&& fn);
 
   MysqlEndpoint endpoint_;
   std::unique_ptr<sql::Connection> conn_;
   static constexpr size_t kMaxPreparedStatements = 1024;
+  static constexpr int kStatementLimitReached = 1461;  // ER_MAX_PREPARED_STMT_COUNT_REACHED
+  int last_error_code_ = 0;                            // of the last failed call (Guard)
   struct CachedStatement {
     std::unique_ptr<sql::PreparedStatement> statement;
     std::list<std::string>::iterator lru;

@@ -280,6 +280,56 @@ TEST_F(FailureTest, CommitOnKilledConnectionIsUnavailable) {
   ASSERT_TRUE(env->dbs[0]->Execute("DROP DATABASE adapter"));
 }
 
+// MariaDB limits prepared statements per server (max_prepared_stmt_count),
+// counting every connection's. A connection that meets the limit gives back
+// its own least recently used statements and prepares again; one that holds
+// none to give back gets Unavailable (retry: statements free up as other
+// connections evict or close) naming the setting, and stays usable.
+TEST_F(FailureTest, PrepareAtTheServersStatementLimitGivesBackItsOwnAndRetries) {
+  auto global = [](const std::string& sql) {
+    std::string out;
+    EXPECT_TRUE(env->dbs[0]->Execute(sql, &out)) << sql;
+    return out.empty() ? -1 : std::stol(out);
+  };
+  const long limit_before = global("SELECT @@GLOBAL.max_prepared_stmt_count");
+  ASSERT_GT(limit_before, 0);
+  struct RestoreLimit {
+    long value;
+    ~RestoreLimit() {
+      env->dbs[0]->Execute("SET GLOBAL max_prepared_stmt_count = " + std::to_string(value));
+    }
+  } restore{limit_before};
+  const MysqlEndpoint endpoint = EndpointFor(env->config, env->config.HostForShard(0));
+  Result<std::unique_ptr<MysqlConnection>> a = MysqlConnection::Connect(endpoint);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const long held = global(
+      "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+      " WHERE VARIABLE_NAME = 'PREPARED_STMT_COUNT'");
+  ASSERT_GE(held, 0);
+  global("SET GLOBAL max_prepared_stmt_count = " + std::to_string(held + 20));
+  // 100 distinct texts on one connection: the 21st meets the limit.
+  for (int i = 0; i < 100; ++i) {
+    Result<std::vector<SqlRow>> r = (*a)->Query("SELECT ? + " + std::to_string(i), {int64_t{1000}});
+    ASSERT_TRUE(r.ok()) << "statement " << i << ": " << r.status().ToString();
+    ASSERT_EQ(1u, r->size());
+    EXPECT_EQ(1000 + i, (*r)[0].Int(0));
+  }
+  EXPECT_FALSE((*a)->broken());
+  // Another connection holds nothing to give back while `a` holds the limit.
+  Result<std::unique_ptr<MysqlConnection>> b = MysqlConnection::Connect(endpoint);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  Result<std::vector<SqlRow>> refused = (*b)->Query("SELECT ? + 1000", {int64_t{1}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(StatusCode::kUnavailable, refused.status().code()) << refused.status().ToString();
+  EXPECT_THAT(refused.status().message(), HasSubstr("max_prepared_stmt_count"));
+  EXPECT_FALSE((*b)->broken());
+  // Once `a` is gone its statements are freed, and `b` prepares.
+  a->reset();
+  Result<std::vector<SqlRow>> after = (*b)->Query("SELECT ? + 1000", {int64_t{1}});
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(1001, (*after)[0].Int(0));
+}
+
 // Puts in flight while the host dies end with OK or Unavailable, quickly; every
 // acknowledged put survives the crash, and retrying the others succeeds.
 TEST_F(FailureTest, PutsInFlightWhenHostDiesAreDurableOrRetryable) {
