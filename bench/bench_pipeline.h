@@ -199,6 +199,11 @@ struct StepFigures {
   // "rest": the threads no group names (the writers, the webhook sink, the
   // probes, the HTTP client of the webhook trigger's calls).
   std::vector<std::pair<std::string, double>> cpu_ms_by_threads;
+  // The private broker's thread (rdk:mock), CPU ms per second over the step's
+  // first and last thirds (unset without one): librdkafka 2.0.2's mock finds a
+  // fetched batch by walking the partition's batches from the oldest, so its
+  // cost per event grows as a run goes on (README, The local broker).
+  std::optional<double> broker_ms_per_s_first_third, broker_ms_per_s_last_third;
   // The servers' counters over the step (GLOBAL_STATUS deltas; empty when
   // they could not be read), in SQL statements, commits and InnoDB fsyncs per
   // write and statement prepares per second: each statement costs the server

@@ -53,6 +53,10 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   nlohmann::json by_threads = nlohmann::json::object();
   for (const auto& [key, ms] : s.cpu_ms_by_threads) by_threads[key] = Round(ms, 3);
   j["cpu_ms_per_write_by_threads"] = by_threads;
+  if (s.broker_ms_per_s_first_third && s.broker_ms_per_s_last_third) {
+    j["broker_cpu_ms_per_s_first_third"] = Round(*s.broker_ms_per_s_first_third, 1);
+    j["broker_cpu_ms_per_s_last_third"] = Round(*s.broker_ms_per_s_last_third, 1);
+  }
   if (s.statements_per_write) {
     j["sql_statements_per_write"] = Round(*s.statements_per_write, 3);
     j["sql_commits_per_write"] = Round(*s.commits_per_write, 3);
@@ -147,6 +151,11 @@ int PrintPipelineReport(const PipelineRun& r) {
             FormatNumber(s.cpu_ms_mariadb, 3) + " / " + FormatNumber(s.cpu_ms_broker, 3) + " / " +
                 FormatNumber(s.cpu_ms_process, 3) +
                 " (rest: Cellar's stages, the writers, the webhook sink, the probes)");
+    if (s.broker_ms_per_s_first_third && s.broker_ms_per_s_last_third)
+      t.Add("local broker CPU ms/s, first / last third",
+            FormatNumber(*s.broker_ms_per_s_first_third, 0) + " / " +
+                FormatNumber(*s.broker_ms_per_s_last_third, 0) +
+                " (its batch lookup walks each partition's log: README, The local broker)");
     if (!s.cpu_ms_by_threads.empty()) {
       std::string keys, values;
       for (const auto& [key, ms] : s.cpu_ms_by_threads) {

@@ -154,6 +154,7 @@ class VisibilityProbe {
 struct Counts {
   double t = 0;  // seconds since the step started
   uint64_t written = 0, relay = 0, index = 0, handler = 0, webhook = 0;
+  double broker_cpu = 0;  // CPU seconds of the broker's thread (rdk:mock) so far
 };
 
 Counts Take(const Stages& s, double t, uint64_t written) {
@@ -183,6 +184,21 @@ LagTrend Trend(const std::vector<Counts>& samples, const Counts& start, double s
   out.last_third = last_n ? last_sum / last_n : 0;
   out.grows = out.last_third - out.first_third > GrowthAllowance(rate);
   return out;
+}
+
+// CPU ms per second of the broker's thread between the samples nearest to
+// `from` and `to` seconds into the step (from the start when `from` is 0);
+// unset when no two samples span the interval.
+std::optional<double> BrokerCpuMsPerS(const std::vector<Counts>& samples, const Counts& start,
+                                      double from, double to) {
+  const Counts* a = from <= 0 ? &start : nullptr;
+  const Counts* b = nullptr;
+  for (const Counts& c : samples) {
+    if (!a && c.t >= from) a = &c;
+    if (c.t <= to) b = &c;
+  }
+  if (!a || !b || b->t <= a->t) return std::nullopt;
+  return 1e3 * (b->broker_cpu - a->broker_cpu) / (b->t - a->t);
 }
 
 Quantiles Of(const AckLatency::Figures& f) {
@@ -243,10 +259,11 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   std::vector<double> put_ms;
   put_ms.reserve(static_cast<size_t>(total));
 
-  const Counts start = Take(stages, 0, 0);
+  Counts start = Take(stages, 0, 0);
   std::vector<Counts> samples;
   const double cpu_before = ProcessCpuSeconds();
   const double broker_cpu_before = ThreadsCpuSeconds("rdk:mock");
+  start.broker_cpu = broker_cpu_before;
   std::vector<double> group_cpu_before;
   for (const auto& [key, prefix] : kThreadGroups)
     group_cpu_before.push_back(ThreadsCpuSeconds(prefix));
@@ -260,7 +277,8 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
     while (writing && !StopRequested()) {
       next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
       std::this_thread::sleep_until(next);  // the sampling period, not a wait for a condition
-      const Counts c = Take(stages, clock.Seconds(), ok.load());
+      Counts c = Take(stages, clock.Seconds(), ok.load());
+      c.broker_cpu = ThreadsCpuSeconds("rdk:mock");
       std::lock_guard<std::mutex> lock(mu);
       samples.push_back(c);
     }
@@ -333,6 +351,11 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   writing = false;
   sampler.join();
   if (StopRequested()) return 130;
+  if (broker_cpu > 0) {
+    out->broker_ms_per_s_first_third = BrokerCpuMsPerS(samples, start, 0, out->seconds / 3);
+    out->broker_ms_per_s_last_third =
+        BrokerCpuMsPerS(samples, start, 2 * out->seconds / 3, out->seconds);
+  }
   out->ok = ok.load();
   out->errors = errors.load();
   out->first_error = first_error;
