@@ -6,7 +6,10 @@
 //          started in this process on a loopback port, whose backend is the
 //          very same CellStore.
 // Puts write N fresh cells (distinct random rows, ~400-byte trip-like bodies)
-// per phase; gets read M random cells written before. Reported: puts/s and
+// per phase, in --put-rounds rounds of one store phase then one HTTP phase;
+// each side's median round counts, so a burst of the shared machine's noise
+// hits one round of one side, not the ratio. Gets read M random cells written
+// before. Reported: puts/s and
 // put latency p50/p99, gets/s and get latency p50/p99 for both, and the
 // ratios http/store. The server's per-request log lines are off (log level
 // warn) so that stderr stays readable; everything else (routing, JSON,
@@ -34,6 +37,7 @@ struct HttpOptions {
   int cells = 5000;  // puts per phase
   int gets = 10000;  // gets per phase
   int clients = 16;
+  int put_rounds = 3;  // alternating store / HTTP put rounds; each side's median counts
   int body_bytes = 400;
   int server_threads = 0;  // 0: clients + 8
 };
@@ -106,6 +110,34 @@ Figures Summarize(PhaseResult& r) {
   return f;
 }
 
+// The round of `rounds` with the median ops/s (the lower middle one of an
+// even count), with every round's errors counted.
+// REQUIRES: !rounds.empty().
+PhaseResult MedianRound(std::vector<PhaseResult> rounds) {
+  auto rate = [](const PhaseResult& r) { return r.seconds > 0 ? r.ops / r.seconds : 0; };
+  int64_t errors = 0;
+  std::string first_error;
+  bool interrupted = false;
+  for (const PhaseResult& r : rounds) {
+    errors += r.errors;
+    if (first_error.empty()) first_error = r.first_error;
+    interrupted = interrupted || r.interrupted;
+  }
+  std::sort(rounds.begin(), rounds.end(),
+            [&](const PhaseResult& a, const PhaseResult& b) { return rate(a) < rate(b); });
+  PhaseResult median = std::move(rounds[(rounds.size() - 1) / 2]);
+  median.errors = errors;
+  median.first_error = first_error;
+  median.interrupted = interrupted;
+  return median;
+}
+
+std::string JoinRoundRates(const std::vector<double>& rates) {
+  std::string out;
+  for (double r : rates) out += (out.empty() ? "" : ", ") + FormatNumber(r, 0);
+  return out;
+}
+
 int RunHttp(const HttpOptions& o) {
   SetLogLevel(LogLevel::kWarn);
   auto opened = OpenBenchCluster(o.cluster);
@@ -147,7 +179,14 @@ int RunHttp(const HttpOptions& o) {
     for (auto& c : v) c = CellWrite{Uuid::Random(), column, 0, TripBody(rng, o.body_bytes)};
     return v;
   };
-  const std::vector<CellWrite> store_cells = make_cells(o.cells), http_cells = make_cells(o.cells);
+  const size_t rounds = static_cast<size_t>(std::max(1, o.put_rounds));
+  std::vector<std::vector<CellWrite>> store_rounds, http_rounds;  // fresh cells per round
+  for (size_t r = 0; r < rounds; ++r) {
+    store_rounds.push_back(make_cells(o.cells));
+    http_rounds.push_back(make_cells(o.cells));
+  }
+  const std::vector<CellWrite>& store_cells = store_rounds[0];
+  const std::vector<CellWrite>& http_cells = http_rounds[0];
   uint64_t body_bytes = 0;
   for (const auto& c : store_cells) body_bytes += c.body.dump().size();
 
@@ -155,15 +194,23 @@ int RunHttp(const HttpOptions& o) {
   RunPhase(std::min(200, o.cells), o.clients, [&](int) {
     return (*client)->Put(datastore, {Uuid::Random(), column, 0, {{"warm", 1}}}).status();
   });
-  Progress("store puts: " + std::to_string(o.cells) + " cells, " + std::to_string(o.clients) +
-           " threads");
-  PhaseResult sp = RunPhase(o.cells, o.clients, [&](int i) {
-    return store->Put(datastore, store_cells[static_cast<size_t>(i)]).status();
-  });
-  Progress("http puts");
-  PhaseResult hp = RunPhase(o.cells, o.clients, [&](int i) {
-    return (*client)->Put(datastore, http_cells[static_cast<size_t>(i)]).status();
-  });
+  std::vector<PhaseResult> store_puts, http_puts;
+  std::vector<double> store_rates, http_rates;
+  for (size_t r = 0; r < rounds; ++r) {  // a stop request ends each phase at once
+    Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": store puts, " +
+             std::to_string(o.cells) + " cells, " + std::to_string(o.clients) + " threads");
+    store_puts.push_back(RunPhase(o.cells, o.clients, [&](int i) {
+      return store->Put(datastore, store_rounds[r][static_cast<size_t>(i)]).status();
+    }));
+    Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": http puts");
+    http_puts.push_back(RunPhase(o.cells, o.clients, [&](int i) {
+      return (*client)->Put(datastore, http_rounds[r][static_cast<size_t>(i)]).status();
+    }));
+    store_rates.push_back(Summarize(store_puts.back()).per_s);
+    http_rates.push_back(Summarize(http_puts.back()).per_s);
+  }
+  PhaseResult sp = MedianRound(std::move(store_puts));
+  PhaseResult hp = MedianRound(std::move(http_puts));
   auto pick = [&](int i) -> const CellWrite& {
     const size_t k = static_cast<size_t>(i) * 7919u % static_cast<size_t>(o.cells);
     return i % 2 ? store_cells[k] : http_cells[k];
@@ -196,6 +243,9 @@ int RunHttp(const HttpOptions& o) {
   t.Add("server", "in-process HttpServer on 127.0.0.1, " + std::to_string(so.threads) +
                       " threads, request log off");
   t.Add("puts per phase (N)", std::to_string(o.cells));
+  t.Add("put rounds (store, then HTTP)", std::to_string(rounds) + "; store puts/s " +
+                                             JoinRoundRates(store_rates) + "; HTTP puts/s " +
+                                             JoinRoundRates(http_rates) + "; medians count");
   t.Add("gets per phase (M)", std::to_string(o.gets));
   t.Add("body JSON bytes (mean)",
         FormatNumber(static_cast<double>(body_bytes) / std::max(1, o.cells), 1));
@@ -225,6 +275,7 @@ int RunHttp(const HttpOptions& o) {
   j["clients"] = o.clients;
   j["cells"] = o.cells;
   j["gets"] = o.gets;
+  j["put_rounds"] = o.put_rounds;
   j["store_puts_per_s"] = Round(fsp.per_s, 1);
   j["http_puts_per_s"] = Round(fhp.per_s, 1);
   j["put_ratio"] = Round(fhp.per_s / std::max(fsp.per_s, 1e-9), 3);
@@ -258,6 +309,11 @@ void AddHttpCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--gets", o->gets, "gets M per phase")
       ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--put-rounds", o->put_rounds,
+                  "alternating rounds of N store puts and N HTTP puts; each side's median "
+                  "round counts")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--clients", o->clients, "concurrent client threads C")
       ->check(CLI::Range(1, 1024))
