@@ -54,6 +54,15 @@ std::string FormatNumber(double v, int digits) {
   return (v < 0 ? "-" : "") + grouped + frac;
 }
 
+std::string JoinRates(const std::vector<double>& rates) {
+  std::string out;
+  for (double r : rates) {
+    if (!out.empty()) out += ", ";
+    out += FormatNumber(r, 0);
+  }
+  return out;
+}
+
 void AckLatency::Acked(uint64_t key, MicrosSinceEpoch at) {
   std::lock_guard<std::mutex> lock(mu_);
   acked_[key] = at;

@@ -62,6 +62,9 @@ double Round(double v, int digits);
 // "12,345.6" style formatting with `digits` decimals.
 std::string FormatNumber(double v, int digits);
 
+// Rounds' rates as "12,345, 13,001, 12,870" (no decimals), for a table row.
+std::string JoinRates(const std::vector<double>& rates);
+
 // ---- Commit-acknowledged latency -------------------------------------------
 
 // Latency measured from the commit acknowledged to the writer (CellStore::Put

@@ -132,12 +132,6 @@ PhaseResult MedianRound(std::vector<PhaseResult> rounds) {
   return median;
 }
 
-std::string JoinRoundRates(const std::vector<double>& rates) {
-  std::string out;
-  for (double r : rates) out += (out.empty() ? "" : ", ") + FormatNumber(r, 0);
-  return out;
-}
-
 int RunHttp(const HttpOptions& o) {
   SetLogLevel(LogLevel::kWarn);
   auto opened = OpenBenchCluster(o.cluster);
@@ -244,8 +238,8 @@ int RunHttp(const HttpOptions& o) {
                       " threads, request log off");
   t.Add("puts per phase (N)", std::to_string(o.cells));
   t.Add("put rounds (store, then HTTP)", std::to_string(rounds) + "; store puts/s " +
-                                             JoinRoundRates(store_rates) + "; HTTP puts/s " +
-                                             JoinRoundRates(http_rates) + "; medians count");
+                                             JoinRates(store_rates) + "; HTTP puts/s " +
+                                             JoinRates(http_rates) + "; medians count");
   t.Add("gets per phase (M)", std::to_string(o.gets));
   t.Add("body JSON bytes (mean)",
         FormatNumber(static_cast<double>(body_bytes) / std::max(1, o.cells), 1));

@@ -115,15 +115,6 @@ constexpr double kTargetSingleRowRatio = 2.0;
 constexpr double kTargetBatchRatio = 0.8;
 constexpr double kTargetHalfRateP99Ms = 20.0;
 
-std::string JoinRates(const std::vector<double>& rates) {
-  std::string out;
-  for (double r : rates) {
-    if (!out.empty()) out += ", ";
-    out += FormatNumber(r, 0);
-  }
-  return out;
-}
-
 // ---- Store phases -------------------------------------------------------------
 
 // A store phase with what it used and its latency percentiles.
