@@ -54,6 +54,13 @@ std::string FormatNumber(double v, int digits) {
   return (v < 0 ? "-" : "") + grouped + frac;
 }
 
+size_t MedianIndex(const std::vector<double>& values) {
+  std::vector<size_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+  return order[(order.size() - 1) / 2];
+}
+
 std::string JoinRates(const std::vector<double>& rates) {
   std::string out;
   for (double r : rates) {

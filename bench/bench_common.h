@@ -62,6 +62,11 @@ double Round(double v, int digits);
 // "12,345.6" style formatting with `digits` decimals.
 std::string FormatNumber(double v, int digits);
 
+// The index of the median of `values`: the value Percentile(values, 50)
+// picks (nearest rank, the lower middle one of an even count).
+// REQUIRES: !values.empty().
+size_t MedianIndex(const std::vector<double>& values);
+
 // Rounds' rates as "12,345, 13,001, 12,870" (no decimals), for a table row.
 std::string JoinRates(const std::vector<double>& rates);
 

@@ -110,11 +110,10 @@ Figures Summarize(PhaseResult& r) {
   return f;
 }
 
-// The round of `rounds` with the median ops/s (the lower middle one of an
-// even count), with every round's errors counted.
-// REQUIRES: !rounds.empty().
-PhaseResult MedianRound(std::vector<PhaseResult> rounds) {
-  auto rate = [](const PhaseResult& r) { return r.seconds > 0 ? r.ops / r.seconds : 0; };
+// The round of `rounds` whose rate (rates[i] of rounds[i]) is the median,
+// with every round's errors counted.
+// REQUIRES: rounds.size() == rates.size() > 0.
+PhaseResult MedianRound(std::vector<PhaseResult> rounds, const std::vector<double>& rates) {
   int64_t errors = 0;
   std::string first_error;
   bool interrupted = false;
@@ -123,9 +122,7 @@ PhaseResult MedianRound(std::vector<PhaseResult> rounds) {
     if (first_error.empty()) first_error = r.first_error;
     interrupted = interrupted || r.interrupted;
   }
-  std::sort(rounds.begin(), rounds.end(),
-            [&](const PhaseResult& a, const PhaseResult& b) { return rate(a) < rate(b); });
-  PhaseResult median = std::move(rounds[(rounds.size() - 1) / 2]);
+  PhaseResult median = std::move(rounds[MedianIndex(rates)]);
   median.errors = errors;
   median.first_error = first_error;
   median.interrupted = interrupted;
@@ -203,8 +200,8 @@ int RunHttp(const HttpOptions& o) {
     store_rates.push_back(Summarize(store_puts.back()).per_s);
     http_rates.push_back(Summarize(http_puts.back()).per_s);
   }
-  PhaseResult sp = MedianRound(std::move(store_puts));
-  PhaseResult hp = MedianRound(std::move(http_puts));
+  PhaseResult sp = MedianRound(std::move(store_puts), store_rates);
+  PhaseResult hp = MedianRound(std::move(http_puts), http_rates);
   auto pick = [&](int i) -> const CellWrite& {
     const size_t k = static_cast<size_t>(i) * 7919u % static_cast<size_t>(o.cells);
     return i % 2 ? store_cells[k] : http_cells[k];

@@ -153,14 +153,12 @@ StorePhase TimeStoreRounds(const BenchCluster& cluster, int rounds, Run run) {
     done.push_back(TimeStorePhase(cluster, [&] { return run(static_cast<size_t>(i)); }));
     if (done.back().r.interrupted) return done.back();
   }
-  std::vector<size_t> order(done.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return done[a].cells_per_s < done[b].cells_per_s; });
-  StorePhase median = done[order[(order.size() - 1) / 2]];
+  std::vector<double> rates;
+  for (const StorePhase& p : done) rates.push_back(p.cells_per_s);
+  StorePhase median = done[MedianIndex(rates)];
+  median.round_rates = std::move(rates);
   median.r.errors = 0;
   for (const StorePhase& p : done) {
-    median.round_rates.push_back(p.cells_per_s);
     if (p.r.errors > 0 && median.r.errors == 0) median.r.first_error = p.r.first_error;
     median.r.errors += p.r.errors;
   }
