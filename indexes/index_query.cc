@@ -233,52 +233,86 @@ Result<IndexDefinition> IndexReader::VersionDefinition(const IndexDefinition& cu
   return d;
 }
 
+namespace {
+
+// A query's fields resolved against one definition.
+struct ResolvedQuery {
+  std::vector<IndexField> all, out_fields;
+  SqlParam shard_value;
+  const IndexField* order_field = nullptr;  // into the definition resolved against
+};
+
+// Resolves the query's fields against `d`; `note` ends each error message
+// (which version the query was resolved against, when not the caller's).
+Result<ResolvedQuery> Resolve(const IndexQuery& q, const IndexDefinition& d,
+                              const std::string& note) {
+  ResolvedQuery r;
+  r.all = d.AllFields();
+  const IndexField& shard_field = r.all.front();
+  if (q.shard_value.empty())
+    return InvalidArgument("index '" + q.index + "' needs a value for its shard field '" +
+                           shard_field.path + "'");
+  auto value = TextToFieldValue(shard_field, q.shard_value);
+  if (!value.ok())
+    return InvalidArgument("shard_value '" + q.shard_value + "': " + value.status().message());
+  r.shard_value = std::move(value).value();
+  for (const auto& name : q.fields) {
+    const IndexField* f = d.FindField(name);
+    if (!f) return InvalidArgument("index '" + q.index + "' has no field '" + name + "'" + note);
+    r.out_fields.push_back(*f);
+  }
+  if (r.out_fields.empty()) r.out_fields = r.all;
+  if (!q.order_by.empty()) {
+    r.order_field = d.FindField(q.order_by);
+    if (!r.order_field)
+      return InvalidArgument("cannot order by unknown field '" + q.order_by + "'" + note);
+  }
+  for (const auto& f : q.filters) {
+    const IndexField* field = d.FindField(f.field);
+    if (!field)
+      return InvalidArgument("index '" + q.index + "' has no field '" + f.field + "'" + note);
+    if (f.values.empty()) return InvalidArgument("filter on '" + f.field + "' has no value");
+  }
+  return r;
+}
+
+// True when a failed read of a cached serving version may have failed because
+// that version is gone (its tables dropped after it was retired): read the
+// registry again and retry. Not for errors a fresh version would not change.
+bool MayBeStaleVersion(const Status& s) {
+  return s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kInvalidArgument &&
+         s.code() != StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace
+
+Result<IndexReader::ServingRead> IndexReader::ServingVersion(const std::string& index, bool fresh) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!fresh && serving_cache_ms_ > 0) {
+    MutexLock lock(&mu_);
+    auto it = serving_.find(index);
+    if (it != serving_.end() &&
+        now - it->second.read_at < std::chrono::milliseconds(serving_cache_ms_))
+      return ServingRead{it->second.version, true};
+  }
+  CELLAR_ASSIGN_OR_RETURN(IndexVersion version, catalog_.Serving(index));
+  MutexLock lock(&mu_);
+  serving_[index] = CachedServing{version, now};
+  return ServingRead{std::move(version), false};
+}
+
+void IndexReader::ForgetServingVersion(const std::string& index) {
+  MutexLock lock(&mu_);
+  serving_.erase(index);
+}
+
 Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
   const IndexDefinition* current = Find(q.index);
   if (!current) return NotFound("unknown index '" + q.index + "'");
   if (q.limit < 1 || q.limit > 1000)
     return InvalidArgument("limit must be between 1 and 1000, got " + std::to_string(q.limit));
-
-  // Resolves the query's fields against a definition. First against the
-  // caller's (a bad query fails without touching MySQL), then against the
-  // definition of the version that serves, which may be an older one while a
-  // changed definition's version is being built.
-  std::vector<IndexField> all, out_fields;
-  SqlParam shard_value;
-  const IndexField* order_field = nullptr;
-  std::string note;
-  auto resolve = [&](const IndexDefinition& d) -> Status {
-    all = d.AllFields();
-    const IndexField& shard_field = all.front();
-    if (q.shard_value.empty())
-      return InvalidArgument("index '" + q.index + "' needs a value for its shard field '" +
-                             shard_field.path + "'");
-    auto value = TextToFieldValue(shard_field, q.shard_value);
-    if (!value.ok())
-      return InvalidArgument("shard_value '" + q.shard_value + "': " + value.status().message());
-    shard_value = std::move(value).value();
-    out_fields.clear();
-    for (const auto& name : q.fields) {
-      const IndexField* f = d.FindField(name);
-      if (!f) return InvalidArgument("index '" + q.index + "' has no field '" + name + "'" + note);
-      out_fields.push_back(*f);
-    }
-    if (out_fields.empty()) out_fields = all;
-    order_field = nullptr;
-    if (!q.order_by.empty()) {
-      order_field = d.FindField(q.order_by);
-      if (!order_field)
-        return InvalidArgument("cannot order by unknown field '" + q.order_by + "'" + note);
-    }
-    for (const auto& f : q.filters) {
-      const IndexField* field = d.FindField(f.field);
-      if (!field)
-        return InvalidArgument("index '" + q.index + "' has no field '" + f.field + "'" + note);
-      if (f.values.empty()) return InvalidArgument("filter on '" + f.field + "' has no value");
-    }
-    return Status::Ok();
-  };
-  CELLAR_RETURN_IF_ERROR(resolve(*current));
+  // First against the caller's definition: a bad query fails without touching MySQL.
+  CELLAR_RETURN_IF_ERROR(Resolve(q, *current, "").status());
   // Read your index writes: first wait until the worker has applied the put's
   // shard log up to its position (then its entry, or its removal, is in).
   if (!q.after.empty()) {
@@ -287,14 +321,33 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
     CELLAR_RETURN_IF_ERROR(WaitForIndexPosition(store_, current->datastore, after.shard,
                                                 after.added_id, cfg.limits.index_wait_ms));
   }
-  CELLAR_ASSIGN_OR_RETURN(IndexVersion version, catalog_.Serving(q.index));
-  CELLAR_ASSIGN_OR_RETURN(const IndexDefinition vdef, VersionDefinition(*current, version));
+  // A query that waited for a position reads the registry itself: a cached
+  // serving version may have been retired since, and no longer be written.
+  for (int attempt = 0;; ++attempt) {
+    CELLAR_ASSIGN_OR_RETURN(ServingRead serving,
+                            ServingVersion(q.index, /*fresh=*/attempt > 0 || !q.after.empty()));
+    auto result = QueryVersion(q, *current, serving.version);
+    if (result.ok() || !serving.cached || !MayBeStaleVersion(result.status())) return result;
+    ForgetServingVersion(q.index);
+  }
+}
+
+Result<IndexQueryResult> IndexReader::QueryVersion(const IndexQuery& q,
+                                                   const IndexDefinition& current,
+                                                   const IndexVersion& version) {
+  // Against the definition of the version that serves, which may be an older
+  // one while a changed definition's version is being built.
+  CELLAR_ASSIGN_OR_RETURN(const IndexDefinition vdef, VersionDefinition(current, version));
   const IndexDefinition* def = &vdef;
-  if (vdef.Fingerprint() != current->Fingerprint()) {
+  std::string note;
+  if (vdef.Fingerprint() != current.Fingerprint())
     note = " in version " + std::to_string(version.version) +
            ", which serves until the current definition's version is built";
-    CELLAR_RETURN_IF_ERROR(resolve(vdef));
-  }
+  CELLAR_ASSIGN_OR_RETURN(const ResolvedQuery resolved, Resolve(q, vdef, note));
+  const std::vector<IndexField>& all = resolved.all;
+  const std::vector<IndexField>& out_fields = resolved.out_fields;
+  const SqlParam& shard_value = resolved.shard_value;
+  const IndexField* order_field = resolved.order_field;
   const IndexField& shard_field = all.front();
   const std::string order_col = order_field ? order_field->sql_column : "created_at";
   const IndexFieldType order_type = order_field ? order_field->type : IndexFieldType::kInt;

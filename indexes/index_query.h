@@ -16,9 +16,19 @@
 // while a changed definition's new version is building, the old version keeps
 // answering with its own fields (asking for a field only the new one has is
 // InvalidArgument until it serves).
+// A reader keeps the serving version it read from the registry (on the first
+// host) for serving_version_cache_ms, so a query is one statement on its
+// shard's host, not two on two hosts; once a newer version serves, a reader
+// may read the one it retired for that long (entries at most that much staler
+// than the worker's lag). A query with `after` reads the registry itself, and
+// a read of a cached version that fails for any reason but an unreachable
+// host or a bad query reads the registry again and retries once (the version
+// may have been dropped; index_retirement.h waits longer than the default
+// bound, so that is rare).
 // Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -44,6 +54,9 @@ struct IndexFilter {
 // "city_uuid = 5c4e...", "trip_created_at >= 2026-01-01T00:00:00Z",
 // "status in (a, b)". InvalidArgument names the unknown field or bad value.
 Result<IndexFilter> ParseIndexFilter(const IndexDefinition& def, const std::string& text);
+
+// How long an IndexReader uses a serving version it read (milliseconds).
+constexpr int kServingVersionCacheMs = 1000;
 
 struct IndexQuery {
   std::string index;
@@ -78,8 +91,16 @@ struct IndexQueryResult {
 class IndexReader {
  public:
   // `store` not owned. `definitions` are copied.
-  IndexReader(CellStore* store, std::vector<IndexDefinition> definitions)
-      : store_(store), defs_(std::move(definitions)), catalog_(store) {}
+  // serving_version_cache_ms: how long a serving version read from the
+  // registry is used (0: read it for every query). A longer bound only
+  // lengthens how long a retired version may still be read (its entries as
+  // the worker left them when it stopped writing it).
+  IndexReader(CellStore* store, std::vector<IndexDefinition> definitions,
+              int serving_version_cache_ms = kServingVersionCacheMs)
+      : store_(store),
+        defs_(std::move(definitions)),
+        catalog_(store),
+        serving_cache_ms_(serving_version_cache_ms) {}
   // NotFound for an unknown or never-applied index; InvalidArgument for a bad
   // query (names what), including a malformed `after` token or one of another
   // datastore, cluster or host; Unavailable when the shard is down;
@@ -91,12 +112,29 @@ class IndexReader {
  private:
   // The definition of physical version `v` (the serving one may predate `current`).
   Result<IndexDefinition> VersionDefinition(const IndexDefinition& current, const IndexVersion& v);
+  struct ServingRead {
+    IndexVersion version;
+    bool cached = false;  // from the cache, not read just now
+  };
+  // The serving version of `index`: cached unless `fresh` or older than
+  // serving_cache_ms_; a version read from the registry replaces the cached one.
+  Result<ServingRead> ServingVersion(const std::string& index, bool fresh);
+  void ForgetServingVersion(const std::string& index);
+  // The query against physical `version` (its own definition's fields).
+  Result<IndexQueryResult> QueryVersion(const IndexQuery& q, const IndexDefinition& current,
+                                        const IndexVersion& version);
 
   CellStore* store_;
   std::vector<IndexDefinition> defs_;
   IndexCatalog catalog_;
   Mutex mu_;
   std::map<std::pair<std::string, int>, IndexDefinition> version_defs_ GUARDED_BY(mu_);
+  struct CachedServing {
+    IndexVersion version;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  const int serving_cache_ms_;
+  std::map<std::string, CachedServing> serving_ GUARDED_BY(mu_);  // by index table
 };
 
 }  // namespace cellar

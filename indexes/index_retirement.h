@@ -11,7 +11,8 @@
 // ready versions, IndexCatalog::Writable) nor read (queries read the serving
 // version). Two caches bound "no longer": an index worker may go on writing a
 // version for up to kWritableVersionsCacheMs after it was retired, and a query
-// that resolved the serving version just before may still be reading it. So
+// may read the serving version an IndexReader read up to kServingVersionCacheMs
+// (<= kWritableVersionsCacheMs) before it was retired (index_query.h). So
 // the drop waits `settle_ms` (default kWritableVersionsCacheMs + 500 ms) after
 // it read the registry, re-reads it, and drops only versions that are still
 // retired with a newer ready version. A building or ready version is never
