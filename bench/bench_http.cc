@@ -14,9 +14,21 @@
 // ratios http/store. The server's per-request log lines are off (log level
 // warn) so that stderr stays readable; everything else (routing, JSON,
 // validation, metrics) is on.
+// Each round also runs the HTTP library alone (bare): the same C threads POST
+// the same JSON bodies over keep-alive cpp-httplib connections to an
+// in-process cpp-httplib server (testing::WebhookSink, as many threads as the
+// API server) whose handler parses the body and answers 200: what a request
+// costs with no Cellar code. With the CPU (this process and the MariaDB
+// server) each phase used per request, the table shows where an HTTP put's
+// CPU goes, and the ratio HTTP puts could reach if an HTTP put cost no more
+// than an in-process put plus a bare request and the cores were the limit.
+#include <httplib.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -28,6 +40,7 @@
 #include "cells/cell_store.h"
 #include "client/cellar_client.h"
 #include "server/http_server.h"
+#include "testing/webhook_sink.h"
 
 namespace cellar::bench {
 namespace {
@@ -43,6 +56,7 @@ struct HttpOptions {
 };
 
 struct PhaseResult {
+  double cpu_process_s = 0, cpu_server_s = 0;  // CPU used during the phase
   double seconds = 0;
   int64_t ops = 0, errors = 0;
   std::string first_error;
@@ -129,6 +143,56 @@ PhaseResult MedianRound(std::vector<PhaseResult> rounds, const std::vector<doubl
   return median;
 }
 
+// Keep-alive cpp-httplib clients of the bare server, pooled as cellar::Client
+// pools its connections. Thread-safe.
+class BarePoster {
+ public:
+  explicit BarePoster(int port) : port_(port) {}
+  Status Post(const std::string& body) {
+    std::unique_ptr<httplib::Client> c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        c = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (!c) {
+      c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+      c->set_keep_alive(true);
+      c->set_tcp_nodelay(true);
+    }
+    auto res = c->Post("/bare", body, "application/json");
+    if (!res) return Unavailable("bare POST: " + httplib::to_string(res.error()));
+    if (res->status != 200) return Internal("bare POST answered " + std::to_string(res->status));
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.push_back(std::move(c));
+    return Status::Ok();
+  }
+
+ private:
+  const int port_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<httplib::Client>> idle_;
+};
+
+// Runs `phase` and records the CPU this process and the private server used.
+template <typename Phase>
+PhaseResult WithCpu(const BenchCluster& cluster, Phase phase) {
+  const double p0 = ProcessCpuSeconds();
+  const std::optional<double> s0 = ServerCpuSeconds(cluster);
+  PhaseResult r = phase();
+  r.cpu_process_s = ProcessCpuSeconds() - p0;
+  const std::optional<double> s1 = ServerCpuSeconds(cluster);
+  if (s0 && s1) r.cpu_server_s = *s1 - *s0;
+  return r;
+}
+
+// CPU microseconds (this process + the server) per operation of `r`.
+double CpuUsPerOp(const PhaseResult& r) {
+  return r.ops > 0 ? (r.cpu_process_s + r.cpu_server_s) * 1e6 / static_cast<double>(r.ops) : 0;
+}
+
 int RunHttp(const HttpOptions& o) {
   SetLogLevel(LogLevel::kWarn);
   auto opened = OpenBenchCluster(o.cluster);
@@ -164,6 +228,18 @@ int RunHttp(const HttpOptions& o) {
     return 1;
   }
 
+  auto bare_server = testing::WebhookSink::Start(
+      [](const std::string&, const std::string& body) {
+        const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+        return j.is_object() ? 200 : 400;
+      },
+      so.threads);
+  if (!bare_server.ok()) {
+    Progress("bare server: " + bare_server.status().ToString());
+    return 1;
+  }
+  BarePoster bare((*bare_server)->port());
+
   std::mt19937_64 rng(42);
   auto make_cells = [&](int n) {
     std::vector<CellWrite> v(static_cast<size_t>(n));
@@ -176,6 +252,9 @@ int RunHttp(const HttpOptions& o) {
     store_rounds.push_back(make_cells(o.cells));
     http_rounds.push_back(make_cells(o.cells));
   }
+  std::vector<std::vector<std::string>> bare_bodies(rounds);  // the HTTP rounds' bodies, as text
+  for (size_t r = 0; r < rounds; ++r)
+    for (const auto& c : http_rounds[r]) bare_bodies[r].push_back(c.body.dump());
   const std::vector<CellWrite>& store_cells = store_rounds[0];
   const std::vector<CellWrite>& http_cells = http_rounds[0];
   uint64_t body_bytes = 0;
@@ -185,23 +264,35 @@ int RunHttp(const HttpOptions& o) {
   RunPhase(std::min(200, o.cells), o.clients, [&](int) {
     return (*client)->Put(datastore, {Uuid::Random(), column, 0, {{"warm", 1}}}).status();
   });
-  std::vector<PhaseResult> store_puts, http_puts;
-  std::vector<double> store_rates, http_rates;
+  std::vector<PhaseResult> store_puts, http_puts, bare_posts;
+  std::vector<double> store_rates, http_rates, bare_rates;
   for (size_t r = 0; r < rounds; ++r) {  // a stop request ends each phase at once
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": store puts, " +
              std::to_string(o.cells) + " cells, " + std::to_string(o.clients) + " threads");
-    store_puts.push_back(RunPhase(o.cells, o.clients, [&](int i) {
-      return store->Put(datastore, store_rounds[r][static_cast<size_t>(i)]).status();
+    store_puts.push_back(WithCpu(cluster, [&] {
+      return RunPhase(o.cells, o.clients, [&](int i) {
+        return store->Put(datastore, store_rounds[r][static_cast<size_t>(i)]).status();
+      });
     }));
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": http puts");
-    http_puts.push_back(RunPhase(o.cells, o.clients, [&](int i) {
-      return (*client)->Put(datastore, http_rounds[r][static_cast<size_t>(i)]).status();
+    http_puts.push_back(WithCpu(cluster, [&] {
+      return RunPhase(o.cells, o.clients, [&](int i) {
+        return (*client)->Put(datastore, http_rounds[r][static_cast<size_t>(i)]).status();
+      });
+    }));
+    Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) +
+             ": bare HTTP requests");
+    bare_posts.push_back(WithCpu(cluster, [&] {
+      return RunPhase(o.cells, o.clients,
+                      [&](int i) { return bare.Post(bare_bodies[r][static_cast<size_t>(i)]); });
     }));
     store_rates.push_back(Summarize(store_puts.back()).per_s);
     http_rates.push_back(Summarize(http_puts.back()).per_s);
+    bare_rates.push_back(Summarize(bare_posts.back()).per_s);
   }
   PhaseResult sp = MedianRound(std::move(store_puts), store_rates);
   PhaseResult hp = MedianRound(std::move(http_puts), http_rates);
+  PhaseResult bp = MedianRound(std::move(bare_posts), bare_rates);
   auto pick = [&](int i) -> const CellWrite& {
     const size_t k = static_cast<size_t>(i) * 7919u % static_cast<size_t>(o.cells);
     return i % 2 ? store_cells[k] : http_cells[k];
@@ -218,13 +309,23 @@ int RunHttp(const HttpOptions& o) {
   });
   const ClientStats stats = (*client)->stats();
   (*server)->Stop();
+  bare_server->reset();
   store->Close();
-  if (sp.interrupted || hp.interrupted || sg.interrupted || hg.interrupted) {
+  if (sp.interrupted || hp.interrupted || bp.interrupted || sg.interrupted || hg.interrupted) {
     Progress("interrupted");
     return 130;
   }
-  const Figures fsp = Summarize(sp), fhp = Summarize(hp), fsg = Summarize(sg), fhg = Summarize(hg);
-  const int64_t errors = sp.errors + hp.errors + sg.errors + hg.errors;
+  const Figures fsp = Summarize(sp), fhp = Summarize(hp), fbp = Summarize(bp), fsg = Summarize(sg),
+                fhg = Summarize(hg);
+  const int64_t errors = sp.errors + hp.errors + bp.errors + sg.errors + hg.errors;
+  const double store_cpu_us = CpuUsPerOp(sp), http_cpu_us = CpuUsPerOp(hp),
+               bare_cpu_us = CpuUsPerOp(bp);
+  const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+  // HTTP puts/s if each cost an in-process put's CPU plus a bare request's,
+  // with every core busy, over the in-process puts/s measured.
+  const double ceiling_ratio = store_cpu_us + bare_cpu_us > 0 && fsp.per_s > 0
+                                   ? cores * 1e6 / (store_cpu_us + bare_cpu_us) / fsp.per_s
+                                   : 0;
 
   Table t("cellar-bench http");
   t.Section("settings");
@@ -234,9 +335,10 @@ int RunHttp(const HttpOptions& o) {
   t.Add("server", "in-process HttpServer on 127.0.0.1, " + std::to_string(so.threads) +
                       " threads, request log off");
   t.Add("puts per phase (N)", std::to_string(o.cells));
-  t.Add("put rounds (store, then HTTP)", std::to_string(rounds) + "; store puts/s " +
-                                             JoinRates(store_rates) + "; HTTP puts/s " +
-                                             JoinRates(http_rates) + "; medians count");
+  t.Add("put rounds (store, HTTP, bare)", std::to_string(rounds) + "; store puts/s " +
+                                              JoinRates(store_rates) + "; HTTP puts/s " +
+                                              JoinRates(http_rates) + "; bare requests/s " +
+                                              JoinRates(bare_rates) + "; medians count");
   t.Add("gets per phase (M)", std::to_string(o.gets));
   t.Add("body JSON bytes (mean)",
         FormatNumber(static_cast<double>(body_bytes) / std::max(1, o.cells), 1));
@@ -251,10 +353,21 @@ int RunHttp(const HttpOptions& o) {
   };
   phase("put: in-process CellStore::Put", fsp, sp, "puts");
   phase("put: HTTP (cellar::Client -> cellard API)", fhp, hp, "puts");
+  phase("bare HTTP: cpp-httplib POST of the same bodies, handler parses JSON, no Cellar code", fbp,
+        bp, "requests");
   phase("get: in-process CellStore::Get", fsg, sg, "gets");
   phase("get: HTTP", fhg, hg, "gets");
   t.Section("result");
   t.Add("puts/s http / store", FormatNumber(fhp.per_s / std::max(fsp.per_s, 1e-9), 3));
+  t.Add("CPU us per op: store put / HTTP put / bare request",
+        FormatNumber(store_cpu_us, 0) + " / " + FormatNumber(http_cpu_us, 0) + " / " +
+            FormatNumber(bare_cpu_us, 0) + " (this process + MariaDB, median rounds)");
+  t.Add("HTTP put CPU beyond store put + bare request us",
+        FormatNumber(http_cpu_us - store_cpu_us - bare_cpu_us, 0) +
+            " (Cellar's own HTTP code: routing, validation, answer)");
+  t.Add("CPU-bound ceiling of http / store",
+        FormatNumber(ceiling_ratio, 3) + " (" + FormatNumber(cores, 0) +
+            " cores / (store put + bare request CPU) / store puts/s)");
   t.Add("get p50 http - store ms", FormatNumber(fhg.p50 - fsg.p50, 3));
   t.Add("get p50 http / store", FormatNumber(fhg.p50 / std::max(fsg.p50, 1e-9), 2));
   t.Add("client requests / retries",
@@ -274,6 +387,12 @@ int RunHttp(const HttpOptions& o) {
   j["store_put_p99_ms"] = Round(fsp.p99, 3);
   j["http_put_p50_ms"] = Round(fhp.p50, 3);
   j["http_put_p99_ms"] = Round(fhp.p99, 3);
+  j["bare_requests_per_s"] = Round(fbp.per_s, 1);
+  j["bare_p50_ms"] = Round(fbp.p50, 3);
+  j["store_put_cpu_us"] = Round(store_cpu_us, 1);
+  j["http_put_cpu_us"] = Round(http_cpu_us, 1);
+  j["bare_request_cpu_us"] = Round(bare_cpu_us, 1);
+  j["put_ratio_cpu_ceiling"] = Round(ceiling_ratio, 3);
   j["store_gets_per_s"] = Round(fsg.per_s, 1);
   j["http_gets_per_s"] = Round(fhg.per_s, 1);
   j["store_get_p50_ms"] = Round(fsg.p50, 3);

@@ -56,9 +56,13 @@ void Answer(int status, httplib::Response& res) {
 
 }  // namespace
 
-Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler) {
+Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler, int threads) {
   auto impl = std::make_unique<Impl>();
   Configure(impl->server);
+  if (threads > 0)
+    impl->server.new_task_queue = [threads] {
+      return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
   impl->server.Post(
       ".*", [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
         Answer(handler(req.path, req.body), res);

@@ -36,10 +36,12 @@ class WebhookSink {
   // Gets the request path and body; returns the HTTP status to answer.
   using Handler = std::function<int(const std::string& path, const std::string& body)>;
 
-  // Listens on 127.0.0.1 on a free port and serves until destroyed. Returns
-  // once the server accepts connections; Unavailable when no port could be
-  // bound or the server did not come up within 5 s.
-  static Result<std::unique_ptr<WebhookSink>> Start(Handler handler);
+  // Listens on 127.0.0.1 on a free port and serves until destroyed, on
+  // `threads` worker threads (0: cpp-httplib's default, 8 on 2 cores; a kept-
+  // alive connection holds one while it is open). Returns once the server
+  // accepts connections; Unavailable when no port could be bound or the
+  // server did not come up within 5 s.
+  static Result<std::unique_ptr<WebhookSink>> Start(Handler handler, int threads = 0);
 
   // One received request, for handlers that look at more than the body.
   struct Request {
