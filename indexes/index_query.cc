@@ -277,11 +277,12 @@ Result<ResolvedQuery> Resolve(const IndexQuery& q, const IndexDefinition& d,
 }
 
 // True when a failed read of a cached serving version may have failed because
-// that version is gone (its tables dropped after it was retired): read the
-// registry again and retry. Not for errors a fresh version would not change.
+// a newer version serves now: the cached one's tables were dropped after it
+// was retired, or the query names a field only the newer one has (the query
+// passed against the caller's definition already). Then the registry is read
+// again and the query retried. Not for an unreachable host.
 bool MayBeStaleVersion(const Status& s) {
-  return s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kInvalidArgument &&
-         s.code() != StatusCode::kDeadlineExceeded;
+  return s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kDeadlineExceeded;
 }
 
 }  // namespace

@@ -22,9 +22,9 @@
 // may read the one it retired for that long (entries at most that much staler
 // than the worker's lag). A query with `after` reads the registry itself, and
 // a read of a cached version that fails for any reason but an unreachable
-// host or a bad query reads the registry again and retries once (the version
-// may have been dropped; index_retirement.h waits longer than the default
-// bound, so that is rare).
+// host reads the registry again and retries once (a newer version may serve:
+// the cached one's tables dropped, which index_retirement.h makes rare by
+// waiting longer than the default bound, or a field only the newer one has).
 // Thread-safe.
 #pragma once
 

@@ -52,15 +52,17 @@ TEST(IndexServingCacheTest, ReadersKeepTheServingVersionForTheirBoundAndAfterRea
   IndexReader cached_then_dropped(c->store.get(), {def}, kLongerThanTheTestMs);
   IndexReader short_bound(c->store.get(), {def}, /*serving_version_cache_ms=*/300);
   IndexReader uncached(c->store.get(), {def}, /*serving_version_cache_ms=*/0);
+  // A reader given the changed definition (below) before its version serves.
+  IndexDefinition def2 = def;
+  def2.column_defs[0].fields.push_back({"rider_uuid", IndexFieldType::kUuid, "f_rider_uuid"});
+  IndexReader new_yaml(c->store.get(), {def2}, kLongerThanTheTestMs);
   std::string errors;
   for (IndexReader* r :
-       {&cached, &cached_then_after, &cached_then_dropped, &short_bound, &uncached})
+       {&cached, &cached_then_after, &cached_then_dropped, &short_bound, &uncached, &new_yaml})
     ASSERT_EQ(VersionRead(*r, t.driver, "", &errors), 1) << errors;
 
   // Version 2 (one field more) serves from now on; version 1 is retired. An
   // empty version is enough here: the test is about which version is read.
-  IndexDefinition def2 = def;
-  def2.column_defs[0].fields.push_back({"rider_uuid", IndexFieldType::kUuid, "f_rider_uuid"});
   IndexCatalog catalog(c->store.get());
   ASSERT_EQ(ApplyIndex(*c->store, def2).version, 2);
   ASSERT_TRUE(catalog.MarkReady(def.table, 2).ok());
@@ -68,7 +70,14 @@ TEST(IndexServingCacheTest, ReadersKeepTheServingVersionForTheirBoundAndAfterRea
   EXPECT_EQ(VersionRead(uncached, t.driver, "", &errors), 2) << errors;
   // The readers that read version 1 still read it...
   EXPECT_EQ(VersionRead(cached, t.driver, "", &errors), 1) << errors;
-  // ... unless the query waits for a position: then the registry is read.
+  // ... but a query on a field only version 2 has is not refused by the
+  // cached version 1: the reader reads the registry again.
+  IndexQuery by_rider = ByDriver(t.driver, 1000);
+  by_rider.filters = {Filter(def2, "rider_uuid = " + Uuid::Random().ToString())};
+  auto new_field = new_yaml.Query(by_rider);
+  ASSERT_TRUE(new_field.ok()) << new_field.status().ToString();
+  EXPECT_EQ(new_field->version, 2);
+  // ... and a query that waits for a position reads the registry.
   auto put = c->store->Put("trips", CellWrite{Uuid::Random(), "BASE", 1, TripBody(t)});
   ASSERT_TRUE(put.ok()) << put.status().ToString();
   const std::string token = EncodeLogPosition(c->config, "trips", put->shard, put->added_id);
