@@ -58,6 +58,8 @@ const char* LevelName(LogLevel l) {
 
 void SetLogLevel(LogLevel level) { g_level = level; }
 
+bool LogEnabled(LogLevel level) { return level >= g_level.load(); }
+
 void Log(LogLevel level, std::string_view component, std::string_view msg,
          std::initializer_list<LogField> fields) {
   if (level < g_level.load()) return;

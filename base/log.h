@@ -20,6 +20,10 @@ void SetLogLevel(LogLevel level);
 void Log(LogLevel level, std::string_view component, std::string_view msg,
          std::initializer_list<LogField> fields = {});
 
+// Whether a line at `level` is written now: a hot path checks it before
+// building the fields of a line that would be dropped.
+bool LogEnabled(LogLevel level);
+
 inline void LogInfo(std::string_view c, std::string_view m,
                     std::initializer_list<LogField> f = {}) {
   Log(LogLevel::kInfo, c, m, f);

@@ -153,6 +153,7 @@ struct HttpServer::Impl {
     probe->RequestSeconds(route).Observe(seconds);
     if (ctx.batch_cells > 0) probe->BatchCells().Observe(static_cast<double>(ctx.batch_cells));
     for (uint32_t shard : ctx.failed_shards) probe->ShardErrors(shard).Increment();
+    if (!LogEnabled(LogLevel::kInfo)) return;  // the fields below cost a dozen allocations
     std::string path = req.path.substr(0, 200);
     LogInfo("http", "request",
             {{"method", req.method.substr(0, 16)},

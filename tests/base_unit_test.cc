@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/listening_sockets.h"
+#include "base/log.h"
 #include "base/metrics.h"
 #include "base/status.h"
 #include "base/thread_name.h"
@@ -84,6 +85,19 @@ Uuid U(const std::string& text) {
 
 // ---------------------------------------------------------------------------
 // Uuid
+
+TEST(LogTest, EnabledFollowsTheLevel) {
+  SetLogLevel(LogLevel::kWarn);
+  EXPECT_FALSE(LogEnabled(LogLevel::kDebug));
+  EXPECT_FALSE(LogEnabled(LogLevel::kInfo));
+  EXPECT_TRUE(LogEnabled(LogLevel::kWarn));
+  EXPECT_TRUE(LogEnabled(LogLevel::kError));
+  SetLogLevel(LogLevel::kDebug);
+  EXPECT_TRUE(LogEnabled(LogLevel::kDebug));
+  SetLogLevel(LogLevel::kInfo);
+  EXPECT_FALSE(LogEnabled(LogLevel::kDebug));
+  EXPECT_TRUE(LogEnabled(LogLevel::kInfo));
+}
 
 TEST(UuidTest, ParseAndFormat) {
   const Uuid u = U("00010203-0405-0607-0809-0a0b0c0d0e0f");
