@@ -28,7 +28,6 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -37,6 +36,7 @@
 #include "api/cell_api.h"
 #include "base/log.h"
 #include "bench/bench_common.h"
+#include "bench/bench_put_phases.h"
 #include "cells/cell_store.h"
 #include "client/cellar_client.h"
 #include "server/http_server.h"
@@ -55,8 +55,8 @@ struct HttpOptions {
   int server_threads = 0;  // 0: clients + 8
 };
 
-struct PhaseResult {
-  double cpu_process_s = 0, cpu_server_s = 0;  // CPU used during the phase
+struct HttpPhaseResult {
+  UsageDelta usage;  // CPU this process and the server used during the phase
   double seconds = 0;
   int64_t ops = 0, errors = 0;
   std::string first_error;
@@ -80,8 +80,8 @@ nlohmann::json TripBody(std::mt19937_64& rng, int bytes) {
 
 // Runs `op(i)` for i in [0, n) on `threads` threads, timing each call.
 template <typename Op>
-PhaseResult RunPhase(int n, int threads, Op op) {
-  PhaseResult r;
+HttpPhaseResult RunPhase(int n, int threads, Op op) {
+  HttpPhaseResult r;
   std::atomic<int> next{0};
   std::atomic<bool> stop{false};
   std::vector<std::vector<double>> lat(static_cast<size_t>(threads));
@@ -116,7 +116,7 @@ struct Figures {
   double per_s = 0, p50 = 0, p99 = 0;
 };
 
-Figures Summarize(PhaseResult& r) {
+Figures Summarize(HttpPhaseResult& r) {
   Figures f;
   f.per_s = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0;
   f.p50 = Percentile(r.latencies_ms, 50);
@@ -127,16 +127,16 @@ Figures Summarize(PhaseResult& r) {
 // The round of `rounds` whose rate (rates[i] of rounds[i]) is the median,
 // with every round's errors counted.
 // REQUIRES: rounds.size() == rates.size() > 0.
-PhaseResult MedianRound(std::vector<PhaseResult> rounds, const std::vector<double>& rates) {
+HttpPhaseResult MedianRound(std::vector<HttpPhaseResult> rounds, const std::vector<double>& rates) {
   int64_t errors = 0;
   std::string first_error;
   bool interrupted = false;
-  for (const PhaseResult& r : rounds) {
+  for (const HttpPhaseResult& r : rounds) {
     errors += r.errors;
     if (first_error.empty()) first_error = r.first_error;
     interrupted = interrupted || r.interrupted;
   }
-  PhaseResult median = std::move(rounds[MedianIndex(rates)]);
+  HttpPhaseResult median = std::move(rounds[MedianIndex(rates)]);
   median.errors = errors;
   median.first_error = first_error;
   median.interrupted = interrupted;
@@ -176,21 +176,19 @@ class BarePoster {
   std::vector<std::unique_ptr<httplib::Client>> idle_;
 };
 
-// Runs `phase` and records the CPU this process and the private server used.
+// Runs `phase` and records what this process and the private server used.
 template <typename Phase>
-PhaseResult WithCpu(const BenchCluster& cluster, Phase phase) {
-  const double p0 = ProcessCpuSeconds();
-  const std::optional<double> s0 = ServerCpuSeconds(cluster);
-  PhaseResult r = phase();
-  r.cpu_process_s = ProcessCpuSeconds() - p0;
-  const std::optional<double> s1 = ServerCpuSeconds(cluster);
-  if (s0 && s1) r.cpu_server_s = *s1 - *s0;
+HttpPhaseResult WithUsage(const BenchCluster& cluster, Phase phase) {
+  const Usage before = TakeUsage(cluster);
+  HttpPhaseResult r = phase();
+  r.usage.Add(before, TakeUsage(cluster));
   return r;
 }
 
 // CPU microseconds (this process + the server) per operation of `r`.
-double CpuUsPerOp(const PhaseResult& r) {
-  return r.ops > 0 ? (r.cpu_process_s + r.cpu_server_s) * 1e6 / static_cast<double>(r.ops) : 0;
+double CpuUsPerOp(const HttpPhaseResult& r) {
+  const double cpu_s = r.usage.client_cpu_s + r.usage.server_cpu_s.value_or(0);
+  return r.ops > 0 ? cpu_s * 1e6 / static_cast<double>(r.ops) : 0;
 }
 
 int RunHttp(const HttpOptions& o) {
@@ -264,25 +262,25 @@ int RunHttp(const HttpOptions& o) {
   RunPhase(std::min(200, o.cells), o.clients, [&](int) {
     return (*client)->Put(datastore, {Uuid::Random(), column, 0, {{"warm", 1}}}).status();
   });
-  std::vector<PhaseResult> store_puts, http_puts, bare_posts;
+  std::vector<HttpPhaseResult> store_puts, http_puts, bare_posts;
   std::vector<double> store_rates, http_rates, bare_rates;
   for (size_t r = 0; r < rounds; ++r) {  // a stop request ends each phase at once
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": store puts, " +
              std::to_string(o.cells) + " cells, " + std::to_string(o.clients) + " threads");
-    store_puts.push_back(WithCpu(cluster, [&] {
+    store_puts.push_back(WithUsage(cluster, [&] {
       return RunPhase(o.cells, o.clients, [&](int i) {
         return store->Put(datastore, store_rounds[r][static_cast<size_t>(i)]).status();
       });
     }));
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": http puts");
-    http_puts.push_back(WithCpu(cluster, [&] {
+    http_puts.push_back(WithUsage(cluster, [&] {
       return RunPhase(o.cells, o.clients, [&](int i) {
         return (*client)->Put(datastore, http_rounds[r][static_cast<size_t>(i)]).status();
       });
     }));
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) +
              ": bare HTTP requests");
-    bare_posts.push_back(WithCpu(cluster, [&] {
+    bare_posts.push_back(WithUsage(cluster, [&] {
       return RunPhase(o.cells, o.clients,
                       [&](int i) { return bare.Post(bare_bodies[r][static_cast<size_t>(i)]); });
     }));
@@ -290,20 +288,20 @@ int RunHttp(const HttpOptions& o) {
     http_rates.push_back(Summarize(http_puts.back()).per_s);
     bare_rates.push_back(Summarize(bare_posts.back()).per_s);
   }
-  PhaseResult sp = MedianRound(std::move(store_puts), store_rates);
-  PhaseResult hp = MedianRound(std::move(http_puts), http_rates);
-  PhaseResult bp = MedianRound(std::move(bare_posts), bare_rates);
+  HttpPhaseResult sp = MedianRound(std::move(store_puts), store_rates);
+  HttpPhaseResult hp = MedianRound(std::move(http_puts), http_rates);
+  HttpPhaseResult bp = MedianRound(std::move(bare_posts), bare_rates);
   auto pick = [&](int i) -> const CellWrite& {
     const size_t k = static_cast<size_t>(i) * 7919u % static_cast<size_t>(o.cells);
     return i % 2 ? store_cells[k] : http_cells[k];
   };
   Progress("store gets: " + std::to_string(o.gets));
-  PhaseResult sg = RunPhase(o.gets, o.clients, [&](int i) {
+  HttpPhaseResult sg = RunPhase(o.gets, o.clients, [&](int i) {
     const CellWrite& c = pick(i);
     return store->Get(datastore, c.row_key, c.column, c.ref_key).status();
   });
   Progress("http gets");
-  PhaseResult hg = RunPhase(o.gets, o.clients, [&](int i) {
+  HttpPhaseResult hg = RunPhase(o.gets, o.clients, [&](int i) {
     const CellWrite& c = pick(i);
     return (*client)->Get(datastore, c.row_key, c.column, c.ref_key).status();
   });
@@ -342,7 +340,7 @@ int RunHttp(const HttpOptions& o) {
   t.Add("gets per phase (M)", std::to_string(o.gets));
   t.Add("body JSON bytes (mean)",
         FormatNumber(static_cast<double>(body_bytes) / std::max(1, o.cells), 1));
-  auto phase = [&](const std::string& name, const Figures& f, const PhaseResult& r,
+  auto phase = [&](const std::string& name, const Figures& f, const HttpPhaseResult& r,
                    const char* what) {
     t.Section(name);
     t.Add(std::string(what) + "/s", FormatNumber(f.per_s, 0));

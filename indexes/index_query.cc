@@ -235,18 +235,26 @@ Result<IndexDefinition> IndexReader::VersionDefinition(const IndexDefinition& cu
 
 namespace {
 
-// A query's fields resolved against one definition.
-struct ResolvedQuery {
+// True when a failed read of a cached serving version may have failed because
+// a newer version serves now: the cached one's tables were dropped after it
+// was retired, or the query names a field only the newer one has (the query
+// passed against the caller's definition already). Then the registry is read
+// again and the query retried. Not for an unreachable host.
+bool MayBeStaleVersion(const Status& s) {
+  return s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace
+
+struct IndexReader::Resolved {
   std::vector<IndexField> all, out_fields;
   SqlParam shard_value;
   const IndexField* order_field = nullptr;  // into the definition resolved against
 };
 
-// Resolves the query's fields against `d`; `note` ends each error message
-// (which version the query was resolved against, when not the caller's).
-Result<ResolvedQuery> Resolve(const IndexQuery& q, const IndexDefinition& d,
-                              const std::string& note) {
-  ResolvedQuery r;
+Result<IndexReader::Resolved> IndexReader::Resolve(const IndexQuery& q, const IndexDefinition& d,
+                                                   const std::string& note) {
+  Resolved r;
   r.all = d.AllFields();
   const IndexField& shard_field = r.all.front();
   if (q.shard_value.empty())
@@ -276,17 +284,6 @@ Result<ResolvedQuery> Resolve(const IndexQuery& q, const IndexDefinition& d,
   return r;
 }
 
-// True when a failed read of a cached serving version may have failed because
-// a newer version serves now: the cached one's tables were dropped after it
-// was retired, or the query names a field only the newer one has (the query
-// passed against the caller's definition already). Then the registry is read
-// again and the query retried. Not for an unreachable host.
-bool MayBeStaleVersion(const Status& s) {
-  return s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kDeadlineExceeded;
-}
-
-}  // namespace
-
 Result<IndexReader::ServingRead> IndexReader::ServingVersion(const std::string& index, bool fresh) {
   const auto now = std::chrono::steady_clock::now();
   if (!fresh && serving_cache_ms_ > 0) {
@@ -313,7 +310,7 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
   if (q.limit < 1 || q.limit > 1000)
     return InvalidArgument("limit must be between 1 and 1000, got " + std::to_string(q.limit));
   // First against the caller's definition: a bad query fails without touching MySQL.
-  CELLAR_RETURN_IF_ERROR(Resolve(q, *current, "").status());
+  CELLAR_ASSIGN_OR_RETURN(const Resolved resolved, Resolve(q, *current, ""));
   // Read your index writes: first wait until the worker has applied the put's
   // shard log up to its position (then its entry, or its removal, is in).
   if (!q.after.empty()) {
@@ -327,7 +324,7 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
   for (int attempt = 0;; ++attempt) {
     CELLAR_ASSIGN_OR_RETURN(ServingRead serving,
                             ServingVersion(q.index, /*fresh=*/attempt > 0 || !q.after.empty()));
-    auto result = QueryVersion(q, *current, serving.version);
+    auto result = QueryVersion(q, *current, resolved, serving.version);
     if (result.ok() || !serving.cached || !MayBeStaleVersion(result.status())) return result;
     ForgetServingVersion(q.index);
   }
@@ -335,20 +332,26 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
 
 Result<IndexQueryResult> IndexReader::QueryVersion(const IndexQuery& q,
                                                    const IndexDefinition& current,
+                                                   const Resolved& resolved_current,
                                                    const IndexVersion& version) {
   // Against the definition of the version that serves, which may be an older
   // one while a changed definition's version is being built.
   CELLAR_ASSIGN_OR_RETURN(const IndexDefinition vdef, VersionDefinition(current, version));
   const IndexDefinition* def = &vdef;
-  std::string note;
-  if (vdef.Fingerprint() != current.Fingerprint())
-    note = " in version " + std::to_string(version.version) +
-           ", which serves until the current definition's version is built";
-  CELLAR_ASSIGN_OR_RETURN(const ResolvedQuery resolved, Resolve(q, vdef, note));
-  const std::vector<IndexField>& all = resolved.all;
-  const std::vector<IndexField>& out_fields = resolved.out_fields;
-  const SqlParam& shard_value = resolved.shard_value;
-  const IndexField* order_field = resolved.order_field;
+  const Resolved* resolved = &resolved_current;
+  Resolved resolved_older;
+  if (version.fingerprint != current.Fingerprint()) {
+    CELLAR_ASSIGN_OR_RETURN(
+        resolved_older,
+        Resolve(q, vdef,
+                " in version " + std::to_string(version.version) +
+                    ", which serves until the current definition's version is built"));
+    resolved = &resolved_older;
+  }
+  const std::vector<IndexField>& all = resolved->all;
+  const std::vector<IndexField>& out_fields = resolved->out_fields;
+  const SqlParam& shard_value = resolved->shard_value;
+  const IndexField* order_field = resolved->order_field;
   const IndexField& shard_field = all.front();
   const std::string order_col = order_field ? order_field->sql_column : "created_at";
   const IndexFieldType order_type = order_field ? order_field->type : IndexFieldType::kInt;

@@ -120,9 +120,17 @@ class IndexReader {
   // serving_cache_ms_; a version read from the registry replaces the cached one.
   Result<ServingRead> ServingVersion(const std::string& index, bool fresh);
   void ForgetServingVersion(const std::string& index);
-  // The query against physical `version` (its own definition's fields).
+  // A query's fields resolved against one definition (index_query.cc).
+  struct Resolved;
+  // Resolves `q` against `d`; `note` ends each error message (which version
+  // the query was resolved against, when not the caller's).
+  static Result<Resolved> Resolve(const IndexQuery& q, const IndexDefinition& d,
+                                  const std::string& note);
+  // The query against physical `version` (its own definition's fields);
+  // `resolved` is `q` resolved against `current`, used as is when `version`
+  // was built from `current`.
   Result<IndexQueryResult> QueryVersion(const IndexQuery& q, const IndexDefinition& current,
-                                        const IndexVersion& version);
+                                        const Resolved& resolved, const IndexVersion& version);
 
   CellStore* store_;
   std::vector<IndexDefinition> defs_;
