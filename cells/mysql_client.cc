@@ -61,18 +61,18 @@ std::string QualifiedTable(const std::string& database, const std::string& table
 
 namespace {
 // The largest ladder count <= n (n >= 1).
-size_t LadderFloor(size_t n) {
-  if (n <= 8) return n;
+size_t LadderFloor(size_t n, size_t exact_rows) {
+  if (n <= std::max<size_t>(exact_rows, 8)) return n;
   if (n <= 64) return n / 8 * 8;
   return n / 32 * 32;
 }
 }  // namespace
 
-std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows) {
+std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows, size_t exact_rows) {
   std::vector<size_t> counts;
-  const size_t cap = LadderFloor(std::max<size_t>(1, max_rows));
+  const size_t cap = LadderFloor(std::max<size_t>(1, max_rows), exact_rows);
   while (rows > 0) {
-    const size_t n = LadderFloor(std::min(rows, cap));
+    const size_t n = LadderFloor(std::min(rows, cap), exact_rows);
     counts.push_back(n);
     rows -= n;
   }

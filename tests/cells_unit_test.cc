@@ -20,6 +20,7 @@
 #include "base/uuid.h"
 #include "cells/body_codec.h"
 #include "cells/cell.h"
+#include "cells/internal/batch_transaction.h"
 #include "cells/log_position.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
@@ -185,6 +186,31 @@ TEST(StatementRowCountsTest, SplitsEveryCountIntoFewLadderSizesThatAddUp) {
     }
     EXPECT_LE(sizes.size(), 28u) << max_rows;  // against up to max_rows exact sizes
   }
+}
+
+// Cells INSERTs: exact up to 32 cells (one statement for a typical group
+// commit of single puts), then the ladder; 42 texts at most.
+TEST(StatementRowCountsTest, CellsInsertsAreExactUpTo32ThenOnTheLadder) {
+  EXPECT_THAT(internal::InsertRowCounts(0), ::testing::IsEmpty());
+  EXPECT_THAT(internal::InsertRowCounts(17), ::testing::ElementsAre(17));
+  EXPECT_THAT(internal::InsertRowCounts(32), ::testing::ElementsAre(32));
+  EXPECT_THAT(internal::InsertRowCounts(45), ::testing::ElementsAre(40, 5));
+  EXPECT_THAT(internal::InsertRowCounts(255), ::testing::ElementsAre(224, 31));
+  EXPECT_THAT(internal::InsertRowCounts(600), ::testing::ElementsAre(256, 256, 64, 24));
+  std::set<size_t> sizes;
+  for (size_t cells = 1; cells <= 2000; ++cells) {
+    size_t sum = 0;
+    for (size_t c : internal::InsertRowCounts(cells)) {
+      EXPECT_LE(c, internal::kMaxInsertRows);
+      sum += c;
+      sizes.insert(c);
+    }
+    EXPECT_EQ(sum, cells);
+    if (cells <= internal::kExactInsertRows) {
+      EXPECT_EQ(1u, internal::InsertRowCounts(cells).size());
+    }
+  }
+  EXPECT_EQ(42u, sizes.size());
 }
 
 TEST(LogPositionTest, TokensRoundTripAndForeignOrMalformedOnesAreRefusedByName) {

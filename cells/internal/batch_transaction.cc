@@ -10,6 +10,11 @@
 #include "cells/internal/write_fence.h"
 
 namespace cellar::internal {
+
+std::vector<size_t> InsertRowCounts(size_t cells) {
+  return StatementRowCounts(cells, kMaxInsertRows, kExactInsertRows);
+}
+
 namespace {
 
 using Address = std::tuple<std::string, std::string, int64_t>;  // raw row bytes, column, ref
@@ -36,7 +41,7 @@ bool SameBody(const PendingCell& want, const std::string& stored_encoded, bool s
   return stored.ok() && wanted.ok() && *stored == *wanted;
 }
 
-constexpr size_t kLookupChunk = 128;
+constexpr size_t kLookupChunk = 128;  // addresses per look-up SELECT, at most
 
 Status LoadExisting(MysqlConnection& conn, const std::string& table,
                     const std::vector<WriteUnit*>& units, std::map<Address, Existing>* out) {
@@ -44,8 +49,9 @@ Status LoadExisting(MysqlConnection& conn, const std::string& table,
   for (auto* u : units)
     if (!u->erase)
       for (auto& c : u->cells) all.push_back(&c);
-  for (size_t begin = 0; begin < all.size(); begin += kLookupChunk) {
-    size_t end = std::min(all.size(), begin + kLookupChunk);
+  size_t begin = 0;
+  for (size_t count : StatementRowCounts(all.size(), kLookupChunk)) {
+    const size_t end = begin + count;
     std::string sql =
         "SELECT row_key, column_name, ref_key, body, tombstone, added_id, created_at"
         " FROM " +
@@ -63,6 +69,7 @@ Status LoadExisting(MysqlConnection& conn, const std::string& table,
       Existing e{r.Bytes(3), r.Int(4) != 0, r.Uint(5), r.Int(6)};
       out->emplace(Address{r.Bytes(0), r.Bytes(1), r.Int(2)}, std::move(e));
     }
+    begin = end;
   }
   return Status::Ok();
 }
@@ -168,7 +175,7 @@ Result<EraseDecision> DecideErase(MysqlConnection& conn, const std::string& tabl
 
 Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
                            const std::string& datastore, const std::vector<WriteUnit*>& units,
-                           bool look_up_existing, MicrosSinceEpoch now) {
+                           bool look_up_existing, bool single_statement, MicrosSinceEpoch now) {
   const std::string table = QualifiedTable(database, CellsTableName(datastore));
   auto fail = [&](Status s) { return s; };
   std::vector<uint32_t> insert_shard;  // shard of inserts[i]
@@ -275,17 +282,23 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     }
   }
 
-  // added_id of each planned insert, from one multi-row INSERT ... RETURNING.
+  // added_id of each planned insert, from multi-row INSERT ... RETURNING
+  // statements of ladder sizes (InsertRowCounts); one when single_statement.
   std::vector<uint64_t> ids(inserts.size(), 0);
-  if (!inserts.empty()) {
+  const std::vector<size_t> counts =
+      single_statement ? std::vector<size_t>{inserts.size()} : InsertRowCounts(inserts.size());
+  size_t start = 0;
+  for (size_t count : counts) {
+    if (count == 0) continue;
     std::string sql =
         "INSERT INTO " + table +
         " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
     std::vector<SqlParam> params;
-    params.reserve(inserts.size() * 7);
-    for (size_t i = 0; i < inserts.size(); ++i) {
-      // The first row locks the write fence before any added_id exists.
-      sql += i ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?," + FencedCreatedAt(database) + ")";
+    params.reserve(count * 7);
+    for (size_t i = start; i < start + count; ++i) {
+      // The first row locks the write fence before any added_id exists (in
+      // later statements of the transaction it holds it already).
+      sql += i > start ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?," + FencedCreatedAt(database) + ")";
       const PendingCell& c = *inserts[i];
       params.emplace_back(uint64_t{insert_shard[i]});
       params.emplace_back(c.row_key.ToBytes());
@@ -305,21 +318,22 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     auto same_address = [](const SqlRow& r, const PendingCell& c) {
       return r.Int(2) == c.ref_key && r.Bytes(1) == c.column && r.Bytes(0) == c.row_key.ToBytes();
     };
-    bool in_order = rows->size() == inserts.size();
-    for (size_t i = 0; in_order && i < inserts.size(); ++i) {
-      in_order = same_address((*rows)[i], *inserts[i]);
-      if (in_order) ids[i] = (*rows)[i].Uint(3);
+    bool in_order = rows->size() == count;
+    for (size_t i = 0; in_order && i < count; ++i) {
+      in_order = same_address((*rows)[i], *inserts[start + i]);
+      if (in_order) ids[start + i] = (*rows)[i].Uint(3);
     }
     if (!in_order) {
       std::map<Address, uint64_t> by_address;
       for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
-      for (size_t i = 0; i < inserts.size(); ++i) {
+      for (size_t i = start; i < start + count; ++i) {
         auto it = by_address.find(
             Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
         if (it == by_address.end()) return Internal("INSERT ... RETURNING missed a row");
         ids[i] = it->second;
       }
     }
+    start += count;
   }
 
   for (size_t ui = 0; ui < units.size(); ++ui) {
@@ -356,12 +370,16 @@ namespace cellar::internal {
 namespace {
 
 // True when the transaction is the one INSERT of one datastore, which then
-// runs as an autocommit statement: no reads first (no look-up, no erase).
+// runs as an autocommit statement: no reads first (no look-up, no erase) and
+// a cell count on the statement ladder.
 bool SingleStatement(const std::vector<DatastoreBatch>& batches, bool look_up) {
   if (look_up || batches.size() != 1) return false;
-  for (const WriteUnit* u : batches[0].units)
+  size_t cells = 0;
+  for (const WriteUnit* u : batches[0].units) {
     if (u->erase) return false;
-  return true;
+    cells += u->cells.size();
+  }
+  return InsertRowCounts(cells).size() <= 1;
 }
 
 // One transaction over `batches`; with look_up, existing cells are read first.
@@ -378,7 +396,8 @@ Status RunOnce(MysqlConnection& conn, const std::string& database,
   };
   const MicrosSinceEpoch now = NowMicros();
   for (auto& b : batches) {
-    Status st = ApplyDatastoreBatch(conn, database, b.datastore, b.units, look_up, now);
+    Status st = ApplyDatastoreBatch(conn, database, b.datastore, b.units, look_up,
+                                    /*single_statement=*/autocommit, now);
     if (!st.ok()) return abort(st);
   }
   if (!autocommit)

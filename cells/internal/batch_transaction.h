@@ -1,5 +1,6 @@
 // One group-commit transaction on a host: every waiting unit of every shard
-// the host owns, one multi-row INSERT per datastore, one COMMIT.
+// the host owns, multi-row INSERTs of a few fixed sizes per datastore, one
+// COMMIT.
 #pragma once
 
 #include <string>
@@ -10,6 +11,18 @@
 #include "cells/mysql_client.h"
 
 namespace cellar::internal {
+
+// Cells INSERTs carry at most this many rows each, and exactly as many as
+// there are cells up to kExactInsertRows (a group commit of single puts is
+// usually one statement); larger batches are split on the ladder of
+// StatementRowCounts (mysql_client.h), so a writer connection prepares at
+// most ~42 INSERT texts (~6.5 MB of server memory) instead of one per batch
+// size (measured: 120 MB for sizes up to 256).
+inline constexpr size_t kMaxInsertRows = 256;
+inline constexpr size_t kExactInsertRows = 32;
+
+// The row counts of the INSERT statements that write `cells` cells.
+std::vector<size_t> InsertRowCounts(size_t cells);
 
 // The units of one datastore in a group transaction (any shards of the host).
 struct DatastoreBatch {
@@ -29,21 +42,24 @@ struct DatastoreBatch {
 //      with the tombstone that already is the latest version, or fails with
 //      Conflict when its expected ref_key is not the latest (the contract of
 //      CellStore::Erase),
-//   3. one multi-row INSERT ... RETURNING for everything planned; its first
-//      row locks `conn`'s write fence row (FencedCreatedAt) before any
-//      added_id is allocated.
+//   3. multi-row INSERT ... RETURNING statements for everything planned, of
+//      the sizes InsertRowCounts gives (one statement of every planned cell
+//      when single_statement: the caller runs it as an autocommit
+//      transaction); the first row of each locks `conn`'s write fence row
+//      (FencedCreatedAt) before any added_id is allocated.
 // Fills each unit's results, valid only once the transaction commits. Returns
 // Conflict when, without look-up, an insert hit an existing address.
 Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
                            const std::string& datastore, const std::vector<WriteUnit*>& units,
-                           bool look_up_existing, MicrosSinceEpoch now);
+                           bool look_up_existing, bool single_statement, MicrosSinceEpoch now);
 
 // One transaction over `batches` on the host `database`: ApplyDatastoreBatch
 // per datastore, optimistically without reading existing cells first; a
 // duplicate key redoes the transaction with the look-up. Each INSERT locks the
 // write fence itself (write_fence.h, FencedCreatedAt). One datastore without
-// erases is ONE autocommit INSERT ... RETURNING (one round trip); anything
-// else is START TRANSACTION ... COMMIT. One fsync either way. Writers never
+// erases whose cells fit one INSERT (InsertRowCounts) is ONE autocommit
+// INSERT ... RETURNING (one round trip); anything else is START TRANSACTION
+// ... COMMIT. One fsync either way. Writers never
 // wait for each other's commits.
 // REQUIRES: `conn` is a registered writer (RegisterWriter) of `database` in
 // autocommit mode (not UseImplicitTransactions), no transaction open.
