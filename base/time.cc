@@ -91,7 +91,7 @@ void Civil(MicrosSinceEpoch t, int* y, int* mo, int* d, int* h, int* mi, int* s,
 std::string Format(MicrosSinceEpoch t, char sep, bool zulu) {
   int y, mo, d, h, mi, s, us;
   Civil(t, &y, &mo, &d, &h, &mi, &s, &us);
-  char buf[40];
+  char buf[64];  // the widest ints GCC assumes need 63 (-Wformat-truncation)
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02d%c%02d:%02d:%02d.%06d%s", y, mo, d, sep, h, mi, s,
                 us, zulu ? "Z" : "");
   return buf;
@@ -151,12 +151,18 @@ Result<int64_t> ParseDurationMillis(std::string_view text) {
   if (i == 0) return bad();
   std::string_view unit = text.substr(i);
   int64_t mult;
-  if (unit == "ms") mult = 1;
-  else if (unit == "s") mult = 1000;
-  else if (unit == "m") mult = 60 * 1000;
-  else if (unit == "h") mult = 3600 * 1000;
-  else if (unit == "d") mult = 86400 * 1000;
-  else return bad();
+  if (unit == "ms")
+    mult = 1;
+  else if (unit == "s")
+    mult = 1000;
+  else if (unit == "m")
+    mult = 60 * 1000;
+  else if (unit == "h")
+    mult = 3600 * 1000;
+  else if (unit == "d")
+    mult = 86400 * 1000;
+  else
+    return bad();
   if (n > INT64_MAX / mult) return bad();
   return n * mult;
 }

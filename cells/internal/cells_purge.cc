@@ -21,6 +21,7 @@ Status PurgeCellsTable(MysqlConnection& conn, const std::string& qualified_table
   const MicrosSinceEpoch now = NowMicros();
   std::string expired;
   std::vector<SqlParam> expired_params;
+  expired_params.reserve(2 * ds.columns.size());
   for (const ColumnConfig& col : ds.columns) {
     if (col.ttl_ms <= 0) continue;
     expired += std::string(expired.empty() ? "" : " OR ") + "(column_name = ? AND created_at < ?)";
@@ -38,7 +39,10 @@ Status PurgeCellsTable(MysqlConnection& conn, const std::string& qualified_table
 
   uint64_t after = 0;
   while (true) {
-    std::vector<SqlParam> params{after, bound};
+    std::vector<SqlParam> params;
+    params.reserve(3 + expired_params.size());
+    params.emplace_back(after);
+    params.emplace_back(bound);
     params.insert(params.end(), expired_params.begin(), expired_params.end());
     params.push_back(int64_t{options.batch_cells});
     CELLAR_ASSIGN_OR_RETURN(auto rows, conn.Query(select, params));
@@ -58,6 +62,7 @@ Status PurgeCellsTable(MysqlConnection& conn, const std::string& qualified_table
     if (options.before_delete) CELLAR_RETURN_IF_ERROR(options.before_delete(batch));
     for (size_t i = 0; i < batch.size(); i += kDeleteChunk) {
       std::vector<SqlParam> ids;
+      ids.reserve(kDeleteChunk);
       for (size_t k = 0; k < kDeleteChunk; ++k)
         ids.push_back(batch[std::min(i + k, batch.size() - 1)].added_id);
       CELLAR_ASSIGN_OR_RETURN(uint64_t n, conn.Execute(del, ids));
