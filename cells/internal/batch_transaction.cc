@@ -285,11 +285,11 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
   // added_id of each planned insert, from multi-row INSERT ... RETURNING
   // statements of ladder sizes (InsertRowCounts); one when single_statement.
   std::vector<uint64_t> ids(inserts.size(), 0);
-  const std::vector<size_t> counts =
-      single_statement ? std::vector<size_t>{inserts.size()} : InsertRowCounts(inserts.size());
+  const std::vector<size_t> counts = single_statement && !inserts.empty()
+                                         ? std::vector<size_t>{inserts.size()}
+                                         : InsertRowCounts(inserts.size());
   size_t start = 0;
   for (size_t count : counts) {
-    if (count == 0) continue;
     std::string sql =
         "INSERT INTO " + table +
         " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
@@ -379,7 +379,7 @@ bool SingleStatement(const std::vector<DatastoreBatch>& batches, bool look_up) {
     if (u->erase) return false;
     cells += u->cells.size();
   }
-  return InsertRowCounts(cells).size() <= 1;
+  return cells <= kExactInsertRows || InsertRowCounts(cells).size() == 1;
 }
 
 // One transaction over `batches`; with look_up, existing cells are read first.
