@@ -289,5 +289,75 @@ TEST(TriggerTest, ManySetAsideEventsPauseTheTrigger) {
   relay->Stop();
 }
 
+// A MariaDB host of the store down for longer than the retry policy's
+// attempts last sets nothing aside: the handler's writes fail while the host is
+// down, those calls are not counted, and the event is handled once the host is
+// back. (The history check found a billing event dead-lettered by a host
+// crash: five attempts with full jitter took 0.5 s, the restart longer.)
+TEST(TriggerTest, StoreOutageLongerThanTheAttemptsSetsNothingAside) {
+  std::unique_ptr<testing::PrivateMariaDb> db;
+  try {
+    db = testing::PrivateMariaDb::Start("outage");
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+  auto c = MakeCluster("tg_outage", Broker(), db.get());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "outage-relay");
+  ASSERT_TRUE(relay);
+
+  std::atomic<bool> called{false}, down{false};
+  std::atomic<int> failed_calls{0};
+  TriggerOptions opts;
+  opts.retry = {/*max_attempts=*/2, /*initial_backoff_ms=*/10, /*max_backoff_ms=*/50};
+  TriggerWorker w(c->config, Opts("outage"));
+  ASSERT_EQ("OK", w.on(
+                       "trips", "BASE", "billing",
+                       [&](const CellEvent& e, TriggerContext& ctx) -> Status {
+                         called = true;
+                         // The first call's write meets the outage.
+                         if (!WaitFor([&] { return down.load(); }, 60s))
+                           return Internal("the test never took the host down");
+                         Status s = ctx.store()
+                                        .Put(e.datastore, CellWrite{e.cell.row_key,
+                                                                    "STATUS",
+                                                                    e.cell.ref_key,
+                                                                    {{"billed", 1}}})
+                                        .status();
+                         if (!s.ok()) ++failed_calls;
+                         return s;
+                       },
+                       opts)
+                      .ToString());
+  ASSERT_TRUE(w.Start().ok());
+
+  const Uuid row = Uuid::Random();
+  ASSERT_TRUE(PutCell(*c->store, row, "BASE", 0, {{"fare", {{"total", 12}}}}));
+  ASSERT_TRUE(WaitFor([&] { return called.load(); }, 30s)) << "the handler was never called";
+  db->Kill();
+  down = true;
+  ASSERT_TRUE(WaitFor([&] { return failed_calls.load() >= 3 * opts.retry.max_attempts; }, 30s))
+      << "failed calls during the outage: " << failed_calls.load();
+  EXPECT_EQ(Totals(w, "billing").set_aside, 0u) << "set aside during the store's outage";
+  EXPECT_EQ(Totals(w, "billing").handled, 0u);
+
+  try {
+    db->Restart();
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+  ASSERT_TRUE(WaitFor([&] { return c->store->Get("trips", row, "STATUS", 0).ok(); }, 30s))
+      << "the event was not handled after the store came back";
+  ASSERT_TRUE(WaitFor([&] { return Totals(w, "billing").handled >= 1; }, 10s));
+  EXPECT_EQ(Totals(w, "billing").set_aside, 0u);
+  auto dead = ListDeadLetters(c->config, "trips", "billing");
+  ASSERT_TRUE(dead.ok()) << dead.status().ToString();
+  EXPECT_THAT(*dead, IsEmpty());
+  std::cout << "[ trigger ] store outage: " << failed_calls.load()
+            << " failed calls while the host was down, none counted, nothing set aside\n";
+  w.Stop();
+  relay->Stop();
+}
+
 }  // namespace
 }  // namespace cellar::trigtest

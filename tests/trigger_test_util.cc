@@ -32,9 +32,10 @@ testing::ClusterEnvironment* const g_env =
 testing::PrivateMariaDb& Db() { return g_env->db(); }
 testing::LocalBroker& Broker() { return g_env->broker(); }
 
-std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
-  std::string yaml =
-      testing::MakeKafkaClusterYaml({&Db()}, kShards, bootstrap, prefix, kPartitions);
+std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap,
+                        const testing::PrivateMariaDb* db) {
+  std::string yaml = testing::MakeKafkaClusterYaml({db != nullptr ? db : &Db()}, kShards, bootstrap,
+                                                   prefix, kPartitions);
   yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 20\n";
   return yaml;
 }
@@ -53,13 +54,14 @@ void CreateTopics(testing::LocalBroker& broker, const std::string& prefix) {
   }
 }
 
-std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker) {
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+                                     const testing::PrivateMariaDb* db) {
   auto c = std::make_unique<Cluster>();
   // A fresh prefix when a test runs again in this process (--gtest_repeat).
   static std::map<std::string, int> runs;
   const int run = ++runs[prefix];
   c->prefix = run == 1 ? prefix : prefix + "_r" + std::to_string(run);
-  c->yaml = ClusterYaml(c->prefix, broker.bootstrap());
+  c->yaml = ClusterYaml(c->prefix, broker.bootstrap(), db);
   c->config_path = testing::WriteTempFile(c->yaml, ".yaml");
   auto cfg = ParseClusterConfig(c->yaml, c->config_path);
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString() << "\n" << c->yaml;

@@ -51,11 +51,14 @@ struct Cluster {
   ClusterConfig config;
   std::unique_ptr<CellStore> store;
 };
-// Creates the change-log topics on `broker` and initialises the databases.
-// Returns null (after a test failure) when something went wrong.
-std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker);
-// The YAML of `prefix`'s cluster pointing at `bootstrap`.
-std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap);
+// Creates the change-log topics on `broker` and initialises the databases
+// on `db` (null: the binary's Db()). Returns null (after a test failure) when
+// something went wrong.
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+                                     const testing::PrivateMariaDb* db = nullptr);
+// The YAML of `prefix`'s cluster on `db` (null: Db()) pointing at `bootstrap`.
+std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap,
+                        const testing::PrivateMariaDb* db = nullptr);
 ClusterConfig ClusterConfigFor(const std::string& prefix, const std::string& bootstrap);
 void CreateTopics(testing::LocalBroker& broker, const std::string& prefix);
 

@@ -21,6 +21,14 @@
 //   (dead_letter.h) and the trigger goes on. Return FailedPrecondition to set
 //   the event aside at once (no retry makes sense). A thrown exception counts
 //   as a failed attempt with its what() as the error.
+// - An outage of the cluster's own store sets nothing aside: a call that
+//   fails with Unavailable while a MariaDB host of the store does not answer
+//   (CellStore::CheckReady) does not count as an attempt. The event is called
+//   again with the growing backoff (up to max_backoff_ms) until the store
+//   answers, then its attempts go on where they were (a host restart takes
+//   longer than the default attempts' ~1.5 s; setting the events of a whole
+//   outage aside would also pause the trigger via pause_after). The
+//   retries count in cellar_trigger_retried_total and a warning is logged.
 // - Erases reach the handler: an erase's tombstone is an event with
 //   cell.tombstone true and a null body, in the row's order after its earlier
 //   versions (like DynamoDB Streams' REMOVE and Debezium's delete). The filter
@@ -87,7 +95,8 @@ class TriggerContext {
   // The cell store of the worker's cluster (thread-safe).
   CellStore& store() { return *store_; }
   const std::string& trigger() const { return *trigger_; }
-  // 1 for the first call of this event in this process.
+  // 1 for the first call of this event in this process; calls that failed
+  // during a store outage do not count (see the handler contract above).
   int attempt() const { return attempt_; }
 
   // Batch handlers only: event `index` of this call failed although the call

@@ -356,6 +356,7 @@ bool TriggerRunner::Process(std::span<Work* const> works) {
   std::vector<Status> reported;
   std::vector<std::pair<size_t, Status>> failures;
   int attempt = 1;
+  int store_outage_calls = 0;  // failed calls while the store was down: not counted
   for (; attempt <= rp.max_attempts; ++attempt) {
     auto t0 = std::chrono::steady_clock::now();
     last = Call(live, attempt, &failures);
@@ -389,17 +390,38 @@ bool TriggerRunner::Process(std::span<Work* const> works) {
       last = retryable ? Unavailable(reported.front().message())
                        : FailedPrecondition(reported.front().message());
     }
-    if (last.code() == StatusCode::kFailedPrecondition || attempt == rp.max_attempts) break;
+    if (last.code() == StatusCode::kFailedPrecondition) break;
+    if (StoreDownDuring(last, *live.front(), store_outage_calls)) {
+      ++store_outage_calls;
+      --attempt;  // the same attempt again once the store answers
+    } else if (attempt == rp.max_attempts) {
+      break;
+    }
     for (const Work* w : live) probe_->Retried(spec_.name, w->partition_label).Increment();
     // Stop() or a pause cuts the backoff short: no new attempt, the events are
-    // abandoned (uncommitted) and delivered again later.
-    if (!WaitUnlessHalted(JitteredBackoffMs(rp, attempt))) return false;
+    // abandoned (uncommitted) and delivered again later. Outage calls keep
+    // growing the wait (up to max_backoff_ms).
+    if (!WaitUnlessHalted(JitteredBackoffMs(rp, attempt + store_outage_calls))) return false;
   }
   // Each event is its own dead letter, so `dlq retry` can re-run them one by one.
   for (size_t i = 0; i < live.size(); ++i)
     if (!SetAside(*live[i], reported.empty() ? last : reported[i],
                   std::min(attempt, rp.max_attempts)))
       return false;
+  return true;
+}
+
+bool TriggerRunner::StoreDownDuring(const Status& failure, const Work& first, int earlier_calls) {
+  if (failure.code() != StatusCode::kUnavailable || store_ == nullptr) return false;
+  const Status ready = store_->CheckReady();
+  if (ready.ok()) return false;
+  if (earlier_calls == 0)
+    LogWarn("trigger", "the store is unavailable: the event waits for it (attempts not counted)",
+            {{"trigger", spec_.name},
+             {"row", first.event.cell.row_key.ToString()},
+             {"ref_key", std::to_string(first.event.cell.ref_key)},
+             {"error", failure.ToString()},
+             {"store", ready.ToString()}});
   return true;
 }
 

@@ -104,6 +104,12 @@ class TriggerRunner {
   // `failures` (indexes into `works`, in range).
   Status Call(const std::vector<Work*>& works, int attempt,
               std::vector<std::pair<size_t, Status>>* failures);
+  // True when `failure` (of a call whose first event is `first`) is
+  // Unavailable and the cluster's own store does not answer either
+  // (CellStore::CheckReady): the store's outage, not the event's fault, so
+  // the call does not count as an attempt. Logs once per event
+  // (`earlier_calls` == 0). Costs a query per host.
+  bool StoreDownDuring(const Status& failure, const Work& first, int earlier_calls);
   // False when the worker is stopping and the event was abandoned.
   bool SetAside(const Work& w, const Status& error, int attempts);
   // Stop() was called or the trigger is paused: no new attempt starts.
