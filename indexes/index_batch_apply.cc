@@ -36,6 +36,11 @@ struct PointerState {
   std::set<uint32_t> passed_targets;
   size_t cell = 0;     // the cell of the end state
   bool moved = false;  // some cell was applied
+  // The end state if the pointer is new (as if at -1), and whether step 1
+  // created it so.
+  int64_t fresh_applied = -1;
+  std::optional<uint32_t> fresh_target;
+  bool created = false;
 };
 
 // Entry writes bound for one host: deletes of entries that moved away or are
@@ -100,6 +105,12 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
   std::vector<std::vector<IndexApplyResult>> out(cells.size(),
                                                  std::vector<IndexApplyResult>(versions.size()));
   if (cells.empty()) return out;
+  // Step 1 tells created pointers by their ref_key (>= 0); the store never
+  // writes a negative one.
+  for (const Cell* cell : cells)
+    if (cell->ref_key < 0)
+      return InvalidArgument("index batch cell " + cell->Address(datastore) +
+                             " has a negative ref_key");
   const ClusterConfig& cfg = store_->config();
   std::vector<uint32_t> src(cells.size());
   for (size_t i = 0; i < cells.size(); ++i) src[i] = ShardForRow(cells[i]->row_key, cfg.shards);
@@ -119,50 +130,95 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
     return s;
   };
 
+  // Each cell's entry per version does not depend on the pointers: extracted once.
+  struct Outcome {
+    PointerState* pointer = nullptr;  // null when the version does not index the column
+    std::optional<IndexEntry> entry;
+    Status skipped;  // why an indexed, live cell has no entry
+  };
   struct VersionWork {
     std::map<PointerKey, PointerState> pointers;
     std::map<size_t, HostWrites> writes;  // by host of the entry's shard
+    std::vector<Outcome> outcomes;        // by cell
   };
   std::vector<VersionWork> work(versions.size());
   for (size_t v = 0; v < versions.size(); ++v) {
     const IndexDefinition& def = *versions[v].def;
     auto& pointers = work[v].pointers;
-    for (size_t i = 0; i < cells.size(); ++i)
-      if (def.FindColumnDef(cells[i]->column))
-        pointers.try_emplace({src[i], cells[i]->row_key.ToBytes(), cells[i]->column});
+    auto& outcomes = work[v].outcomes;
+    outcomes.resize(cells.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const Cell& cell = *cells[i];
+      const IndexColumnDef* cd = def.FindColumnDef(cell.column);
+      if (!cd) continue;
+      Outcome& o = outcomes[i];
+      o.pointer = &pointers[{src[i], cell.row_key.ToBytes(), cell.column}];
+      // An expired version (its column's TTL passed) has no entry, like a
+      // tombstone: a purge may be deleting it, and reads no longer see it.
+      const ColumnConfig* col = ds ? ds->FindColumn(cell.column) : nullptr;
+      const bool expired = col && col->ttl_ms > 0 && cell.created_at < now - col->ttl_ms * 1000;
+      if (!cell.tombstone && !expired) {
+        auto e = ExtractEntry(def, *cd, cell, cfg.shards);
+        if (e.ok())
+          o.entry = std::move(e).value();
+        else
+          o.skipped = e.status();
+      }
+      // A pointer seen for the first time ends where the highest ref_key of
+      // its cells puts it (the first such cell in log order; the others are
+      // stale): its end state, known before the pointer is read.
+      PointerState& p = *o.pointer;
+      if (cell.ref_key > p.fresh_applied) {
+        p.fresh_applied = cell.ref_key;
+        p.fresh_target = o.entry ? std::optional<uint32_t>(o.entry->target_shard) : std::nullopt;
+      }
+    }
     if (pointers.empty()) continue;
     const std::string pointer =
         QualifiedTable(db, PointerTableName(def.table, versions[v].version));
     // 1. Lock and read the pointers, in key order (so two batches lock in one
-    // order), in statements of up to kRowsPerStatement keys (StatementRowCounts): a missing pointer
-    // is created (ref_key -1), an existing one is locked by the no-op update
-    // and RETURNING answers its stored values (MariaDB returns the row as it
-    // is after the statement, i.e. unchanged). Not INSERT IGNORE: on an
-    // existing row that takes a shared lock, and two writers of one row
-    // upgrading it later deadlock. ON DUPLICATE KEY UPDATE locks the row
-    // exclusively at once, by its primary key: no scan, no gap lock.
-    std::vector<const PointerKey*> keys;
-    for (const auto& [k, st] : pointers) keys.push_back(&k);
+    // order), in statements of up to kRowsPerStatement keys (StatementRowCounts).
+    // A missing pointer is created in its end state (a fresh row needs no
+    // second write: most rows of a trip log are new). An existing one is
+    // locked by the update, which stores its ref_key as -ref_key - 2 (<= -1,
+    // and ref_keys are >= 0), so RETURNING (the row as it is after the
+    // statement) tells an existing pointer from a created one even when both
+    // hold the same values; step 5 writes every existing pointer back, moved
+    // or not, in this transaction. Not INSERT IGNORE: on an existing row that
+    // takes a shared lock, and two writers of one row upgrading it later
+    // deadlock. ON DUPLICATE KEY UPDATE locks the row exclusively at once, by
+    // its primary key: no scan, no gap lock.
+    std::vector<std::pair<const PointerKey*, const PointerState*>> keys;
+    keys.reserve(pointers.size());
+    for (const auto& [k, st] : pointers) keys.emplace_back(&k, &st);
     size_t start = 0;
     for (size_t count : StatementRowCounts(keys.size(), kRowsPerStatement)) {
       const size_t end = start + count;
       std::string sql =
           "INSERT INTO " + pointer + " (shard, row_key, column_key, ref_key, target_shard) VALUES ";
       std::vector<SqlParam> params;
+      params.reserve(5 * count);
       for (size_t i = start; i < end; ++i) {
-        const auto& [shard, row, column] = *keys[i];
-        sql += i > start ? ", (?, ?, ?, -1, NULL)" : "(?, ?, ?, -1, NULL)";
-        params.insert(params.end(), {int64_t{shard}, row, column});
+        const auto& [shard, row, column] = *keys[i].first;
+        const PointerState& p = *keys[i].second;
+        sql += i > start ? ", (?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?)";
+        params.insert(params.end(),
+                      {int64_t{shard}, row, column, p.fresh_applied,
+                       p.fresh_target ? SqlParam(int64_t{*p.fresh_target}) : SqlParam(nullptr)});
       }
       auto rows = c.Query(sql +
-                              " ON DUPLICATE KEY UPDATE ref_key = ref_key"
+                              " ON DUPLICATE KEY UPDATE ref_key = -ref_key - 2"
                               " RETURNING shard, row_key, column_key, ref_key, target_shard",
                           params);
       if (!rows.ok()) return fail(rows.status());
       for (const auto& r : *rows) {
         auto it = pointers.find({static_cast<uint32_t>(r.Uint(0)), r.Bytes(1), r.Bytes(2)});
         if (it == pointers.end()) continue;
-        it->second.applied = r.Int(3);
+        if (r.Int(3) >= 0) {  // created in its end state: as if it had been at -1
+          it->second.created = true;
+          continue;
+        }
+        it->second.applied = -r.Int(3) - 2;
         if (!r.IsNull(4)) it->second.target = it->second.first_target = r.Uint(4);
       }
       if (rows->size() != end - start)
@@ -173,41 +229,35 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
     // 2. Apply the cells in log order, in memory.
     for (size_t i = 0; i < cells.size(); ++i) {
       const Cell& cell = *cells[i];
-      const IndexColumnDef* cd = def.FindColumnDef(cell.column);
-      if (!cd) continue;
-      PointerState& p = pointers[{src[i], cell.row_key.ToBytes(), cell.column}];
+      Outcome& o = outcomes[i];
+      if (o.pointer == nullptr) continue;
+      PointerState& p = *o.pointer;
       IndexApplyResult& result = out[i][v];
       if (p.applied >= cell.ref_key) {
         result = {IndexApply::kStale, ""};
         continue;
       }
-      // An expired version (its column's TTL passed) has no entry, like a
-      // tombstone: a purge may be deleting it, and reads no longer see it.
-      const ColumnConfig* col = ds ? ds->FindColumn(cell.column) : nullptr;
-      const bool expired = col && col->ttl_ms > 0 && cell.created_at < now - col->ttl_ms * 1000;
-      std::optional<IndexEntry> entry;
       result = {IndexApply::kRemoved, ""};
-      if (!cell.tombstone && !expired) {
-        auto e = ExtractEntry(def, *cd, cell, cfg.shards);
-        if (e.ok()) {
-          entry = std::move(e).value();
-          p.passed_targets.insert(entry->target_shard);
-          result = {IndexApply::kUpserted, ""};
-        } else {
-          result = {IndexApply::kSkipped, e.status().message()};
-          if (probe_) probe_->Skipped(def.table).Increment();
-          LogInfo("index", "no entry for cell",
-                  {{"index", def.table},
-                   {"cell", cell.Address(datastore)},
-                   {"reason", e.status().message()}});
-        }
+      if (o.entry) {
+        p.passed_targets.insert(o.entry->target_shard);
+        result = {IndexApply::kUpserted, ""};
+      } else if (!o.skipped.ok()) {
+        result = {IndexApply::kSkipped, o.skipped.message()};
+        if (probe_) probe_->Skipped(def.table).Increment();
+        LogInfo("index", "no entry for cell",
+                {{"index", def.table},
+                 {"cell", cell.Address(datastore)},
+                 {"reason", o.skipped.message()}});
       }
       p.applied = cell.ref_key;
-      p.target = entry ? std::optional<uint32_t>(entry->target_shard) : std::nullopt;
-      p.entry = std::move(entry);
+      p.target = o.entry ? std::optional<uint32_t>(o.entry->target_shard) : std::nullopt;
+      p.entry = std::move(o.entry);
       p.cell = i;
       p.moved = true;
     }
+    for (const auto& [k, p] : pointers)
+      if (p.created && (p.applied != p.fresh_applied || p.target != p.fresh_target))
+        return fail(Internal("index pointer created in an end state its cells do not reach"));
     // 3. The end state's entry writes, by host: the stored entry goes when
     // the row's entry is gone or lives on another shard now; the new one is
     // upserted (version-checked) in its shard.
@@ -254,9 +304,11 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
                               def, mine->second);
       if (!s.ok()) return fail(s);
     }
+    // Every pointer step 1 found (and marked): its end state, or its stored
+    // state back when no cell moved it. Created ones are in theirs already.
     std::vector<std::pair<const PointerKey*, const PointerState*>> moved;
     for (const auto& [k, p] : work[v].pointers)
-      if (p.moved) moved.emplace_back(&k, &p);
+      if (!p.created) moved.emplace_back(&k, &p);
     if (moved.empty()) continue;
     Status s = ExecuteRows(
         c,

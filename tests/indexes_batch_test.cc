@@ -176,6 +176,93 @@ TEST(IndexBatchTest, ABatchAppliesEachRowsVersionsInOrderAndMovedEntriesLeaveNoC
   EXPECT_EQ(EntryCount(*c, def.table, version, far), 0);
 }
 
+// Rows the index has never seen (most of a trip log): step 1 creates each
+// pointer in its end state, so applying them updates no row at all (it once
+// inserted every pointer at -1 and updated it again). Pointers the index has
+// seen are marked while locked and written back: a replay leaves every
+// pointer as it was and reports every cell stale.
+TEST(IndexBatchTest, FreshRowsWriteTheirPointersOnceAndAReplayLeavesThemAsTheyWere) {
+  auto c = MakeCluster("idx_batch_fresh", /*hosts=*/2);
+  ASSERT_TRUE(c);
+  const ClusterConfig& cfg = c->config;
+  const IndexDefinition def = DriverPartnerDef(cfg);
+  const int version = ApplyIndex(*c->store, def).version;
+  IndexWriter writer(c->store.get(), nullptr);
+  const std::vector<IndexVersionRef> versions{{&def, version}};
+  const std::string pointers =
+      QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[0]), PointerTableName(def.table, version));
+  auto rows_updated = [] {
+    std::string out;
+    EXPECT_TRUE(
+        Db().Execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+                     " WHERE VARIABLE_NAME = 'HANDLER_UPDATE'",
+                     &out));
+    return std::stoll(out.empty() ? "-1" : out);
+  };
+  auto pointer_rows = [&] {
+    std::string out;
+    EXPECT_TRUE(Db().Execute("SELECT HEX(row_key), ref_key, IFNULL(target_shard, -1) FROM " +
+                                 pointers + " ORDER BY row_key",
+                             &out));
+    return out;
+  };
+
+  // 30 fresh rows of host 0 with drivers on both hosts; one of them with
+  // versions 2, 3, 1 in one batch (its end state: version 3, the rest stale).
+  std::mt19937_64 rng(5);
+  const std::vector<Uuid> drivers{DriverOnHost(cfg, 0), DriverOnHost(cfg, 1)};
+  const std::vector<Uuid> cities{Uuid::Random()};
+  std::vector<Uuid> rows;
+  for (int i = 0; i < 30; ++i) {
+    rows.push_back(RowOnHost(cfg, 0));
+    PutTrip(*c->store, rows.back(), 1, TripBody(RandomTrip(rng, drivers, cities)));
+  }
+  const Uuid multi = RowOnHost(cfg, 0);
+  for (int64_t v : {2, 3, 1})
+    PutTrip(*c->store, multi, v, TripBody(RandomTrip(rng, drivers, cities)));
+  rows.push_back(multi);
+  const std::vector<Cell> cells = CellsOf(*c->store, rows);
+  ASSERT_EQ(cells.size(), 33u);
+
+  const long long updated_before = rows_updated();
+  auto first = writer.ApplyBatch("trips", versions, Pointers(cells), /*record_positions=*/false);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(rows_updated() - updated_before, 0)
+      << "applying rows the index never saw updated rows (a pointer written twice?)";
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const bool stale = cells[i].row_key == multi && cells[i].ref_key == 1;
+    EXPECT_EQ((*first)[i][0].outcome, stale ? IndexApply::kStale : IndexApply::kUpserted)
+        << "cell " << i << " ref_key " << cells[i].ref_key;
+  }
+  const std::string stored = pointer_rows();
+  std::string out;
+  ASSERT_TRUE(Db().Execute(
+      "SELECT COUNT(*), SUM(ref_key = 3), SUM(target_shard IS NULL) FROM " + pointers, &out));
+  EXPECT_EQ(out, "31\t1\t0\n") << "pointers: (count, at version 3, without a target)";
+  EXPECT_EQ(CheckProblems(*c->store, def), "");
+
+  // The same batch again: everything stale, every pointer as it was.
+  auto again = writer.ApplyBatch("trips", versions, Pointers(cells), false);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  for (size_t i = 0; i < cells.size(); ++i) EXPECT_EQ((*again)[i][0].outcome, IndexApply::kStale);
+  EXPECT_EQ(pointer_rows(), stored);
+  // Half seen, half new: the seen ones stale and as they were, the new ones applied.
+  std::vector<Cell> mixed(cells.begin(), cells.begin() + 10);
+  std::vector<Uuid> more;
+  for (int i = 0; i < 10; ++i) {
+    more.push_back(RowOnHost(cfg, 0));
+    PutTrip(*c->store, more.back(), 1, TripBody(RandomTrip(rng, drivers, cities)));
+  }
+  for (Cell& cell : CellsOf(*c->store, more)) mixed.push_back(std::move(cell));
+  auto half = writer.ApplyBatch("trips", versions, Pointers(mixed), false);
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  for (size_t i = 0; i < mixed.size(); ++i)
+    EXPECT_EQ((*half)[i][0].outcome, i < 10 ? IndexApply::kStale : IndexApply::kUpserted) << i;
+  ASSERT_TRUE(Db().Execute("SELECT COUNT(*), SUM(ref_key < 0) FROM " + pointers, &out));
+  EXPECT_EQ(out, "41\t0\n");
+  EXPECT_EQ(CheckProblems(*c->store, def), "");
+}
+
 // Two lanes of one host (the worker's shard mod 2 split) apply batches at the
 // same time from an empty index on. The pointer lookup once scanned the whole
 // (small) pointer table FOR UPDATE, waiting for the other lane's rows, and
