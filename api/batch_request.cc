@@ -13,7 +13,8 @@ Status Prefixed(const std::string& where, const Status& s) {
 }
 
 Result<CellWrite> ParseBatchCell(const nlohmann::json& item, const std::string& where,
-                                 const DatastoreConfig& ds, const LimitsConfig& limits) {
+                                 const DatastoreConfig& ds, const LimitsConfig& limits,
+                                 size_t source_text_bytes) {
   if (!item.is_object()) return InvalidArgument(where + ": expected a JSON object");
   for (const auto& [key, value] : item.items()) {
     if (key != "row_key" && key != "column" && key != "ref_key" && key != "body")
@@ -45,7 +46,7 @@ Result<CellWrite> ParseBatchCell(const nlohmann::json& item, const std::string& 
         std::to_string(std::numeric_limits<int64_t>::max()) + ", got " +
         Shown(ref.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   }
-  CELLAR_RETURN_IF_ERROR(CheckCellBody(item["body"], limits, where + ".body"));
+  CELLAR_RETURN_IF_ERROR(CheckCellBody(item["body"], limits, where + ".body", source_text_bytes));
   w.body = item["body"];
   return w;
 }
@@ -54,7 +55,8 @@ Result<CellWrite> ParseBatchCell(const nlohmann::json& item, const std::string& 
 
 Result<std::vector<CellWrite>> ParseBatchRequest(const nlohmann::json& doc,
                                                  const DatastoreConfig& ds,
-                                                 const LimitsConfig& limits, int max_cells) {
+                                                 const LimitsConfig& limits, int max_cells,
+                                                 size_t source_text_bytes) {
   if (!doc.is_object()) return InvalidArgument("expected a JSON object {\"cells\": [...]}");
   for (const auto& [key, value] : doc.items())
     if (key != "cells") return InvalidArgument("unknown key '" + Shown(key) + "' (allowed: cells)");
@@ -68,7 +70,8 @@ Result<std::vector<CellWrite>> ParseBatchRequest(const nlohmann::json& doc,
   out.reserve(cells->size());
   for (size_t i = 0; i < cells->size(); ++i) {
     CELLAR_ASSIGN_OR_RETURN(
-        CellWrite w, ParseBatchCell((*cells)[i], "cells[" + std::to_string(i) + "]", ds, limits));
+        CellWrite w, ParseBatchCell((*cells)[i], "cells[" + std::to_string(i) + "]", ds, limits,
+                                    source_text_bytes));
     out.push_back(std::move(w));
   }
   return out;

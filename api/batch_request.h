@@ -5,6 +5,7 @@
 // Threading: pure function.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -19,9 +20,12 @@ namespace cellar {
 // (unknown or missing keys, a bad UUID, a ref_key that is not an integer >= 0,
 // a body that is not an object), NotFound for an unknown column,
 // ResourceExhausted for more than `max_cells` cells or a body over
-// limits.max_body_bytes.
+// limits.max_body_bytes. `source_text_bytes`: the length of the JSON text
+// `doc` was parsed from, when known (CheckCellBody: small requests skip
+// measuring each body).
 Result<std::vector<CellWrite>> ParseBatchRequest(const nlohmann::json& doc,
                                                  const DatastoreConfig& ds,
-                                                 const LimitsConfig& limits, int max_cells);
+                                                 const LimitsConfig& limits, int max_cells,
+                                                 size_t source_text_bytes = SIZE_MAX);
 
 }  // namespace cellar

@@ -261,7 +261,7 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
   // kPutCell
   auto body = ParseJsonBody(req.body, options_.max_json_depth);
   if (!body.ok()) return Error(body.status());
-  if (Status s = CheckCellBody(*body, config_.limits, "cell " + address); !s.ok())
+  if (Status s = CheckCellBody(*body, config_.limits, "cell " + address, req.body.size()); !s.ok())
     return InputError(s);
   auto put = cells_->Put(ds.name, CellWrite{*row, column, *ref, std::move(body).value()});
   if (!put.ok()) {
@@ -278,7 +278,8 @@ ApiResponse CellApi::HandleBatch(const DatastoreConfig& ds, const ApiRequest& re
   if (!params.ok()) return Error(params.status());
   auto doc = ParseJsonBody(req.body, options_.max_json_depth + 3);  // {"cells":[{"body":
   if (!doc.ok()) return Error(doc.status());
-  auto cells = ParseBatchRequest(*doc, ds, config_.limits, options_.max_batch_cells);
+  auto cells =
+      ParseBatchRequest(*doc, ds, config_.limits, options_.max_batch_cells, req.body.size());
   if (!cells.ok()) return InputError(cells.status());
   std::vector<Result<PutResult>> results = cells_->PutBatch(ds.name, *cells);
   ApiResponse r;

@@ -44,10 +44,12 @@ Status CheckColumn(const DatastoreConfig& ds, std::string_view column) {
 }
 
 Status CheckCellBody(const nlohmann::json& body, const LimitsConfig& limits,
-                     const std::string& where) {
+                     const std::string& where, size_t source_text_bytes) {
   if (!body.is_object())
     return InvalidArgument(where + ": the body must be a JSON object, got " +
                            std::string(body.type_name()));
+  if (source_text_bytes <= static_cast<size_t>(limits.max_body_bytes) / kMaxCompactJsonGrowth)
+    return Status::Ok();
   const size_t size = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
   if (size > static_cast<size_t>(limits.max_body_bytes))
     return ResourceExhausted(where + ": the body is " + std::to_string(size) +

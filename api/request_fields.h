@@ -36,8 +36,13 @@ Status CheckColumn(const DatastoreConfig& ds, std::string_view column);
 
 // A cell body: a JSON object (InvalidArgument otherwise) whose compact JSON is
 // at most limits.max_body_bytes (ResourceExhausted otherwise). `where` names
-// the cell in messages.
+// the cell in messages. `source_text_bytes`: the length of the JSON text the
+// body was parsed from (or of a text holding it), when known. Parsing and
+// dumping grows nothing but number tokens ("1e15", 4 characters, dumps as
+// "1000000000000000.0"), by less than kMaxCompactJsonGrowth, so a text under
+// the limit divided by it needs no dump to measure.
+inline constexpr size_t kMaxCompactJsonGrowth = 8;
 Status CheckCellBody(const nlohmann::json& body, const LimitsConfig& limits,
-                     const std::string& where);
+                     const std::string& where, size_t source_text_bytes = SIZE_MAX);
 
 }  // namespace cellar

@@ -8,6 +8,7 @@
 #include "api/api_wire.h"
 #include "api/cell_api.h"
 #include "api/json_body.h"
+#include "api/request_fields.h"
 #include "api/token_auth.h"
 #include "cells/testing/memory_cell_store.h"
 #include "gmock/gmock.h"
@@ -209,6 +210,31 @@ TEST(JsonBodyTest, DepthIsCheckedBeforeParsing) {
   EXPECT_TRUE(ParseJsonBody(R"({"a":[[1]]})", 64).ok());
   EXPECT_FALSE(ParseJsonBody("  \n", 64).ok());
   EXPECT_FALSE(ParseJsonBody("{\"a\":1e99999}", 64).ok());
+}
+
+// CheckCellBody skips measuring a body whose source text is under
+// limits.max_body_bytes / kMaxCompactJsonGrowth: the compact JSON of a parsed
+// text never outgrows that factor (number tokens grow most), and a body over
+// the limit is still refused when its text gives no such bound.
+TEST(JsonBodyTest, CompactJsonOfAParsedTextStaysWithinTheGrowthBound) {
+  for (const char* text :
+       {R"({"a":1e15})", R"({"a":-1e15,"b":1E5,"c":0.1e1,"d":5e-7})", R"([1e5,1e5,1e5,1e5])",
+        R"([1e15,1e15,1e15])", R"({"u":"\u00e9\u0001\/","n":null,"t":true})",
+        R"({"big":18446744073709551616})", R"({"f":1.7976931348623157e308,"g":4.9e-324})"}) {
+    auto body = ParseJsonBody(text, 64);
+    ASSERT_TRUE(body.ok()) << text;
+    const size_t compact = body->dump(-1, ' ', false, json::error_handler_t::replace).size();
+    EXPECT_LE(compact, kMaxCompactJsonGrowth * std::string_view(text).size())
+        << text << " dumps as " << body->dump();
+  }
+  LimitsConfig limits;
+  limits.max_body_bytes = 16;
+  const json big = {{"a", std::string(40, 'x')}};
+  EXPECT_EQ(StatusCode::kResourceExhausted, CheckCellBody(big, limits, "cell").code());
+  EXPECT_EQ(StatusCode::kResourceExhausted, CheckCellBody(big, limits, "cell", 1000).code());
+  // A text short enough bounds the body: no dump (the caller passed the truth).
+  EXPECT_TRUE(CheckCellBody(json{{"a", 1}}, limits, "cell", 2).ok());
+  EXPECT_EQ(StatusCode::kInvalidArgument, CheckCellBody(json::array(), limits, "cell", 2).code());
 }
 
 TEST(ApiWireTest, RoundTrips) {
