@@ -388,6 +388,19 @@ std::vector<std::string> PrivateMariaDb::ClientArgs(int connect_timeout_s) const
   return args;
 }
 
+int64_t PrivateMariaDb::GlobalStatus(const std::string& name) const {
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return -1;
+  std::string out;
+  if (!Execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+               " WHERE VARIABLE_NAME = '" +
+                   name + "'",
+               &out) ||
+      out.empty())
+    return -1;
+  return std::strtoll(out.c_str(), nullptr, 10);
+}
+
 bool PrivateMariaDb::Execute(const std::string& sql, std::string* output) const {
   std::string out, err;
   std::vector<std::string> args = ClientArgs(10);

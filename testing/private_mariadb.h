@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,6 +80,11 @@ class PrivateMariaDb {
   // without column names. On failure the client's error message is
   // written to stderr.
   bool Execute(const std::string& sql, std::string* output = nullptr) const;
+
+  // The server's global status variable `name` (e.g. "Handler_update",
+  // case-insensitive) as a number; -1 when it cannot be read (unknown name,
+  // server down: the client's error is on stderr).
+  int64_t GlobalStatus(const std::string& name) const;
 
  private:
   PrivateMariaDb() = default;

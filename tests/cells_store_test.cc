@@ -190,14 +190,7 @@ TEST_F(StoreTest, PutBatchRowsAreAtomicAndIndependent) {
 // batch size up to 256 held 120 MB per connection). Batches of every size are
 // written in statements of a few fixed sizes, still all or nothing per row.
 TEST_F(StoreTest, PutBatchOfEverySizeUsesFewStatementTextsAndStaysAtomic) {
-  auto prepared = [] {
-    std::string out;
-    EXPECT_TRUE(
-        store_env->dbs[0]->Execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-                                   " WHERE VARIABLE_NAME = 'PREPARED_STMT_COUNT'",
-                                   &out));
-    return out.empty() ? -1L : std::stol(out);
-  };
+  auto prepared = [] { return store_env->dbs[0]->GlobalStatus("Prepared_stmt_count"); };
   const long before = prepared();
   ASSERT_GE(before, 0);
   const std::vector<uint64_t> heads = Heads("trips");

@@ -191,14 +191,7 @@ TEST(IndexBatchTest, FreshRowsWriteTheirPointersOnceAndAReplayLeavesThemAsTheyWe
   const std::vector<IndexVersionRef> versions{{&def, version}};
   const std::string pointers =
       QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[0]), PointerTableName(def.table, version));
-  auto rows_updated = [] {
-    std::string out;
-    EXPECT_TRUE(
-        Db().Execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-                     " WHERE VARIABLE_NAME = 'HANDLER_UPDATE'",
-                     &out));
-    return std::stoll(out.empty() ? "-1" : out);
-  };
+  auto rows_updated = [] { return Db().GlobalStatus("Handler_update"); };
   auto pointer_rows = [&] {
     std::string out;
     EXPECT_TRUE(Db().Execute("SELECT HEX(row_key), ref_key, IFNULL(target_shard, -1) FROM " +
@@ -261,6 +254,16 @@ TEST(IndexBatchTest, FreshRowsWriteTheirPointersOnceAndAReplayLeavesThemAsTheyWe
   ASSERT_TRUE(Db().Execute("SELECT COUNT(*), SUM(ref_key < 0) FROM " + pointers, &out));
   EXPECT_EQ(out, "41\t0\n");
   EXPECT_EQ(CheckProblems(*c->store, def), "");
+
+  // A negative ref_key (the store never writes one; step 1 relies on it):
+  // refused, nothing written.
+  Cell negative = cells[0];
+  negative.row_key = RowOnHost(cfg, 0);
+  negative.ref_key = -1;
+  auto refused = writer.ApplyBatch("trips", versions, {&negative}, false);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().ToString();
+  ASSERT_TRUE(Db().Execute("SELECT COUNT(*) FROM " + pointers, &out));
+  EXPECT_EQ(out, "41\n");
 }
 
 // Two lanes of one host (the worker's shard mod 2 split) apply batches at the
