@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <exception>
-#include <map>
 #include <optional>
 #include <thread>
 
@@ -14,9 +12,10 @@
 #include "base/thread_annotations.h"
 #include "base/thread_name.h"
 #include "changelog/consumer_probe.h"
+#include "changelog/internal/assigned_partitions.h"
+#include "changelog/internal/lane_queues.h"
 #include "changelog/kafka/consumer_group_lag.h"
 #include "changelog/keyed_executor.h"
-#include "changelog/partition_offsets.h"
 
 namespace cellar {
 namespace {
@@ -27,12 +26,8 @@ constexpr size_t kMaxBurst = 256;
 // A pool full for longer than this pauses the assignment and polling goes on
 // (rebalances are served, the member stays in the group).
 constexpr int kPauseFetchAfterFullMs = 1000;
-// A partition lagging with nothing in hand at the same position for this many
-// commit rounds has the record at that position looked up in Kafka for its
-// timestamp (PartitionProgress::oldest_timestamp_ms); a failed look-up is
-// tried again after kRetryLookupRounds more.
-constexpr int kLookupAfterRounds = 2;
-constexpr int kRetryLookupRounds = 25;
+// Bound of a look-up of the record a lagging partition waits at
+// (AssignedPartitions::AfterCommit) and of an end asked from the broker.
 constexpr int kLookupTimeoutMs = 1000;
 // Commit rounds between partition ends asked from the broker while fetching is
 // paused (KeyedConsumerOptions::commit_interval_ms each).
@@ -53,22 +48,6 @@ std::string Where(const std::string& topic, int32_t partition, int64_t offset) {
 }  // namespace
 
 struct KeyedConsumer::Impl {
-  // One assignment of a partition: a new one each time it is (re)assigned.
-  // Tasks hold it (PartitionRef) rather than look it up by name per event.
-  // Every field is guarded by `mu`.
-  struct Partition {
-    PartitionOffsets offsets;
-    bool revoked = false;  // its events are no longer this member's to finish
-    int64_t first_received = -1;
-    int64_t committed = -1;  // next offset, as last committed
-    int64_t end = -1;
-    int64_t lag = 0;
-    int64_t next = -1;            // the first offset not finished, as of the last round
-    int rounds_at_next = 0;       // commit rounds with nothing open and lag at `next`
-    int64_t looked_up = -1;       // the offset whose timestamp was looked up...
-    int64_t looked_up_ts_ms = 0;  // ...and its timestamp (0: not found)
-  };
-
   CellStore* const store;
   const KeyedConsumerOptions o;
   const KeyedConsumerCallbacks cb;
@@ -85,40 +64,31 @@ struct KeyedConsumer::Impl {
   Mutex stop_mu;  // stopping (atomic) turns true under it, for WaitUnlessStopping
   CondVar stop_cv;
 
-  mutable Mutex mu;
-  using PartitionRef = std::shared_ptr<Partition>;
-  std::map<TopicPartitionId, PartitionRef> parts GUARDED_BY(mu);
+  // Tasks hold their partition's assignment (PartitionRef) rather than look
+  // it up by name per event.
+  AssignedPartitions partitions;
+  using PartitionRef = AssignedPartitions::Ref;
 
   bool fetch_paused = false;  // polling thread only: the assignment is paused
   int paused_rounds = 0;      // polling thread only: commit rounds while fetch_paused
 
-  // Batch mode: events queued per lane; a lane is scheduled on the pool while
-  // its queue is non-empty (one RunLane at a time per lane).
-  struct QueuedEvent {
-    KeyedEvent e;
-    PartitionRef part;
-    std::chrono::steady_clock::time_point queued_at;  // batch_linger_ms counts from here
-  };
-  struct Lane {
-    std::deque<QueuedEvent> queue;
-  };
-  Mutex lanes_mu;
-  std::map<std::string, Lane> lanes GUARDED_BY(lanes_mu);  // non-empty queues
-  CondVar lane_filled;  // a lane reached max_batch, or stopping/paused: lingering ends
-  std::atomic<size_t> lane_events{0};  // queued, or in a call that has not returned
+  // Batch mode: events queued per lane until a pool task takes them.
+  LaneQueues lanes;
 
   Impl(CellStore* s, KeyedConsumerOptions opts, KeyedConsumerCallbacks c)
       : store(s),
         o(std::move(opts)),
         cb(std::move(c)),
-        pool(std::max(1, o.concurrency), o.log_component + "-pool") {
+        pool(std::max(1, o.concurrency), o.log_component + "-pool"),
+        lanes(static_cast<size_t>(std::max(1, o.max_batch)),
+              std::chrono::milliseconds(std::max(0, o.batch_linger_ms))) {
     if (o.metrics) probe = std::make_unique<ConsumerProbe>(o.metrics, o.group_id);
   }
 
   bool batch_mode() const { return static_cast<bool>(cb.handle_batch); }
 
   // Events queued or running (back-pressure).
-  size_t Pending() const { return batch_mode() ? lane_events.load() : pool.pending(); }
+  size_t Pending() const { return batch_mode() ? lanes.events() : pool.pending(); }
 
   void Count(BodyRereadOutcome outcome) {
     if (probe) probe->BodyRereads(outcome).Increment();
@@ -145,107 +115,35 @@ struct KeyedConsumer::Impl {
 
   // --- offsets ----------------------------------------------------------------
 
-  // Polling thread: `offset` of `tp` is open; returns the partition's current assignment.
-  PartitionRef Track(const TopicPartitionId& tp, int64_t offset, int64_t timestamp_ms) {
-    MutexLock lock(&mu);
-    PartitionRef& p = parts[tp];
-    if (!p) {
-      p = std::make_shared<Partition>();
-      p->first_received = offset;
-    }
-    p->offsets.Track(offset, timestamp_ms);
-    return p;
-  }
-
-  void MarkDone(const PartitionRef& p, int64_t offset) {
-    MutexLock lock(&mu);
-    if (!p->revoked) p->offsets.Done(offset);
-  }
-
-  bool Current(const PartitionRef& p) const {
-    MutexLock lock(&mu);
-    return !p->revoked;
-  }
-
-  std::vector<PartitionProgress> Progress() const {
-    MutexLock lock(&mu);
-    std::vector<PartitionProgress> out;
-    for (const auto& [tp, ref] : parts) {
-      const Partition& p = *ref;
-      int64_t oldest = p.offsets.oldest_open_timestamp_ms();
-      if (p.offsets.open() == 0)
-        oldest = p.lag > 0 && p.looked_up == p.next ? p.looked_up_ts_ms : 0;
-      out.push_back(PartitionProgress{tp, p.committed, p.end, p.lag, p.offsets.open(), oldest});
-    }
-    return out;
-  }
-
   // Polling thread: commits each partition's finished prefix and updates its lag.
   void CommitDone() {
-    struct Todo {
-      TopicPartitionId tp;
-      PartitionRef part;
-      int64_t committable, committed;
-    };
-    std::vector<Todo> todo;
     std::vector<RecordPosition> lookups;
-    {
-      MutexLock lock(&mu);
-      for (const auto& [tp, p] : parts)
-        todo.push_back(Todo{tp, p, p->offsets.committable(), p->committed});
-    }
-    for (const Todo& t : todo) {
+    for (const AssignedPartitions::CommitCandidate& c : partitions.StartCommitRound()) {
       bool committed = false;
-      if (t.committable >= 0 && t.committable + 1 > t.committed) {
-        Status s = consumer->Commit(t.tp.topic, t.tp.partition, t.committable);
+      if (c.worth_committing()) {
+        Status s = consumer->Commit(c.tp.topic, c.tp.partition, c.committable);
         committed = s.ok();
         if (!s.ok())
           LogWarn(o.log_component, "offset commit failed",
-                  {{"group", o.group_id}, {"topic", t.tp.topic}, {"error", s.ToString()}});
+                  {{"group", o.group_id}, {"topic", c.tp.topic}, {"error", s.ToString()}});
       }
       // While fetching is paused no fetch response refreshes the known end:
       // ask the broker, about once a second.
       auto end = fetch_paused && paused_rounds % kQueryEndEveryRounds == 0
-                     ? consumer->QueryEnd(t.tp, kLookupTimeoutMs)
-                     : consumer->KnownEnd(t.tp);
-      MutexLock lock(&mu);
-      if (t.part->revoked) continue;
-      Partition& p = *t.part;
-      if (committed) p.committed = std::max(p.committed, t.committable + 1);
-      if (end.ok()) {
-        p.end = std::max(p.end, *end);  // a stale KnownEnd between QueryEnd rounds
-        const int64_t next = std::max({t.committable + 1, p.committed, p.first_received});
-        p.lag = std::max<int64_t>(0, p.end - next);
-        const bool stuck = p.lag > 0 && p.offsets.open() == 0 && next == p.next;
-        p.rounds_at_next = stuck ? p.rounds_at_next + 1 : 0;
-        p.next = next;
-        if (p.rounds_at_next >= kLookupAfterRounds && p.looked_up != next)
-          lookups.push_back({t.tp.topic, t.tp.partition, next});
-        else if (p.rounds_at_next >= kLookupAfterRounds + kRetryLookupRounds &&
-                 p.looked_up_ts_ms == 0) {
-          lookups.push_back({t.tp.topic, t.tp.partition, next});
-          p.rounds_at_next = kLookupAfterRounds;
-        }
-      }
+                     ? consumer->QueryEnd(c.tp, kLookupTimeoutMs)
+                     : consumer->KnownEnd(c.tp);
+      if (auto at = partitions.AfterCommit(c, committed,
+                                           end.ok() ? std::optional<int64_t>(*end) : std::nullopt))
+        lookups.push_back(std::move(*at));
     }
     paused_rounds = fetch_paused ? paused_rounds + 1 : 0;
-    LookUpOldest(lookups);
-    if (cb.on_progress) cb.on_progress(Progress());
-  }
-
-  // Polling thread: the timestamps of the records at `positions` (partitions
-  // lagging with nothing in hand, so the polling thread has nothing else to
-  // do for them), remembered per partition for Progress().
-  void LookUpOldest(const std::vector<RecordPosition>& positions) {
-    if (positions.empty()) return;
-    auto ts = ReadRecordTimestamps(store->config().kafka, positions, kLookupTimeoutMs);
-    MutexLock lock(&mu);
-    for (size_t i = 0; i < positions.size(); ++i) {
-      auto it = parts.find(TopicPartitionId{positions[i].topic, positions[i].partition});
-      if (it == parts.end()) continue;
-      it->second->looked_up = positions[i].offset;
-      it->second->looked_up_ts_ms = ts.ok() ? (*ts)[i] : 0;
+    if (!lookups.empty()) {
+      // Partitions lagging with nothing in hand: the polling thread has
+      // nothing else to do for them.
+      auto ts = ReadRecordTimestamps(store->config().kafka, lookups, kLookupTimeoutMs);
+      partitions.RecordLookedUp(lookups, ts.ok() ? &*ts : nullptr);
     }
+    if (cb.on_progress) cb.on_progress(partitions.Progress());
   }
 
   // Polling thread, inside Poll/Close.
@@ -265,13 +163,7 @@ struct KeyedConsumer::Impl {
     // Revoked: commit what is finished; the rest goes to the next owner. Events
     // of these partitions not started yet will not be delivered here.
     CommitDone();
-    MutexLock lock(&mu);
-    for (const auto& tp : tps) {
-      auto it = parts.find(tp);
-      if (it == parts.end()) continue;
-      it->second->revoked = true;
-      parts.erase(it);
-    }
+    partitions.Revoke(tps);
   }
 
   // --- polling ----------------------------------------------------------------
@@ -338,17 +230,7 @@ struct KeyedConsumer::Impl {
     q.part = std::move(part);
     q.queued_at = std::chrono::steady_clock::now();
     std::string lane = cb.lane(q.e.event);
-    bool schedule = false;
-    {
-      MutexLock lock(&lanes_mu);
-      Lane& l = lanes[lane];
-      schedule = l.queue.empty();  // otherwise its RunLane is queued or running
-      l.queue.push_back(std::move(q));
-      ++lane_events;
-      if (o.batch_linger_ms > 0 && l.queue.size() >= static_cast<size_t>(std::max(1, o.max_batch)))
-        lane_filled.NotifyAll();
-    }
-    if (schedule) tasks->emplace_back(lane, [this, lane] { RunLane(lane); });
+    if (lanes.Push(lane, std::move(q))) tasks->emplace_back(lane, [this, lane] { RunLane(lane); });
   }
 
   // Polling thread: the records the consumer has at hand, up to
@@ -369,7 +251,7 @@ struct KeyedConsumer::Impl {
       if (!rec->has_value()) break;
       ConsumedRecord& r = **rec;
       PartitionRef part =
-          Track(TopicPartitionId{r.topic, r.partition}, r.offset, r.broker_timestamp_ms);
+          partitions.Track(TopicPartitionId{r.topic, r.partition}, r.offset, r.broker_timestamp_ms);
       Dispatch(std::move(r), std::move(part), &tasks);
     }
     if (!tasks.empty()) pool.SubmitMany(std::move(tasks));
@@ -385,13 +267,13 @@ struct KeyedConsumer::Impl {
               {{"group", o.group_id},
                {"record", Where(rec.topic, rec.partition, rec.offset)},
                {"error", decoded.status().ToString()}});
-    MarkDone(part, rec.offset);
+    partitions.MarkDone(part, rec.offset);
     return std::nullopt;
   }
 
   // Pool thread, one event at a time.
   void DecodeAndRun(ConsumedRecord& rec, const PartitionRef& part) {
-    if (stopping || paused || !Current(part)) return;  // abandoned
+    if (stopping || paused || !partitions.Current(part)) return;  // abandoned
     auto decoded = DecodeOrPassBy(rec, part);
     if (!decoded) return;
     KeyedEvent e;
@@ -517,60 +399,28 @@ struct KeyedConsumer::Impl {
   void Run(KeyedEvent& e, const PartitionRef& part) {
     Disposition d = Disposition::kDone;
     if (e.event.body_omitted && !e.event.cell.tombstone && !Reread(e, &d)) {
-      if (d == Disposition::kDone) MarkDone(part, e.offset);
+      if (d == Disposition::kDone) partitions.MarkDone(part, e.offset);
       return;
     }
     d = Guarded(e, [&] { return cb.handle(e); });
-    if (d == Disposition::kDone) MarkDone(part, e.offset);
+    if (d == Disposition::kDone) partitions.MarkDone(part, e.offset);
   }
 
   // Batch mode, pool thread: hands the lane's events on in calls of up to
-  // max_batch until its queue is empty. The pool runs one task per lane key
-  // at a time, so a RunLane scheduled while another runs (its queue was
-  // emptied meanwhile) waits for it and finds what it left. With a linger, a
-  // call of fewer than max_batch events waits until its oldest event has been
-  // queued batch_linger_ms (events that queued behind a running call usually
-  // have already).
+  // max_batch until its queue is empty. A RunLane scheduled while another
+  // runs (its queue was emptied meanwhile) waits for it (the pool runs one
+  // task per lane key at a time) and finds what it left.
   void RunLane(const std::string& lane) {
-    const size_t max = static_cast<size_t>(std::max(1, o.max_batch));
-    const auto linger = std::chrono::milliseconds(std::max(0, o.batch_linger_ms));
-    while (true) {
-      std::vector<QueuedEvent> batch;
-      {
-        MutexLock lock(&lanes_mu);
-        while (true) {
-          auto it = lanes.find(lane);
-          if (it == lanes.end() || it->second.queue.empty()) {
-            if (it != lanes.end()) lanes.erase(it);
-            return;
-          }
-          auto& q = it->second.queue;
-          const auto due = q.front().queued_at + linger;
-          if (linger.count() == 0 || q.size() >= max || stop_polling || stopping || paused ||
-              std::chrono::steady_clock::now() >= due) {
-            const size_t n = std::min(max, q.size());
-            batch.reserve(n);
-            for (size_t i = 0; i < n; ++i) {
-              batch.push_back(std::move(q.front()));
-              q.pop_front();
-            }
-            break;
-          }
-          lane_filled.WaitUntil(&lanes_mu, due);  // lingering: more of the lane may come
-        }
-      }
+    auto linger_ends = [this] { return stop_polling || stopping || paused; };
+    for (auto batch = lanes.NextBatch(lane, linger_ends); !batch.empty();
+         batch = lanes.NextBatch(lane, linger_ends)) {
       RunBatch(batch);
-      lane_events -= batch.size();
+      lanes.Finished(batch.size());
     }
   }
 
-  // Ends every linger at once (stop_polling, stopping or paused was just
-  // set): a waiter
-  // holds lanes_mu from its check to its wait, so it sees the flag or the call.
-  void WakeLingeringLanes() {
-    { MutexLock lock(&lanes_mu); }
-    lane_filled.NotifyAll();
-  }
+  // Ends every linger at once (stop_polling, stopping or paused was just set).
+  void WakeLingeringLanes() { lanes.WakeAll(); }
 
   // One call's events: handle_batch in calls split at events whose body must
   // be re-read. Events of revoked partitions are not handed on; after
@@ -582,20 +432,20 @@ struct KeyedConsumer::Impl {
       if (ready.empty()) return true;
       const Disposition d = Guarded(*ready.front(), [&] { return cb.handle_batch(ready); });
       if (d == Disposition::kDone)
-        for (const QueuedEvent* q : ready_q) MarkDone(q->part, q->e.offset);
+        for (const QueuedEvent* q : ready_q) partitions.MarkDone(q->part, q->e.offset);
       ready.clear();
       ready_q.clear();
       return d == Disposition::kDone;
     };
     for (QueuedEvent& q : batch) {
       if (stopping || paused) return;
-      if (!Current(q.part)) continue;
+      if (!partitions.Current(q.part)) continue;
       if (q.e.event.body_omitted && !q.e.event.cell.tombstone) {
         if (!flush()) return;
         Disposition d = Disposition::kDone;
         if (!Reread(q.e, &d)) {
           if (d != Disposition::kDone) return;
-          MarkDone(q.part, q.e.offset);
+          partitions.MarkDone(q.part, q.e.offset);
           continue;
         }
       }
@@ -688,7 +538,9 @@ void KeyedConsumer::Submit(const std::string& row_key, std::function<void()> tas
   impl_->pool.Submit(row_key, std::move(task));
 }
 
-std::vector<PartitionProgress> KeyedConsumer::Progress() const { return impl_->Progress(); }
+std::vector<PartitionProgress> KeyedConsumer::Progress() const {
+  return impl_->partitions.Progress();
+}
 const std::string& KeyedConsumer::group() const { return impl_->o.group_id; }
 
 }  // namespace cellar

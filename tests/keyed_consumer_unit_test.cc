@@ -1,0 +1,179 @@
+// The keyed consumer's bookkeeping without Kafka: which offsets of an
+// assignment may be committed, lag and the look-up of a stuck partition's
+// record (AssignedPartitions), and the per-lane queues of batch mode
+// (LaneQueues). The consumer with a broker is tested in keyed_consumer_test.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "changelog/internal/assigned_partitions.h"
+#include "changelog/internal/lane_queues.h"
+
+namespace cellar {
+namespace {
+
+using namespace std::chrono_literals;
+
+const TopicPartitionId kTp{"cellar.trips", 3};
+
+AssignedPartitions::CommitCandidate OnlyCandidate(const AssignedPartitions& parts) {
+  auto round = parts.StartCommitRound();
+  EXPECT_EQ(1u, round.size());
+  return round.empty() ? AssignedPartitions::CommitCandidate{} : round.front();
+}
+
+TEST(AssignedPartitionsTest, CommitsTheFinishedPrefixAndCountsLagFromIt) {
+  AssignedPartitions parts;
+  auto p = parts.Track(kTp, 10, 1000);
+  EXPECT_EQ(p, parts.Track(kTp, 11, 1001));
+  parts.Track(kTp, 12, 1002);
+  parts.MarkDone(p, 11);  // out of order: nothing is committable yet
+  auto c = OnlyCandidate(parts);
+  EXPECT_EQ(-1, c.committable);
+  EXPECT_FALSE(c.worth_committing());
+  parts.MarkDone(p, 10);
+  c = OnlyCandidate(parts);
+  EXPECT_EQ(11, c.committable);
+  EXPECT_TRUE(c.worth_committing());
+  EXPECT_FALSE(parts.AfterCommit(c, /*committed=*/true, /*end=*/20).has_value());
+
+  auto progress = parts.Progress();
+  ASSERT_EQ(1u, progress.size());
+  EXPECT_EQ(12, progress[0].committed);
+  EXPECT_EQ(20, progress[0].end);
+  EXPECT_EQ(8, progress[0].lag);  // 12..19
+  EXPECT_EQ(1u, progress[0].open);
+  EXPECT_EQ(1002, progress[0].oldest_timestamp_ms);  // offset 12, still open
+  EXPECT_FALSE(OnlyCandidate(parts).worth_committing()) << "nothing new finished";
+}
+
+TEST(AssignedPartitionsTest, AFailedCommitIsNotRecordedAndAnOlderEndDoesNotLowerIt) {
+  AssignedPartitions parts;
+  auto p = parts.Track(kTp, 0, 0);
+  parts.MarkDone(p, 0);
+  auto c = OnlyCandidate(parts);
+  (void)parts.AfterCommit(c, /*committed=*/false, /*end=*/5);
+  EXPECT_EQ(-1, parts.Progress()[0].committed);
+  EXPECT_TRUE(OnlyCandidate(parts).worth_committing()) << "the failed commit is tried again";
+  (void)parts.AfterCommit(OnlyCandidate(parts), true, /*end=*/3);  // a stale known end
+  EXPECT_EQ(5, parts.Progress()[0].end);
+  EXPECT_EQ(4, parts.Progress()[0].lag);
+}
+
+TEST(AssignedPartitionsTest, ARevokedAssignmentNoLongerMovesThePartition) {
+  AssignedPartitions parts;
+  auto old_assignment = parts.Track(kTp, 5, 0);
+  parts.Revoke({kTp});
+  EXPECT_FALSE(parts.Current(old_assignment));
+  EXPECT_TRUE(parts.Progress().empty());
+  auto fresh = parts.Track(kTp, 5, 0);  // assigned again: the record is delivered again
+  EXPECT_NE(old_assignment, fresh);
+  EXPECT_TRUE(parts.Current(fresh));
+  parts.MarkDone(old_assignment, 5);  // the old event finishes late
+  EXPECT_EQ(-1, OnlyCandidate(parts).committable) << "a revoked event moved the new commit";
+  parts.MarkDone(fresh, 5);
+  EXPECT_EQ(5, OnlyCandidate(parts).committable);
+}
+
+TEST(AssignedPartitionsTest, APartitionStuckWithNothingInHandHasItsNextRecordLookedUp) {
+  AssignedPartitions parts;
+  auto p = parts.Track(kTp, 0, 0);
+  parts.MarkDone(p, 0);
+  // Lagging (end 9) with nothing open, at the same position round after round.
+  std::optional<RecordPosition> asked;
+  int rounds = 0;
+  while (!asked && rounds < 10) {
+    asked = parts.AfterCommit(OnlyCandidate(parts), true, 9);
+    ++rounds;
+  }
+  ASSERT_TRUE(asked.has_value()) << "never asked for a look-up";
+  EXPECT_EQ(3, rounds);  // the first round sets the position, two more keep it
+  EXPECT_EQ(kTp.topic, asked->topic);
+  EXPECT_EQ(kTp.partition, asked->partition);
+  EXPECT_EQ(1, asked->offset);
+  EXPECT_EQ(0, parts.Progress()[0].oldest_timestamp_ms) << "not looked up yet";
+
+  // A failed look-up is asked again, but not every round.
+  parts.RecordLookedUp({*asked}, nullptr);
+  int until_retry = 0;
+  std::optional<RecordPosition> again;
+  while (!again && until_retry < 100) {
+    again = parts.AfterCommit(OnlyCandidate(parts), true, 9);
+    ++until_retry;
+  }
+  ASSERT_TRUE(again.has_value());
+  EXPECT_GT(until_retry, 10);
+  const std::vector<int64_t> ts{424242};
+  parts.RecordLookedUp({*again}, &ts);
+  EXPECT_EQ(424242, parts.Progress()[0].oldest_timestamp_ms);
+  for (int i = 0; i < 100; ++i)
+    EXPECT_FALSE(parts.AfterCommit(OnlyCandidate(parts), true, 9).has_value())
+        << "a found timestamp is looked up again";
+
+  parts.Track(kTp, 1, 777);  // the group moves on: the open record's timestamp counts
+  EXPECT_EQ(777, parts.Progress()[0].oldest_timestamp_ms);
+}
+
+QueuedEvent Event(int64_t offset) {
+  QueuedEvent q;
+  q.e.offset = offset;
+  q.queued_at = std::chrono::steady_clock::now();
+  return q;
+}
+
+std::vector<int64_t> Offsets(const std::vector<QueuedEvent>& batch) {
+  std::vector<int64_t> out;
+  for (const auto& q : batch) out.push_back(q.e.offset);
+  return out;
+}
+
+TEST(LaneQueuesTest, TheFirstEventOfAnEmptyLaneSchedulesItsTakerAndCallsHoldMaxBatch) {
+  LaneQueues lanes(2, 0ms);
+  EXPECT_TRUE(lanes.Push("a", Event(1)));
+  EXPECT_FALSE(lanes.Push("a", Event(2))) << "a lane with a taker was scheduled again";
+  EXPECT_FALSE(lanes.Push("a", Event(3)));
+  EXPECT_TRUE(lanes.Push("b", Event(4)));
+  EXPECT_EQ(4u, lanes.events());
+  auto never = [] { return false; };
+  EXPECT_EQ((std::vector<int64_t>{1, 2}), Offsets(lanes.NextBatch("a", never)));
+  EXPECT_EQ((std::vector<int64_t>{3}), Offsets(lanes.NextBatch("a", never)));
+  EXPECT_TRUE(lanes.NextBatch("a", never).empty());
+  EXPECT_EQ(4u, lanes.events()) << "taken events count until their call returns";
+  lanes.Finished(3);
+  EXPECT_EQ(1u, lanes.events());
+  EXPECT_TRUE(lanes.Push("a", Event(5))) << "an emptied lane needs a new taker";
+}
+
+TEST(LaneQueuesTest, ALingeringCallEndsWhenItsLaneFillsOrItIsWoken) {
+  LaneQueues lanes(3, std::chrono::hours(1));
+  std::atomic<bool> stop{false};
+  auto stopping = [&] { return stop.load(); };
+  ASSERT_TRUE(lanes.Push("a", Event(1)));
+  std::vector<QueuedEvent> full;
+  std::thread taker([&] { full = lanes.NextBatch("a", stopping); });
+  (void)lanes.Push("a", Event(2));
+  (void)lanes.Push("a", Event(3));  // the lane is full: the linger ends
+  taker.join();
+  EXPECT_EQ((std::vector<int64_t>{1, 2, 3}), Offsets(full));
+
+  ASSERT_TRUE(lanes.Push("b", Event(4)));
+  std::vector<QueuedEvent> woken;
+  std::thread lingering([&] { woken = lanes.NextBatch("b", stopping); });
+  stop = true;
+  lanes.WakeAll();
+  lingering.join();  // would wait an hour without the wake-up
+  EXPECT_EQ((std::vector<int64_t>{4}), Offsets(woken));
+}
+
+TEST(LaneQueuesTest, ACallOfFewerThanMaxBatchWaitsForItsOldestEventsLinger) {
+  LaneQueues lanes(10, 150ms);
+  ASSERT_TRUE(lanes.Push("a", Event(1)));
+  const auto start = std::chrono::steady_clock::now();
+  auto batch = lanes.NextBatch("a", [] { return false; });
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 140ms);
+  EXPECT_EQ((std::vector<int64_t>{1}), Offsets(batch));
+}
+
+}  // namespace
+}  // namespace cellar
