@@ -83,6 +83,22 @@ int ChildProcess::Terminate(std::chrono::milliseconds timeout) {
   return -1;
 }
 
+RunResult RunToExit(const std::vector<std::string>& args, const std::string& log_path,
+                    std::chrono::milliseconds timeout) {
+  ChildProcess p(args, log_path);
+  RunResult r;
+  if (p.running()) {
+    if (WaitFor([&] { return p.Exited(); }, timeout)) {
+      r.exit_code = p.exit_code();
+    } else {
+      p.Kill();
+      r.exit_code = kRunTimedOut;
+    }
+  }
+  r.log = p.Log();
+  return r;
+}
+
 std::string ChildProcess::Log() const {
   std::ifstream in(log_path_);
   std::stringstream ss;

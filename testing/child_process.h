@@ -44,6 +44,19 @@ class ChildProcess {
   std::string log_path_;
 };
 
+// Runs `args` (args[0] is the binary's path) as a ChildProcess logging to
+// `log_path` until it exits, at most `timeout`. `exit_code` is its exit code;
+// -1 when it could not start or died from a signal; kRunTimedOut when it was
+// still running at the deadline (it is killed then). `log` is the log's tail
+// (ChildProcess::Log()).
+constexpr int kRunTimedOut = -2;
+struct RunResult {
+  int exit_code = -1;
+  std::string log;
+};
+RunResult RunToExit(const std::vector<std::string>& args, const std::string& log_path,
+                    std::chrono::milliseconds timeout);
+
 // Runs a command (args[0] searched in PATH) to completion with stdin from
 // /dev/null, capturing stdout and stderr separately (the child inherits the
 // environment and dies with the calling thread). Returns the wait status

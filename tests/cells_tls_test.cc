@@ -27,11 +27,10 @@ constexpr const char* kHost = "tlsdb";
 bool OpenSsl(const testing::TempDir& dir, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"/usr/bin/openssl"};
   argv.insert(argv.end(), args.begin(), args.end());
-  testing::ChildProcess p(argv, dir.File("openssl.log"));
-  if (!p.running()) return false;
-  if (!testing::WaitFor([&] { return p.Exited(); }, std::chrono::seconds(30)) ||
-      p.exit_code() != 0) {
-    ADD_FAILURE() << "openssl " << args[0] << " failed:\n" << p.Log();
+  const testing::RunResult r =
+      testing::RunToExit(argv, dir.File("openssl.log"), std::chrono::seconds(30));
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << "openssl " << args[0] << " failed (" << r.exit_code << "):\n" << r.log;
     return false;
   }
   return true;

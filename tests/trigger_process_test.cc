@@ -408,16 +408,16 @@ TEST(TriggerProcessTest, SigtermDuringARetryBackoffExitsWithinTheBoundAndTheEven
 std::pair<int, nlohmann::json> RunCli(const testing::TempDir& logs, const std::string& name,
                                       std::vector<std::string> args) {
   args.insert(args.begin(), CELLAR_CLI_BIN);
-  ChildProcess cli(args, logs.File(name));
-  if (!WaitFor([&] { return cli.Exited(); }, 60s)) return {-2, nullptr};
-  std::istringstream in(cli.Log());
+  const testing::RunResult cli = testing::RunToExit(args, logs.File(name), 60s);
+  if (cli.exit_code == testing::kRunTimedOut) return {cli.exit_code, nullptr};
+  std::istringstream in(cli.log);
   nlohmann::json out;
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] == '{') {
       auto j = nlohmann::json::parse(line, nullptr, false);
       if (!j.is_discarded()) out = std::move(j);
     }
-  return {cli.exit_code(), out};
+  return {cli.exit_code, out};
 }
 
 // `cellar trigger pause` reaches a running cellar-trigger without a restart

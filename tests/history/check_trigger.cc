@@ -1,4 +1,5 @@
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "tests/history/checks.h"
@@ -6,8 +7,6 @@
 
 namespace cellar::history {
 namespace {
-
-constexpr const char* kCheck = "one trigger effect per source cell";
 
 using Address = std::pair<Uuid, int64_t>;  // (row, ref_key)
 
@@ -45,41 +44,50 @@ std::string Describe(const Address& a) {
 
 }  // namespace
 
-void CheckTrigger(CellStore& store, std::chrono::seconds timeout, Violations& violations) {
-  Result<std::vector<Cell>> cells = StoredCells(store, kDatastore);
+bool WaitForTrigger(Stack& stack, std::chrono::seconds timeout) {
+  // Counted in SQL, not by reading every cell: a soak holds millions.
+  static const std::string kUnbilled =
+      "SELECT COUNT(*) FROM {cells} b WHERE b.column_name = 'BASE' AND b.tombstone = 0 AND "
+      "NOT EXISTS (SELECT 1 FROM {cells} s WHERE s.row_key = b.row_key AND "
+      "s.column_name = 'STATUS' AND s.ref_key = b.ref_key)";
+  const std::optional<uint64_t> cells = stack.CountOnHosts("SELECT COUNT(*) FROM {cells}");
   // After a broker restart the trigger handles the whole history again: allow
-  // for it (a soak holds millions of cells).
-  const auto deadline = std::chrono::steady_clock::now() + timeout +
-                        std::chrono::seconds(cells.ok() ? cells->size() / 1000 : 0);
-  // Until every source has its effect: the trigger catches up after the last fault.
-  while (!cells.ok() || SplitCells(*cells).missing > 0) {
-    if (std::chrono::steady_clock::now() >= deadline) break;
+  // for it.
+  const auto deadline =
+      std::chrono::steady_clock::now() + timeout + std::chrono::seconds(cells.value_or(0) / 1000);
+  while (true) {
+    if (stack.CountOnHosts(kUnbilled) == std::optional<uint64_t>(0)) return true;
+    // Records it will never read: waiting longer cannot help.
+    if (stack.LostRecords(Component::kTrigger) > 0) return false;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // polling interval
-    cells = StoredCells(store, kDatastore);
   }
+}
+
+void CheckTrigger(CellStore& store, const std::string& check, Violations& violations) {
+  Result<std::vector<Cell>> cells = StoredCells(store, kDatastore);
   if (!cells.ok()) {
-    violations.Add(kCheck, "cannot read the cells: " + cells.status().ToString());
+    violations.Add(check, "cannot read the cells: " + cells.status().ToString());
     return;
   }
   const Split s = SplitCells(*cells);
   for (const auto& [a, source] : s.sources) {
     auto e = s.effects.find(a);
     if (e == s.effects.end()) {
-      violations.Add(kCheck,
-                     "BASE " + Describe(a) + " was never billed (no STATUS at its ref_key)");
+      violations.Add(check, "BASE " + Describe(a) + " was never billed (no STATUS at its ref_key)");
       continue;
     }
     if (e->second.size() != 1)
-      violations.Add(kCheck, "BASE " + Describe(a) + " has " + std::to_string(e->second.size()) +
-                                 " STATUS cells at its ref_key");
+      violations.Add(check, "BASE " + Describe(a) + " has " + std::to_string(e->second.size()) +
+                                " STATUS cells at its ref_key");
     const nlohmann::json want = Billed(source->body, a.second);
     if (e->second.front()->tombstone || e->second.front()->body != want)
-      violations.Add(kCheck, "STATUS " + Describe(a) + " is " + e->second.front()->body.dump() +
-                                 ", billing derives " + want.dump());
+      violations.Add(check, "STATUS " + Describe(a) + " is " + e->second.front()->body.dump() +
+                                ", billing derives " + want.dump());
   }
   for (const auto& [a, effect] : s.effects)
     if (!s.sources.count(a))
-      violations.Add(kCheck, "STATUS " + Describe(a) + " has no live BASE cell as its source");
+      violations.Add(check, "STATUS " + Describe(a) + " has no live BASE cell as its source");
 }
 
 }  // namespace cellar::history

@@ -16,6 +16,8 @@
 
 namespace cellar::history {
 
+class Stack;  // tests/history/stack.h
+
 // Every cell of `datastore`, read from every shard's log (tombstones included).
 Result<std::vector<Cell>> StoredCells(CellStore& store, const std::string& datastore);
 
@@ -28,11 +30,16 @@ void CheckRows(const History& history, const std::vector<Cell>& stored, Violatio
 void CheckRowsThroughNodes(Client& client, const History& history, size_t sample, uint64_t seed,
                            Violations& violations);
 
+// Waits until every live BASE cell has its STATUS cell (counted in SQL on the
+// hosts), at most `timeout` plus 1 s per 1,000 stored cells. Returns false at
+// the deadline, or as soon as the trigger's group reported records lost to
+// the broker's retention (it will not read them). (check_trigger.cc)
+bool WaitForTrigger(Stack& stack, std::chrono::seconds timeout);
 // The billing trigger (BASE at ref_key K -> STATUS at K) had exactly one
 // effect per live BASE cell, with the body billing derives from it, and none
-// without a source. Waits up to `timeout` for the trigger to catch up.
+// without a source; failures are added under `check`. Does not wait.
 // (check_trigger.cc)
-void CheckTrigger(CellStore& store, std::chrono::seconds timeout, Violations& violations);
+void CheckTrigger(CellStore& store, const std::string& check, Violations& violations);
 
 // What the change-log check could not judge.
 struct ChangeLogCoverage {
@@ -58,9 +65,11 @@ ChangeLogCoverage CheckChangeLog(const std::string& brokers, const std::string& 
 
 // Every query of index `def` (per shard-field value ever written, newest
 // first, every page) answers what a brute-force model of the latest cells
-// answers (tests/index_model.h). Waits up to `timeout` for the index worker
-// to catch up. (check_index.cc)
+// answers (tests/index_model.h); failures are added under `check`. Waits up
+// to `timeout` plus 1 s per 1,000 stored cells for the index worker to catch
+// up, and no longer once `give_up()` is true. (check_index.cc)
 void CheckIndex(CellStore& store, const IndexDefinition& def, std::chrono::seconds timeout,
+                const std::function<bool()>& give_up, const std::string& check,
                 Violations& violations);
 
 }  // namespace cellar::history

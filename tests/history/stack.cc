@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "cells/internal/cells_table.h"
+#include "cells/mysql_client.h"
 #include "indexes/index_catalog.h"
 
 namespace cellar::history {
@@ -225,6 +227,61 @@ bool Stack::Running(Component c) {
 }
 
 std::string Stack::LogTail(Component c) const { return Tail(LogPath(c)); }
+
+uint64_t Stack::LostRecords(Component c) const {
+  // The consumer's error line (changelog/keyed_consumer.cc, OnSkipped):
+  //   ... msg="records were deleted by the topic's retention ..." ... records=N
+  std::ifstream in(LogPath(c));
+  uint64_t lost = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("deleted by the topic's retention") == std::string::npos) continue;
+    const size_t at = line.find(" records=");
+    if (at != std::string::npos) lost += std::strtoull(line.c_str() + at + 9, nullptr, 10);
+  }
+  return lost;
+}
+
+Stack::ToolRun Stack::RunTool(const std::vector<std::string>& args, const std::string& log_name,
+                              std::chrono::seconds timeout) {
+  const testing::RunResult r = testing::RunToExit(
+      args, dir_.File(log_name + "-" + std::to_string(++tool_runs_) + ".log"), timeout);
+  ToolRun out;
+  out.exit_code = r.exit_code;
+  out.log = r.log;
+  std::istringstream lines(r.log);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '{') {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) out.report = std::move(j);
+    }
+  return out;
+}
+
+Stack::ToolRun Stack::ReplayBilling(std::chrono::seconds timeout) {
+  return RunTool(
+      {CELLAR_BILLING_BIN, "--config", config_path_, "--replay", "billing", "--from", "beginning"},
+      "billing-replay", timeout);
+}
+
+Stack::ToolRun Stack::CheckIndexWithCli(bool repair, std::chrono::seconds timeout) {
+  std::vector<std::string> args = {CELLAR_CLI_BIN, "--config", config_path_, "index",
+                                   "--indexes",    kIndexes,   "check",      index_.table};
+  if (repair) args.push_back("--repair");
+  return RunTool(args, repair ? "index-repair" : "index-check", timeout);
+}
+
+std::optional<uint64_t> Stack::CountOnHosts(const std::string& count_sql) const {
+  uint64_t sum = 0;
+  for (size_t h = 0; h < 2; ++h) {
+    const std::string table = QualifiedTable(config_.HostDatabase(config_.mysql.hosts[h]),
+                                             internal::CellsTableName(kDatastore));
+    std::string sql = count_sql, out;
+    for (size_t at; (at = sql.find("{cells}")) != std::string::npos;) sql.replace(at, 7, table);
+    if (!dbs_[h]->Execute(sql, &out) || out.empty()) return std::nullopt;
+    sum += std::strtoull(out.c_str(), nullptr, 10);
+  }
+  return sum;
+}
 
 bool Stack::RestartBroker() {
   for (Component c : {Component::kRelay, Component::kIndexer, Component::kTrigger}) Kill(c);

@@ -11,7 +11,10 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,10 +80,37 @@ class Stack {
   // data directory (crash recovery). False on failure.
   bool CrashAndRestartDatabase(size_t host);
 
+  // Records the group of `c` (kIndexer or kTrigger) logged as deleted by the
+  // broker's retention before it read them, over all its launches (its log
+  // keeps every launch's lines). 0 when it reported none.
+  uint64_t LostRecords(Component c) const;
+
+  // The remedies those log lines name, run as a user would, to completion
+  // within `timeout` (then killed). `exit_code`: the process's
+  // (testing::kRunTimedOut when killed at the deadline); `report`: the JSON
+  // line it printed, null when none; `log`: its output's tail.
+  struct ToolRun {
+    int exit_code = -1;
+    nlohmann::json report;
+    std::string log;
+  };
+  // cellar-billing --replay billing --from beginning: bills every BASE cell
+  // from the cell tables again (identical puts).
+  ToolRun ReplayBilling(std::chrono::seconds timeout);
+  // cellar index check <the index> [--repair].
+  ToolRun CheckIndexWithCli(bool repair, std::chrono::seconds timeout);
+
+  // The sum over both hosts of `count_sql`, a query answering one number, in
+  // which "{cells}" stands for the host's trips cells table. nullopt when a
+  // host did not answer (e.g. while it restarts).
+  std::optional<uint64_t> CountOnHosts(const std::string& count_sql) const;
+
  private:
   Stack() = default;
   bool WriteConfig();
   std::string LogPath(Component c) const;
+  ToolRun RunTool(const std::vector<std::string>& args, const std::string& log_name,
+                  std::chrono::seconds timeout);
 
   testing::TempDir dir_{"history"};
   std::unique_ptr<testing::PrivateMariaDb> dbs_[2];
@@ -93,6 +123,7 @@ class Stack {
   std::unique_ptr<testing::CellardProcess> nodes_[2];
   int node_ports_[2] = {0, 0};
   int launches_ = 0;
+  int tool_runs_ = 0;
 };
 
 }  // namespace cellar::history

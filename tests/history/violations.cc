@@ -7,6 +7,11 @@ void Violations::Add(const std::string& check, const std::string& detail) {
   all_.emplace_back(check, detail);
 }
 
+void Violations::AddAll(const Violations& other) {
+  std::scoped_lock lock(mu_, other.mu_);
+  all_.insert(all_.end(), other.all_.begin(), other.all_.end());
+}
+
 size_t Violations::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return all_.size();

@@ -12,6 +12,8 @@ namespace cellar::history {
 class Violations {
  public:
   void Add(const std::string& check, const std::string& detail);
+  // Adds every violation of `other`, in its order. REQUIRES: &other != this.
+  void AddAll(const Violations& other);
   size_t size() const;
   // "<check>: <detail>" of the first violation ("" when none).
   std::string First() const;
