@@ -181,13 +181,15 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
   std::vector<uint32_t> insert_shard;  // shard of inserts[i]
 
   std::map<Address, Existing> existing;
-  bool has_erase = false;
-  for (auto* u : units) has_erase |= u->erase;
+  const size_t erases = static_cast<size_t>(
+      std::count_if(units.begin(), units.end(), [](auto* u) { return u->erase; }));
+  const bool has_erase = erases > 0;
   if (look_up_existing || has_erase)
     if (Status s = LoadExisting(conn, table, units, &existing); !s.ok()) return fail(s);
 
-  std::vector<PendingCell> erase_cells;  // tombstones get their ref_key here
-  erase_cells.reserve(units.size());
+  // Tombstones get their ref_key here. Reserved, so inserts' pointers to them stay valid.
+  std::vector<PendingCell> erase_cells;
+  erase_cells.reserve(erases);
   std::vector<const PendingCell*> inserts;
   std::map<Address, Planned> planned;
   // Per unit: for each cell, either an existing match (index -1 into inserts) or a planned insert.
