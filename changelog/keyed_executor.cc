@@ -102,7 +102,12 @@ void KeyedExecutor::Loop() {
       ready_.push_back(entry);
       cv_.NotifyOne();
     }
-    if (--pending_ == 0) idle_cv_.NotifyAll();
+    if (--pending_ == 0) {
+      idle_cv_.NotifyAll();
+      // Shutdown() woke every thread, but while this task was still counted,
+      // so they went back to sleep: they may leave only now.
+      if (stopping_) cv_.NotifyAll();
+    }
   }
 }
 

@@ -296,6 +296,38 @@ TEST(KeyedExecutorTest, SubmitManyWakesAThreadPerReadyKey) {
   EXPECT_TRUE(a2_ran.load());
 }
 
+// Shutdown() while the last task still runs: the idle threads it wakes find
+// that task counted and sleep again, and must be woken once it ends. (Found
+// by cellar-billing --replay, which hung on exit: half of a pool's threads
+// never left and Shutdown() joined them forever.)
+TEST(KeyedExecutorTest, ShutdownWhileTheLastTaskRunsLetsEveryThreadLeave) {
+  KeyedExecutor ex(4);
+  Gate gate;
+  std::atomic<bool> started{false};
+  ex.Submit("k", [&] {
+    started = true;
+    gate.Wait();
+  });
+  ASSERT_TRUE(WaitFor([&] { return started.load(); }, 5s));
+  std::atomic<bool> shut_down{false};
+  std::thread stopper([&] {
+    ex.Shutdown();
+    shut_down = true;
+  });
+  // Lets Shutdown() wake the three idle threads while the task is counted
+  // (an interleaving to create, not a result to wait for).
+  std::this_thread::sleep_for(50ms);
+  gate.Open();
+  EXPECT_TRUE(WaitFor([&] { return shut_down.load(); }, 5s))
+      << "Shutdown() did not return: idle threads were not woken when the last task ended";
+  // On failure, wake the stranded threads (each Submit wakes one) so the test ends.
+  for (int i = 0; !shut_down && i < 100; ++i) {
+    ex.Submit("rescue" + std::to_string(i), [] {});
+    WaitFor([&] { return shut_down.load(); }, 100ms);
+  }
+  stopper.join();
+}
+
 TEST(KeyedExecutorTest, WaitIdleAndShutdown) {
   {
     KeyedExecutor ex(2);
