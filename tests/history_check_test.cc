@@ -41,7 +41,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <random>
 #include <sstream>
 
@@ -70,10 +69,7 @@ uint64_t EnvOr(const char* name, uint64_t fallback) {
 //   billing: cellar-billing --replay billing --from beginning, then the
 //   trigger check again (one STATUS per BASE: the replay's puts are identical).
 void ApplyTriggerRemedy(Stack& stack, const std::string& check, Violations& violations) {
-  const std::optional<uint64_t> cells = stack.CountOnHosts("SELECT COUNT(*) FROM {cells}");
-  const auto timeout = 180s + std::chrono::seconds(cells.value_or(0) / 1000);
-  const Stack::ToolRun replay =
-      stack.ReplayBilling(std::chrono::duration_cast<std::chrono::seconds>(timeout));
+  const Stack::ToolRun replay = stack.ReplayBilling(stack.AllowingForHistory(180s));
   if (replay.exit_code != 0) {
     violations.Add(check, "cellar-billing --replay billing --from beginning exited with " +
                               std::to_string(replay.exit_code) + ":\n" + replay.log);
@@ -86,10 +82,7 @@ void ApplyTriggerRemedy(Stack& stack, const std::string& check, Violations& viol
 //   index check again; otherwise cellar index check NAME, which must find
 //   nothing missing, stale or extra (it agrees with the brute-force check).
 void ApplyIndexRemedy(Stack& stack, bool lost, const std::string& check, Violations& violations) {
-  const std::optional<uint64_t> cells = stack.CountOnHosts("SELECT COUNT(*) FROM {cells}");
-  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(
-      120s + std::chrono::seconds(cells.value_or(0) / 1000));
-  const Stack::ToolRun run = stack.CheckIndexWithCli(lost, timeout);
+  const Stack::ToolRun run = stack.CheckIndexWithCli(lost, stack.AllowingForHistory(120s));
   const std::string command =
       "cellar index check " + stack.index().table + (lost ? " --repair" : "");
   if (run.exit_code != 0 || !run.report.is_object()) {
@@ -98,8 +91,9 @@ void ApplyIndexRemedy(Stack& stack, bool lost, const std::string& check, Violati
     return;
   }
   if (lost) {
+    // CheckIndex allows for the history itself.
     CheckIndex(
-        stack.store(), stack.index(), timeout, [] { return false; }, check + ", after " + command,
+        stack.store(), stack.index(), 120s, [] { return false; }, check + ", after " + command,
         violations);
     return;
   }

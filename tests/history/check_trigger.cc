@@ -50,11 +50,7 @@ bool WaitForTrigger(Stack& stack, std::chrono::seconds timeout) {
       "SELECT COUNT(*) FROM {cells} b WHERE b.column_name = 'BASE' AND b.tombstone = 0 AND "
       "NOT EXISTS (SELECT 1 FROM {cells} s WHERE s.row_key = b.row_key AND "
       "s.column_name = 'STATUS' AND s.ref_key = b.ref_key)";
-  const std::optional<uint64_t> cells = stack.CountOnHosts("SELECT COUNT(*) FROM {cells}");
-  // After a broker restart the trigger handles the whole history again: allow
-  // for it.
-  const auto deadline =
-      std::chrono::steady_clock::now() + timeout + std::chrono::seconds(cells.value_or(0) / 1000);
+  const auto deadline = std::chrono::steady_clock::now() + stack.AllowingForHistory(timeout);
   while (true) {
     if (stack.CountOnHosts(kUnbilled) == std::optional<uint64_t>(0)) return true;
     // Records it will never read: waiting longer cannot help.

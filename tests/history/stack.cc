@@ -308,4 +308,9 @@ bool Stack::CrashAndRestartDatabase(size_t host) {
   return true;
 }
 
+std::chrono::seconds Stack::AllowingForHistory(std::chrono::seconds base) const {
+  const std::optional<uint64_t> cells = CountOnHosts("SELECT COUNT(*) FROM {cells}");
+  return base + std::chrono::seconds(cells.value_or(0) / 1000);
+}
+
 }  // namespace cellar::history

@@ -104,6 +104,9 @@ class Stack {
   // which "{cells}" stands for the host's trips cells table. nullopt when a
   // host did not answer (e.g. while it restarts).
   std::optional<uint64_t> CountOnHosts(const std::string& count_sql) const;
+  // `base` plus 1 s per 1,000 stored cells: after a broker restart the
+  // consumers handle the whole history again, and a soak holds millions.
+  std::chrono::seconds AllowingForHistory(std::chrono::seconds base) const;
 
  private:
   Stack() = default;
