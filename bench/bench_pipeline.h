@@ -231,11 +231,17 @@ struct DrainFigures {
   double write_s = 0;
   double relay_per_s = 0, index_per_s = 0, trigger_per_s = 0;
   double relay_first_s = 0, index_first_s = 0, trigger_first_s = 0;  // start to first event
+  // Empty when every stage worked through the backlog; else what failed (the
+  // backlog write, a stage's start, a stage timing out). The figures of the
+  // stages before it stay; the later ones stay 0.
+  std::string failure;
 };
 
 // Stops every stage, writes drain_cells cells with PutBatch, then starts the
 // relay alone, then the index worker alone, then the no-op trigger alone, and
 // times each from its first to its N-th event of the backlog.
+// Returns 130 when a stop was requested, else 0: a failure of the phase is
+// recorded in out->failure, so that the run still reports its steps.
 int RunDrain(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
              const std::string& datastore, const std::string& column, const std::string& run,
              DrainFigures* out);

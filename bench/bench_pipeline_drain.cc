@@ -78,9 +78,10 @@ int RunDrain(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
   out->write_s = write_clock.Seconds();
   if (StopRequested()) return 130;
   if (errors) {
-    Progress("backlog write failed (" + std::to_string(errors.load()) +
-             " errors), first: " + first_error);
-    return 1;
+    out->failure = "backlog write failed (" + std::to_string(errors.load()) +
+                   " errors), first: " + first_error;
+    Progress(out->failure);
+    return 0;
   }
 
   struct Stage {
@@ -102,15 +103,20 @@ int RunDrain(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
     Progress(std::string("throughput: the ") + s.name + " alone works through the backlog");
     const uint64_t base = s.count();
     if (Status st = s.start(); !st.ok()) {
-      Progress(std::string(s.name) + " start failed: " + st.ToString());
-      return 1;
+      out->failure = std::string(s.name) + " start failed: " + st.ToString();
+      Progress(out->failure);
+      stages.Stop();
+      return 0;
     }
     double span = 0;
     if (!TimeCounter(s.count, base, n, o.timeout_s, s.first_s, &span)) {
       if (StopRequested()) return 130;
-      Progress(std::string("timed out: the ") + s.name + " had " +
-               std::to_string(s.count() - base) + " of " + std::to_string(n) + " events");
-      return 1;
+      out->failure = std::string("timed out after ") + FormatNumber(o.timeout_s, 0) + " s: the " +
+                     s.name + " had " + std::to_string(s.count() - base) + " of " +
+                     std::to_string(n) + " events";
+      Progress(out->failure);
+      stages.Stop();
+      return 0;
     }
     *s.per_s = span > 0 ? n / span : 0;
     Progress(std::string("throughput: ") + s.name + " " + FormatNumber(*s.per_s, 0) + " events/s");

@@ -176,6 +176,7 @@ int PrintPipelineReport(const PipelineRun& r) {
     t.Add("verdict", s.sustained ? "sustained" : "not sustained: " + s.verdict);
   }
   t.Section("throughput from a backlog (each stage alone, first to N-th event)");
+  if (!r.drain.failure.empty()) t.Add("failed", r.drain.failure);
   if (r.drain.cells > 0) {
     t.Add("backlog (PutBatch, stages stopped)",
           std::to_string(r.drain.cells) + " cells in " + FormatNumber(r.drain.write_s, 2) + " s");
@@ -236,6 +237,8 @@ int PrintPipelineReport(const PipelineRun& r) {
   j["trigger_events_per_s"] = Round(r.drain.trigger_per_s, 1);
   j["throughput_from"] = "backlog";
   j["backlog_cells"] = r.drain.cells;
+  j["throughput_failure"] =
+      r.drain.failure.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.drain.failure);
   j["step_seconds"] = o.step_seconds;
   j["put_threads"] = o.writer_threads;
   j["window"] = o.window;
@@ -255,7 +258,7 @@ int PrintPipelineReport(const PipelineRun& r) {
   for (const StepFigures& s : r.steps) steps.push_back(StepJson(s));
   j["steps"] = steps;
   PrintJsonLine(j);
-  return errors ? 1 : 0;
+  return errors || !r.drain.failure.empty() ? 1 : 0;
 }
 
 }  // namespace cellar::bench::pipeline
