@@ -96,6 +96,11 @@ RunResult RunToExit(const std::vector<std::string>& args, const std::string& log
     }
   }
   r.log = p.Log();
+  std::istringstream lines(r.log);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '{')
+      if (auto j = nlohmann::json::parse(line, nullptr, false); j.is_object())
+        r.report = std::move(j);
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -48,11 +49,13 @@ class ChildProcess {
 // `log_path` until it exits, at most `timeout`. `exit_code` is its exit code;
 // -1 when it could not start or died from a signal; kRunTimedOut when it was
 // still running at the deadline (it is killed then). `log` is the log's tail
-// (ChildProcess::Log()).
+// (ChildProcess::Log()). `report` is the last line of that tail that parses
+// as a JSON object (a CLI's or a tool's final report), null when none does.
 constexpr int kRunTimedOut = -2;
 struct RunResult {
   int exit_code = -1;
   std::string log;
+  nlohmann::json report;
 };
 RunResult RunToExit(const std::vector<std::string>& args, const std::string& log_path,
                     std::chrono::milliseconds timeout);

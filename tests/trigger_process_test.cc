@@ -200,7 +200,8 @@ TEST(TriggerProcessTest, ReplayFromTheBeginningBillsEveryTripAndExits) {
   std::vector<CellWrite> writes;
   for (int i = 0; i < 200; ++i)
     writes.push_back(CellWrite{Uuid::Random(), "BASE", i % 3, {{"fare", {{"total", i % 7}}}}});
-  for (const auto& r : c->store->PutBatch("trips", writes)) ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const auto& r : c->store->PutBatch("trips", writes))
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
   testing::TempDir logs("trigger-replay");
   const std::vector<std::string> replay = {
       CELLAR_BILLING_BIN, "--config", c->config_path, "--replay", "billing", "--from", "beginning"};
@@ -442,14 +443,7 @@ std::pair<int, nlohmann::json> RunCli(const testing::TempDir& logs, const std::s
   args.insert(args.begin(), CELLAR_CLI_BIN);
   const testing::RunResult cli = testing::RunToExit(args, logs.File(name), 60s);
   if (cli.exit_code == testing::kRunTimedOut) return {cli.exit_code, nullptr};
-  std::istringstream in(cli.log);
-  nlohmann::json out;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line[0] == '{') {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded()) out = std::move(j);
-    }
-  return {cli.exit_code, out};
+  return {cli.exit_code, cli.report};
 }
 
 // `cellar trigger pause` reaches a running cellar-trigger without a restart

@@ -248,12 +248,7 @@ Stack::ToolRun Stack::RunTool(const std::vector<std::string>& args, const std::s
   ToolRun out;
   out.exit_code = r.exit_code;
   out.log = r.log;
-  std::istringstream lines(r.log);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{') {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded()) out.report = std::move(j);
-    }
+  out.report = r.report;
   return out;
 }
 
