@@ -12,7 +12,9 @@
 //     stored cell exactly once, per row in ref_key order, keyed by row_key;
 //   - the billing trigger (BASE at K -> STATUS at K) had one effect per cell;
 //   - the index driver_partner_index answers what a brute-force model of the
-//     latest cells answers, for every driver.
+//     latest cells answers, for every driver;
+//   - the index worker's applied positions (what a query given a put's
+//     position token waits for) reach every shard's last stored cell.
 // A failure prints the seed and the first violated check. Replay with
 //   CELLAR_HISTORY_SEED=<seed> build/tests/history_check_test
 // CELLAR_HISTORY_SECONDS sets how long the workload and the faults run
@@ -168,6 +170,12 @@ TEST_F(HistoryCheck, SeededWorkloadUnderFaultsKeepsEveryContract) {
   phase("change log checked");
   const std::string index_check = "index " + stack->index().table + " = brute force over the cells";
   Violations index_live;
+  // First the worker's positions (64 small reads a round), then the whole
+  // comparison, which reads every cell each round it waits.
+  CheckIndexPositions(
+      stack->store(), stack->index(), *stored, 120s,
+      [&] { return stack->LostRecords(Component::kIndexer) > 0; },
+      "index positions (read-your-writes) reach every shard's last cell", index_live);
   CheckIndex(
       stack->store(), stack->index(), 120s,
       [&] { return stack->LostRecords(Component::kIndexer) > 0; }, index_check, index_live);

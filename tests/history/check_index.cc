@@ -1,12 +1,46 @@
+#include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
+#include "indexes/index_positions.h"
 #include "indexes/index_query.h"
 #include "tests/history/checks.h"
 #include "tests/history/stack.h"
 #include "tests/index_model.h"
 
 namespace cellar::history {
+
+void CheckIndexPositions(CellStore& store, const IndexDefinition& def,
+                         const std::vector<Cell>& stored, std::chrono::seconds timeout,
+                         const std::function<bool()>& give_up, const std::string& check,
+                         Violations& violations) {
+  std::map<uint32_t, uint64_t> last;  // shard -> its last stored added_id
+  for (const Cell& c : stored) last[c.shard] = std::max(last[c.shard], c.added_id);
+  std::string behind;  // the shards not there yet, as last read
+  auto reached = [&] {
+    behind.clear();
+    for (const auto& [shard, added_id] : last) {
+      auto applied = AppliedIndexPosition(&store, def.datastore, shard);
+      if (!applied.ok())
+        behind += " shard " + std::to_string(shard) + ": " + applied.status().ToString() + ";";
+      else if (*applied < added_id)
+        behind += " shard " + std::to_string(shard) + " at " + std::to_string(*applied) + " of " +
+                  std::to_string(added_id) + ";";
+    }
+    return behind.empty();
+  };
+  const auto deadline =
+      std::chrono::steady_clock::now() + timeout + std::chrono::seconds(stored.size() / 1000);
+  while (!reached()) {
+    if (give_up()) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      violations.Add(check, "applied positions behind the stored cells:" + behind);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling interval
+  }
+}
 
 void CheckIndex(CellStore& store, const IndexDefinition& def, std::chrono::seconds timeout,
                 const std::function<bool()>& give_up, const std::string& check,
