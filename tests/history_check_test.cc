@@ -173,7 +173,7 @@ TEST_F(HistoryCheck, SeededWorkloadUnderFaultsKeepsEveryContract) {
   // First the worker's positions (64 small reads a round), then the whole
   // comparison, which reads every cell each round it waits.
   CheckIndexPositions(
-      stack->store(), stack->index(), *stored, 120s,
+      stack->store(), stack->index(), *stored, stack->AllowingForHistory(120s),
       [&] { return stack->LostRecords(Component::kIndexer) > 0; },
       "index positions (read-your-writes) reach every shard's last cell", index_live);
   CheckIndex(

@@ -30,8 +30,7 @@ void CheckIndexPositions(CellStore& store, const IndexDefinition& def,
     }
     return behind.empty();
   };
-  const auto deadline =
-      std::chrono::steady_clock::now() + timeout + std::chrono::seconds(stored.size() / 1000);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!reached()) {
     if (give_up()) return;
     if (std::chrono::steady_clock::now() >= deadline) {

@@ -66,9 +66,10 @@ ChangeLogCoverage CheckChangeLog(const std::string& brokers, const std::string& 
 // The index worker's applied positions (indexes/index_positions.h: what an
 // index query given a put's position token waits for) reach the last stored
 // added_id of every shard of `stored`: after every fault, a put's token would
-// be honoured. Waits up to `timeout` plus 1 s per 1,000 stored cells, and no
-// longer once `give_up()` is true (then adds nothing); at the deadline adds
-// the shards still behind under `check`. (check_index.cc)
+// be honoured. Waits up to `timeout` (the caller allows for the history:
+// Stack::AllowingForHistory), and no longer once `give_up()` is true (then
+// adds nothing); at the deadline adds the shards still behind under `check`.
+// (check_index.cc)
 void CheckIndexPositions(CellStore& store, const IndexDefinition& def,
                          const std::vector<Cell>& stored, std::chrono::seconds timeout,
                          const std::function<bool()>& give_up, const std::string& check,
