@@ -93,10 +93,9 @@ void ApplyIndexRemedy(Stack& stack, bool lost, const std::string& check, Violati
     return;
   }
   if (lost) {
-    // CheckIndex allows for the history itself.
     CheckIndex(
-        stack.store(), stack.index(), 120s, [] { return false; }, check + ", after " + command,
-        violations);
+        stack.store(), stack.index(), stack.AllowingForHistory(120s), [] { return false; },
+        check + ", after " + command, violations);
     return;
   }
   for (const char* key : {"missing", "stale", "extra"})
@@ -177,7 +176,7 @@ TEST_F(HistoryCheck, SeededWorkloadUnderFaultsKeepsEveryContract) {
       [&] { return stack->LostRecords(Component::kIndexer) > 0; },
       "index positions (read-your-writes) reach every shard's last cell", index_live);
   CheckIndex(
-      stack->store(), stack->index(), 120s,
+      stack->store(), stack->index(), stack->AllowingForHistory(120s),
       [&] { return stack->LostRecords(Component::kIndexer) > 0; }, index_check, index_live);
   const uint64_t index_lost = stack->LostRecords(Component::kIndexer);
   if (index_lost == 0) violations.AddAll(index_live);

@@ -78,8 +78,9 @@ void CheckIndexPositions(CellStore& store, const IndexDefinition& def,
 // Every query of index `def` (per shard-field value ever written, newest
 // first, every page) answers what a brute-force model of the latest cells
 // answers (tests/index_model.h); failures are added under `check`. Waits up
-// to `timeout` plus 1 s per 1,000 stored cells for the index worker to catch
-// up, and no longer once `give_up()` is true. (check_index.cc)
+// to `timeout` (the caller allows for the history: Stack::AllowingForHistory)
+// for the index worker to catch up, and no longer once `give_up()` is true.
+// (check_index.cc)
 void CheckIndex(CellStore& store, const IndexDefinition& def, std::chrono::seconds timeout,
                 const std::function<bool()>& give_up, const std::string& check,
                 Violations& violations);
