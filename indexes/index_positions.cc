@@ -1,8 +1,8 @@
 #include "indexes/index_positions.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
+
+#include "indexes/index_position_watcher.h"
 
 namespace cellar {
 namespace {
@@ -48,25 +48,21 @@ Result<uint64_t> AppliedIndexPosition(CellStore* store, const std::string& datas
   return rows.empty() ? uint64_t{0} : rows[0].Uint(0);
 }
 
+Result<std::vector<std::pair<uint32_t, uint64_t>>> ReadIndexPositions(
+    MysqlConnection& conn, const std::string& database, const std::string& datastore) {
+  CELLAR_ASSIGN_OR_RETURN(auto rows,
+                          conn.Query("SELECT shard, applied_added_id FROM " +
+                                         QualifiedTable(database, kTable) + " WHERE datastore = ?",
+                                     {datastore}));
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) out.emplace_back(static_cast<uint32_t>(row.Uint(0)), row.Uint(1));
+  return out;
+}
+
 Status WaitForIndexPosition(CellStore* store, const std::string& datastore, uint32_t shard,
                             uint64_t added_id, int timeout_ms) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
-  // The worker applies a batch in a few milliseconds: read often at first,
-  // then less (at most every 20 ms) for a worker that is behind.
-  int pause_ms = 1;
-  while (true) {
-    CELLAR_ASSIGN_OR_RETURN(uint64_t applied, AppliedIndexPosition(store, datastore, shard));
-    if (applied >= added_id) return Status::Ok();
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline)
-      return DeadlineExceeded("the index worker has applied shard " + std::to_string(shard) +
-                              " of " + datastore + " up to position " + std::to_string(applied) +
-                              ", not yet " + std::to_string(added_id) + ", after " +
-                              std::to_string(timeout_ms) + " ms");
-    std::this_thread::sleep_until(std::min(deadline, now + std::chrono::milliseconds(pause_ms)));
-    pause_ms = std::min(20, pause_ms * 2);
-  }
+  return IndexPositionWatcher(store).Wait(datastore, shard, added_id, timeout_ms);
 }
 
 }  // namespace cellar

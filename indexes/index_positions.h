@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "cells/cell_store.h"
@@ -38,9 +40,17 @@ Status RecordIndexPositions(MysqlConnection& conn, const std::string& database,
 Result<uint64_t> AppliedIndexPosition(CellStore* store, const std::string& datastore,
                                       uint32_t shard);
 
-// Waits until the applied position of `shard` reaches `added_id`, reading it
-// every few milliseconds. OK once it has; DeadlineExceeded after `timeout_ms`
-// (the message says how far the worker is); Unavailable when the host is down.
+// Every (shard, applied position) of `datastore` recorded in `database`, in
+// one statement. REQUIRES: `database` is a validated host database name.
+Result<std::vector<std::pair<uint32_t, uint64_t>>> ReadIndexPositions(MysqlConnection& conn,
+                                                                      const std::string& database,
+                                                                      const std::string& datastore);
+
+// Waits until the applied position of `shard` reaches `added_id`
+// (IndexPositionWatcher::Wait with a watcher of its own: a caller that waits
+// often keeps one watcher instead). OK once it has; DeadlineExceeded after
+// `timeout_ms` (the message says how far the worker is); Unavailable when the
+// host is down.
 Status WaitForIndexPosition(CellStore* store, const std::string& datastore, uint32_t shard,
                             uint64_t added_id, int timeout_ms);
 

@@ -4,7 +4,6 @@
 
 #include "cells/log_position.h"
 #include "indexes/index_entry.h"
-#include "indexes/index_positions.h"
 
 namespace cellar {
 namespace {
@@ -316,8 +315,8 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
   if (!q.after.empty()) {
     const ClusterConfig& cfg = store_->config();
     CELLAR_ASSIGN_OR_RETURN(LogPosition after, DecodeLogPosition(cfg, current->datastore, q.after));
-    CELLAR_RETURN_IF_ERROR(WaitForIndexPosition(store_, current->datastore, after.shard,
-                                                after.added_id, cfg.limits.index_wait_ms));
+    CELLAR_RETURN_IF_ERROR(
+        positions_.Wait(current->datastore, after.shard, after.added_id, cfg.limits.index_wait_ms));
   }
   // A query that waited for a position reads the registry itself: a cached
   // serving version may have been retired since, and no longer be written.

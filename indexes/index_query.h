@@ -41,6 +41,7 @@
 #include "cells/mysql_client.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_definition.h"
+#include "indexes/index_position_watcher.h"
 
 namespace cellar {
 
@@ -100,6 +101,7 @@ class IndexReader {
       : store_(store),
         defs_(std::move(definitions)),
         catalog_(store),
+        positions_(store),
         serving_cache_ms_(serving_version_cache_ms) {}
   // NotFound for an unknown or never-applied index; InvalidArgument for a bad
   // query (names what), including a malformed `after` token or one of another
@@ -135,6 +137,7 @@ class IndexReader {
   CellStore* store_;
   std::vector<IndexDefinition> defs_;
   IndexCatalog catalog_;
+  IndexPositionWatcher positions_;  // shared by the queries waiting for an `after` token
   Mutex mu_;
   std::map<std::pair<std::string, int>, IndexDefinition> version_defs_ GUARDED_BY(mu_);
   struct CachedServing {

@@ -1,14 +1,19 @@
 // Read your index writes (issue 16): a put's position token given to an index
 // query as `after` makes the query wait until the index worker has applied
 // that put, so the query sees it. Two hosts, the in-process relay and worker.
+#include <atomic>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cells/log_position.h"
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "indexes/index_position_watcher.h"
 #include "indexes/index_positions.h"
+#include "testing/private_mariadb.h"
 #include "testing/status_printing.h"
 #include "tests/indexes_test_util.h"
 
@@ -97,13 +102,131 @@ TEST(ReadYourIndexWritesTest, AThousandPutsEachSeenByTheQueryGivenItsPosition) {
 
   // Malformed and foreign tokens: InvalidArgument naming them, nothing waited for.
   for (const std::string& bad : {std::string("p1.1.2"), std::string("nonsense"),
-                                EncodeLogPosition(c->config, "users", put->shard, 1)}) {
+                                 EncodeLogPosition(c->config, "users", put->shard, 1)}) {
     IndexQuery b = ByDriver(drivers[0]);
     b.after = bad;
     auto r = reader.Query(b);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(r.status().message(), HasSubstr(bad));
   }
+}
+
+// Shards 0 and 1 of each host of `c` (first shards of the host's range).
+std::vector<uint32_t> TwoShardsPerHost(const ClusterConfig& config) {
+  std::vector<uint32_t> out;
+  std::vector<int> taken(config.mysql.hosts.size(), 0);
+  for (uint32_t s = 0; s < config.shards; ++s) {
+    const size_t h = config.HostIndexForShard(s);
+    if (taken[h] < 2) {
+      ++taken[h];
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// Raises the positions of `highest` on each shard's host, as the index worker
+// does (in a transaction of its own here).
+void Record(Cluster& c, const std::map<uint32_t, uint64_t>& highest) {
+  std::map<size_t, std::map<uint32_t, uint64_t>> by_host;
+  for (const auto& [shard, position] : highest)
+    by_host[c.config.HostIndexForShard(shard)][shard] = position;
+  for (const auto& [host, positions] : by_host) {
+    auto lease = c.store->PoolForHost(host).Acquire();
+    ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+    const std::string db = c.config.HostDatabase(c.config.mysql.hosts[host]);
+    ASSERT_TRUE(EnsureIndexPositionsTable(**lease, db).ok());
+    ASSERT_TRUE((*lease)->Begin().ok());
+    ASSERT_TRUE(RecordIndexPositions(**lease, db, "trips", positions).ok());
+    ASSERT_TRUE((*lease)->Commit().ok());
+  }
+}
+
+// Many queries waiting for their tokens share one reader per host: with 64
+// callers waiting 400 ms each, a reader per caller (every 1-20 ms) would send
+// ~1,600 reads; shared, the hosts are read a few dozen times. Every caller
+// still gets the exact answer: OK once its position is recorded, the position
+// read in a DeadlineExceeded.
+TEST(ReadYourIndexWritesTest, CallersWaitingOnAHostShareItsReads) {
+  auto c = MakeCluster("idx_ryw_share", /*hosts=*/2);
+  ASSERT_TRUE(c);
+  const std::vector<uint32_t> shards = TwoShardsPerHost(c->config);
+  ASSERT_EQ(shards.size(), 4u);
+  Record(*c, {{shards[0], 1}, {shards[1], 1}, {shards[2], 1}, {shards[3], 1}});
+  IndexPositionWatcher watcher(c->store.get());
+
+  constexpr int kCallers = 64;
+  auto wait_all = [&](auto target_of, int timeout_ms) {
+    std::vector<Status> out(kCallers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kCallers; ++i)
+      threads.emplace_back([&, i] {
+        out[i] = watcher.Wait("trips", shards[i % shards.size()], target_of(i), timeout_ms);
+      });
+    for (auto& t : threads) t.join();
+    return out;
+  };
+
+  // Nothing reaches the targets: everyone times out, naming the position read.
+  const std::vector<Status> late = wait_all([](int i) { return uint64_t(100 + i); }, 400);
+  for (const Status& st : late) {
+    EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
+    EXPECT_THAT(st.message(), HasSubstr("up to position 1, not yet"));
+  }
+  const uint64_t shared_reads = watcher.reads();
+  EXPECT_LT(shared_reads, 3u * kCallers) << "callers of one host did not share its reads";
+  EXPECT_GE(shared_reads, 2u) << "each host is read at least once";
+
+  // The positions arrive while the callers wait: all of them answer OK.
+  std::atomic<bool> recorded{false};
+  std::thread recorder([&] {
+    // Once every caller waits: the watcher has read since they started.
+    const uint64_t before = watcher.reads();
+    WaitFor([&] { return watcher.reads() >= before + 4; }, std::chrono::seconds(10));
+    Record(*c, {{shards[0], 500}, {shards[1], 500}, {shards[2], 500}, {shards[3], 500}});
+    recorded = true;
+  });
+  const std::vector<Status> reached = wait_all([](int i) { return uint64_t(200 + i); }, 20000);
+  recorder.join();
+  EXPECT_TRUE(recorded);
+  for (const Status& st : reached) EXPECT_TRUE(st.ok()) << st.ToString();
+
+  // A position already seen answers at once, without a read.
+  const uint64_t reads_before = watcher.reads();
+  EXPECT_TRUE(watcher.Wait("trips", shards[0], 450, 1000).ok());
+  EXPECT_EQ(watcher.reads(), reads_before);
+}
+
+// A host that goes down while callers wait on it: every one of them gets the
+// failed read's error, not a timeout; callers of the other host are unaffected.
+TEST(ReadYourIndexWritesTest, CallersOfAHostThatGoesDownGetItsError) {
+  auto second = testing::PrivateMariaDb::Start("ryw2");
+  ASSERT_TRUE(second);
+  auto c = MakeCluster("idx_ryw_down", {&Db(), second.get()});
+  ASSERT_TRUE(c);
+  const std::vector<uint32_t> shards = TwoShardsPerHost(c->config);
+  ASSERT_EQ(shards.size(), 4u);
+  Record(*c, {{shards[0], 1}, {shards[1], 1}, {shards[2], 1}, {shards[3], 1}});
+  IndexPositionWatcher watcher(c->store.get());
+  // shards[2] and shards[3] live on the second host.
+  ASSERT_EQ(c->config.HostIndexForShard(shards[2]), 1u);
+
+  std::vector<Status> down(8), up(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back(
+        [&, i] { down[i] = watcher.Wait("trips", shards[2 + i % 2], 1000, 30000); });
+  for (int i = 0; i < 2; ++i)
+    threads.emplace_back([&, i] { up[i] = watcher.Wait("trips", shards[i], 1000, 1500); });
+  const uint64_t before = watcher.reads();
+  WaitFor([&] { return watcher.reads() >= before + 4; }, std::chrono::seconds(10));
+  second->Kill();
+  for (auto& t : threads) t.join();
+  for (const Status& st : down) {
+    EXPECT_NE(st.code(), StatusCode::kOk);
+    EXPECT_NE(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
+  }
+  for (const Status& st : up) EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
 }
 
 }  // namespace
