@@ -7,8 +7,9 @@ namespace {
 
 class StoreIndexBackend : public IndexBackend {
  public:
-  StoreIndexBackend(CellStore* store, std::vector<IndexDefinition> indexes)
-      : indexes_(std::move(indexes)), reader_(store, indexes_) {}
+  StoreIndexBackend(CellStore* store, std::vector<IndexDefinition> indexes,
+                    MetricsRegistry* metrics)
+      : indexes_(std::move(indexes)), reader_(store, indexes_, kServingVersionCacheMs, metrics) {}
 
   const IndexDefinition* FindIndex(const std::string& datastore,
                                    const std::string& name) const override {
@@ -28,8 +29,9 @@ class StoreIndexBackend : public IndexBackend {
 }  // namespace
 
 std::unique_ptr<IndexBackend> NewIndexBackend(CellStore* store,
-                                              std::vector<IndexDefinition> indexes) {
-  return std::make_unique<StoreIndexBackend>(store, std::move(indexes));
+                                              std::vector<IndexDefinition> indexes,
+                                              MetricsRegistry* metrics) {
+  return std::make_unique<StoreIndexBackend>(store, std::move(indexes), metrics);
 }
 
 }  // namespace cellar

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/status.h"
 #include "cells/cell_store.h"
 #include "indexes/index_definition.h"
@@ -30,8 +31,11 @@ class IndexBackend {
 };
 
 // Serves `indexes` (validated definitions, e.g. from LoadIndexDefinitions)
-// from `store`, which must outlive the backend (not owned).
+// from `store`, which must outlive the backend (not owned). `metrics` (not
+// owned, may be null: none) gets the queries' waits for position tokens and
+// must outlive the backend.
 std::unique_ptr<IndexBackend> NewIndexBackend(CellStore* store,
-                                              std::vector<IndexDefinition> indexes);
+                                              std::vector<IndexDefinition> indexes,
+                                              MetricsRegistry* metrics = nullptr);
 
 }  // namespace cellar

@@ -12,16 +12,52 @@ constexpr int kMaxPauseMs = 20;  // between reads for a worker that is behind
 
 }  // namespace
 
-Result<std::vector<std::pair<uint32_t, uint64_t>>> IndexPositionWatcher::ReadPositions(
-    size_t host, const std::string& datastore) {
-  const ClusterConfig& cfg = store_->config();
-  reads_.fetch_add(1, std::memory_order_relaxed);
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForHost(host).Acquire());
-  return ReadIndexPositions(*lease, cfg.HostDatabase(cfg.mysql.hosts[host]), datastore);
+IndexPositionWatcher::IndexPositionWatcher(CellStore* store, MetricsRegistry* metrics)
+    : store_(store) {
+  if (!metrics) return;
+  const std::string waits = "cellar_index_position_waits_total";
+  const std::string waits_help =
+      "Index queries given a position token (after=), by how their wait for the index worker "
+      "ended";
+  applied_ = &metrics->GetCounter(waits, waits_help, {{"outcome", "applied"}});
+  timed_out_ = &metrics->GetCounter(waits, waits_help, {{"outcome", "timed_out"}});
+  failed_ = &metrics->GetCounter(waits, waits_help, {{"outcome", "failed"}});
+  reads_counter_ = &metrics->GetCounter(
+      "cellar_index_position_reads_total",
+      "Reads of index_positions sent for waiting index queries (one per host, shared)");
+  waited_ = &metrics->GetHistogram(
+      "cellar_index_position_wait_seconds",
+      "How long index queries given a position token waited until it was applied");
 }
 
 Status IndexPositionWatcher::Wait(const std::string& datastore, uint32_t shard, uint64_t added_id,
                                   int timeout_ms) {
+  const Clock::time_point began = Clock::now();
+  Status st = WaitUntilApplied(datastore, shard, added_id, timeout_ms);
+  if (applied_) {
+    if (st.ok()) {
+      applied_->Increment();
+      waited_->Observe(std::chrono::duration<double>(Clock::now() - began).count());
+    } else if (st.code() == StatusCode::kDeadlineExceeded) {
+      timed_out_->Increment();
+    } else {
+      failed_->Increment();
+    }
+  }
+  return st;
+}
+
+Result<std::vector<std::pair<uint32_t, uint64_t>>> IndexPositionWatcher::ReadPositions(
+    size_t host, const std::string& datastore) {
+  const ClusterConfig& cfg = store_->config();
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  if (reads_counter_) reads_counter_->Increment();
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForHost(host).Acquire());
+  return ReadIndexPositions(*lease, cfg.HostDatabase(cfg.mysql.hosts[host]), datastore);
+}
+
+Status IndexPositionWatcher::WaitUntilApplied(const std::string& datastore, uint32_t shard,
+                                              uint64_t added_id, int timeout_ms) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
   const size_t host = store_->config().HostIndexForShard(shard);

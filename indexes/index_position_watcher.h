@@ -17,6 +17,10 @@
 // arrive; while callers wait and the positions they wait on do not move, the
 // pause doubles up to 20 ms (as the single-caller wait did).
 //
+// Metrics (with a registry): cellar_index_position_waits_total{outcome=
+// "applied"|"timed_out"|"failed"}, cellar_index_position_wait_seconds (waits
+// that ended applied) and cellar_index_position_reads_total.
+//
 // Thread-safe: any thread may call Wait().
 #pragma once
 
@@ -29,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/mutex.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
@@ -38,8 +43,9 @@ namespace cellar {
 
 class IndexPositionWatcher {
  public:
-  // `store` is not owned and must outlive the watcher.
-  explicit IndexPositionWatcher(CellStore* store) : store_(store) {}
+  // `store` is not owned and must outlive the watcher. `metrics` (not owned,
+  // may be null: no metrics) must outlive it too.
+  explicit IndexPositionWatcher(CellStore* store, MetricsRegistry* metrics = nullptr);
   IndexPositionWatcher(const IndexPositionWatcher&) = delete;
   IndexPositionWatcher& operator=(const IndexPositionWatcher&) = delete;
 
@@ -68,6 +74,9 @@ class IndexPositionWatcher {
     int pause_ms = 1;
   };
 
+  // Wait() without the metrics.
+  Status WaitUntilApplied(const std::string& datastore, uint32_t shard, uint64_t added_id,
+                          int timeout_ms) EXCLUDES(mu_);
   // Every (shard, position) of `datastore` on host `host`: one statement,
   // sent without mu_ held.
   Result<std::vector<std::pair<uint32_t, uint64_t>>> ReadPositions(size_t host,
@@ -76,6 +85,12 @@ class IndexPositionWatcher {
 
   CellStore* const store_;
   std::atomic<uint64_t> reads_{0};
+  // Null without a registry.
+  Counter* applied_ = nullptr;
+  Counter* timed_out_ = nullptr;
+  Counter* failed_ = nullptr;
+  Counter* reads_counter_ = nullptr;
+  Histogram* waited_ = nullptr;
   Mutex mu_;
   CondVar read_done_;
   std::map<std::pair<size_t, std::string>, Source> sources_ GUARDED_BY(mu_);

@@ -95,13 +95,15 @@ class IndexReader {
   // serving_version_cache_ms: how long a serving version read from the
   // registry is used (0: read it for every query). A longer bound only
   // lengthens how long a retired version may still be read (its entries as
-  // the worker left them when it stopped writing it).
+  // the worker left them when it stopped writing it). `metrics` (not owned,
+  // may be null) gets the waits for `after` tokens (index_position_watcher.h).
   IndexReader(CellStore* store, std::vector<IndexDefinition> definitions,
-              int serving_version_cache_ms = kServingVersionCacheMs)
+              int serving_version_cache_ms = kServingVersionCacheMs,
+              MetricsRegistry* metrics = nullptr)
       : store_(store),
         defs_(std::move(definitions)),
         catalog_(store),
-        positions_(store),
+        positions_(store, metrics),
         serving_cache_ms_(serving_version_cache_ms) {}
   // NotFound for an unknown or never-applied index; InvalidArgument for a bad
   // query (names what), including a malformed `after` token or one of another

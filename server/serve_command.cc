@@ -9,6 +9,7 @@
 #include "api/token_auth.h"
 #include "base/atomic_file.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
 #include "indexes/index_definition.h"
@@ -71,6 +72,9 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
   options.tls_key_file = f.tls_key;
   options.threads = f.threads;
   options.read_timeout_ms = f.read_timeout_ms;
+  // One registry for GET /metrics: the server's and the index queries' metrics.
+  MetricsRegistry metrics;
+  options.metrics = &metrics;
 
   std::optional<TokenTable> tokens;
   if (!f.tokens_file.empty()) {
@@ -101,7 +105,8 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
     std::cerr << "cellard: " << layout.ToString() << "\n";
     return 1;
   }
-  std::unique_ptr<IndexBackend> index_backend = NewIndexBackend(store.get(), std::move(indexes));
+  std::unique_ptr<IndexBackend> index_backend =
+      NewIndexBackend(store.get(), std::move(indexes), &metrics);
   CellApiOptions api_options;
   api_options.max_request_bytes = f.max_request_bytes;
   api_options.max_batch_cells = f.max_batch_cells;

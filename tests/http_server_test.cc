@@ -430,6 +430,16 @@ TEST_F(HttpServerTest, IndexQueryAfterAPutsPosition) {
   const std::string base =
       "/v1/trips/indexes/driver_partner_index?shard_value=" + driver.ToString() + "&after=";
   raw_->set_read_timeout(20, 0);  // httplib's default (5 s) is the server's wait
+  // The node's count of waits that timed out, from its /metrics (-1: unreadable).
+  auto timed_out_waits = [&]() -> int64_t {
+    auto m = raw_->Get("/metrics");
+    if (!m || m->status != 200) return -1;
+    const std::string name = "cellar_index_position_waits_total{outcome=\"timed_out\"} ";
+    const size_t at = m->body.find(name);
+    return at == std::string::npos ? -1 : std::stoll(m->body.substr(at + name.size()));
+  };
+  const int64_t timed_out_before = timed_out_waits();
+  ASSERT_GE(timed_out_before, 0) << "cellard's /metrics has no cellar_index_position_waits_total";
   const auto t0 = std::chrono::steady_clock::now();
   auto waited = raw_->Get(base + put->position);
   const auto took = std::chrono::steady_clock::now() - t0;
@@ -438,6 +448,7 @@ TEST_F(HttpServerTest, IndexQueryAfterAPutsPosition) {
   EXPECT_TRUE(waited->has_header("Retry-After"));
   EXPECT_THAT(waited->body, HasSubstr("not yet " + std::to_string(put->added_id)));
   EXPECT_GE(took, std::chrono::milliseconds(4900)) << "answered before limits.index_wait";
+  EXPECT_EQ(timed_out_waits(), timed_out_before + 1);
 
   const std::string users_token = EncodeLogPosition(env->config, "users", put->shard, 1);
   for (const std::string& bad : {std::string("p1.0"), std::string("garbage"), users_token}) {

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/metrics.h"
 #include "cells/log_position.h"
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
@@ -142,6 +143,12 @@ void Record(Cluster& c, const std::map<uint32_t, uint64_t>& highest) {
   }
 }
 
+// cellar_index_position_waits_total{outcome} as registered by the watcher.
+uint64_t WaitsEnded(MetricsRegistry& metrics, const std::string& outcome) {
+  return metrics.GetCounter("cellar_index_position_waits_total", "", {{"outcome", outcome}})
+      .value();
+}
+
 // Many queries waiting for their tokens share one reader per host: with 64
 // callers waiting 400 ms each, a reader per caller (every 1-20 ms) would send
 // ~1,600 reads; shared, the hosts are read a few dozen times. Every caller
@@ -153,7 +160,8 @@ TEST(ReadYourIndexWritesTest, CallersWaitingOnAHostShareItsReads) {
   const std::vector<uint32_t> shards = TwoShardsPerHost(c->config);
   ASSERT_EQ(shards.size(), 4u);
   Record(*c, {{shards[0], 1}, {shards[1], 1}, {shards[2], 1}, {shards[3], 1}});
-  IndexPositionWatcher watcher(c->store.get());
+  MetricsRegistry metrics;
+  IndexPositionWatcher watcher(c->store.get(), &metrics);
 
   constexpr int kCallers = 64;
   auto wait_all = [&](auto target_of, int timeout_ms) {
@@ -176,6 +184,8 @@ TEST(ReadYourIndexWritesTest, CallersWaitingOnAHostShareItsReads) {
   const uint64_t shared_reads = watcher.reads();
   EXPECT_LT(shared_reads, 3u * kCallers) << "callers of one host did not share its reads";
   EXPECT_GE(shared_reads, 2u) << "each host is read at least once";
+  EXPECT_EQ(WaitsEnded(metrics, "timed_out"), uint64_t{kCallers});
+  EXPECT_EQ(WaitsEnded(metrics, "applied"), 0u);
 
   // The positions arrive while the callers wait: all of them answer OK.
   std::atomic<bool> recorded{false};
@@ -195,6 +205,14 @@ TEST(ReadYourIndexWritesTest, CallersWaitingOnAHostShareItsReads) {
   const uint64_t reads_before = watcher.reads();
   EXPECT_TRUE(watcher.Wait("trips", shards[0], 450, 1000).ok());
   EXPECT_EQ(watcher.reads(), reads_before);
+
+  // What a node's GET /metrics shows of it.
+  EXPECT_EQ(WaitsEnded(metrics, "applied"), uint64_t{kCallers} + 1);
+  EXPECT_EQ(WaitsEnded(metrics, "failed"), 0u);
+  EXPECT_EQ(metrics.GetCounter("cellar_index_position_reads_total", "").value(), watcher.reads());
+  const std::string text = metrics.Render();
+  EXPECT_THAT(
+      text, HasSubstr("cellar_index_position_wait_seconds_count " + std::to_string(kCallers + 1)));
 }
 
 // A host that goes down while callers wait on it: every one of them gets the
@@ -207,7 +225,8 @@ TEST(ReadYourIndexWritesTest, CallersOfAHostThatGoesDownGetItsError) {
   const std::vector<uint32_t> shards = TwoShardsPerHost(c->config);
   ASSERT_EQ(shards.size(), 4u);
   Record(*c, {{shards[0], 1}, {shards[1], 1}, {shards[2], 1}, {shards[3], 1}});
-  IndexPositionWatcher watcher(c->store.get());
+  MetricsRegistry metrics;
+  IndexPositionWatcher watcher(c->store.get(), &metrics);
   // shards[2] and shards[3] live on the second host.
   ASSERT_EQ(c->config.HostIndexForShard(shards[2]), 1u);
 
@@ -227,6 +246,8 @@ TEST(ReadYourIndexWritesTest, CallersOfAHostThatGoesDownGetItsError) {
     EXPECT_NE(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
   }
   for (const Status& st : up) EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
+  EXPECT_EQ(WaitsEnded(metrics, "failed"), 8u);
+  EXPECT_EQ(WaitsEnded(metrics, "timed_out"), 2u);
 }
 
 }  // namespace
