@@ -75,15 +75,27 @@ Status IndexPositionWatcher::WaitUntilApplied(const std::string& datastore, uint
   const uint64_t arrived_at_round = source.rounds;
   while (true) {
     if (applied() >= added_id) return Status::Ok();
-    if (source.rounds > arrived_at_round && !source.last_read.ok()) return source.last_read;
+    // Every caller gets at least one read that ends after it arrived, so a
+    // short (even zero) timeout still answers from the database.
+    const bool seen_a_read = source.rounds > arrived_at_round;
+    if (seen_a_read && !source.last_read.ok()) return source.last_read;
     const Clock::time_point now = Clock::now();
-    if (now >= deadline)
+    const bool past_deadline = now >= deadline;
+    if (past_deadline && seen_a_read)
       return DeadlineExceeded("the index worker has applied shard " + std::to_string(shard) +
                               " of " + datastore + " up to position " + std::to_string(applied()) +
                               ", not yet " + std::to_string(added_id) + ", after " +
                               std::to_string(timeout_ms) + " ms");
-    if (source.reading || now < source.next_read) {
-      read_done_.WaitUntil(&mu_, source.reading ? deadline : std::min(deadline, source.next_read));
+    if (source.reading) {
+      if (past_deadline) {
+        read_done_.Wait(&mu_);  // that read is this caller's last
+      } else {
+        read_done_.WaitUntil(&mu_, deadline);
+      }
+      continue;
+    }
+    if (!past_deadline && now < source.next_read) {
+      read_done_.WaitUntil(&mu_, std::min(deadline, source.next_read));
       continue;
     }
     // This caller reads for everyone waiting on the source.

@@ -51,8 +51,9 @@ class IndexPositionWatcher {
 
   // Waits until the applied position of `shard` of `datastore` reaches
   // `added_id`. OK once it has (at once, with no read, if a position already
-  // seen reaches it); DeadlineExceeded after `timeout_ms`, saying how far the
-  // worker is; Unavailable (or the read's error) when a read of the shard's
+  // seen reaches it); DeadlineExceeded after `timeout_ms` and at least one
+  // read that ended after the call began (so a timeout of 0 reads once),
+  // saying how far the worker is; Unavailable (or the read's error) when a read of the shard's
   // host made while the caller waited failed: every caller waiting on that host
   // gets that read's error.
   // REQUIRES: shard < the cluster's shard count.

@@ -206,6 +206,15 @@ TEST(ReadYourIndexWritesTest, CallersWaitingOnAHostShareItsReads) {
   EXPECT_TRUE(watcher.Wait("trips", shards[0], 450, 1000).ok());
   EXPECT_EQ(watcher.reads(), reads_before);
 
+  // A zero timeout still reads once: a position already applied is OK, not a
+  // timeout, even for a watcher that has seen nothing yet.
+  IndexPositionWatcher fresh(c->store.get());
+  EXPECT_TRUE(fresh.Wait("trips", shards[3], 450, /*timeout_ms=*/0).ok());
+  EXPECT_EQ(fresh.reads(), 1u);
+  const Status zero = fresh.Wait("trips", shards[3], 501, /*timeout_ms=*/0);
+  EXPECT_EQ(zero.code(), StatusCode::kDeadlineExceeded) << zero.ToString();
+  EXPECT_THAT(zero.message(), HasSubstr("up to position 500, not yet 501"));
+
   // What a node's GET /metrics shows of it.
   EXPECT_EQ(WaitsEnded(metrics, "applied"), uint64_t{kCallers} + 1);
   EXPECT_EQ(WaitsEnded(metrics, "failed"), 0u);
