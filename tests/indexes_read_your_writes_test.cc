@@ -112,7 +112,7 @@ TEST(ReadYourIndexWritesTest, AThousandPutsEachSeenByTheQueryGivenItsPosition) {
   }
 }
 
-// Shards 0 and 1 of each host of `c` (first shards of the host's range).
+// The first two shards of each host of `config`, host by host.
 std::vector<uint32_t> TwoShardsPerHost(const ClusterConfig& config) {
   std::vector<uint32_t> out;
   std::vector<int> taken(config.mysql.hosts.size(), 0);
@@ -192,7 +192,7 @@ TEST(ReadYourIndexWritesTest, CallersWaitingOnAHostShareItsReads) {
   std::thread recorder([&] {
     // Once every caller waits: the watcher has read since they started.
     const uint64_t before = watcher.reads();
-    WaitFor([&] { return watcher.reads() >= before + 4; }, std::chrono::seconds(10));
+    EXPECT_TRUE(WaitFor([&] { return watcher.reads() >= before + 4; }, std::chrono::seconds(10)));
     Record(*c, {{shards[0], 500}, {shards[1], 500}, {shards[2], 500}, {shards[3], 500}});
     recorded = true;
   });
@@ -247,7 +247,7 @@ TEST(ReadYourIndexWritesTest, CallersOfAHostThatGoesDownGetItsError) {
   for (int i = 0; i < 2; ++i)
     threads.emplace_back([&, i] { up[i] = watcher.Wait("trips", shards[i], 1000, 1500); });
   const uint64_t before = watcher.reads();
-  WaitFor([&] { return watcher.reads() >= before + 4; }, std::chrono::seconds(10));
+  EXPECT_TRUE(WaitFor([&] { return watcher.reads() >= before + 4; }, std::chrono::seconds(10)));
   second->Kill();
   for (auto& t : threads) t.join();
   for (const Status& st : down) {
