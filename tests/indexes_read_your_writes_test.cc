@@ -143,6 +143,16 @@ void Record(Cluster& c, const std::map<uint32_t, uint64_t>& highest) {
   }
 }
 
+// Sets `shards` to TwoShardsPerHost of a two-host cluster and records
+// position 1 for each of them.
+void StartAtPositionOne(Cluster& c, std::vector<uint32_t>* shards) {
+  *shards = TwoShardsPerHost(c.config);
+  ASSERT_EQ(shards->size(), 4u);
+  std::map<uint32_t, uint64_t> one;
+  for (uint32_t s : *shards) one[s] = 1;
+  Record(c, one);
+}
+
 // cellar_index_position_waits_total{outcome} as registered by the watcher.
 uint64_t WaitsEnded(MetricsRegistry& metrics, const std::string& outcome) {
   return metrics.GetCounter("cellar_index_position_waits_total", "", {{"outcome", outcome}})
@@ -157,9 +167,8 @@ uint64_t WaitsEnded(MetricsRegistry& metrics, const std::string& outcome) {
 TEST(ReadYourIndexWritesTest, CallersWaitingOnAHostShareItsReads) {
   auto c = MakeCluster("idx_ryw_share", /*hosts=*/2);
   ASSERT_TRUE(c);
-  const std::vector<uint32_t> shards = TwoShardsPerHost(c->config);
-  ASSERT_EQ(shards.size(), 4u);
-  Record(*c, {{shards[0], 1}, {shards[1], 1}, {shards[2], 1}, {shards[3], 1}});
+  std::vector<uint32_t> shards;
+  ASSERT_NO_FATAL_FAILURE(StartAtPositionOne(*c, &shards));
   MetricsRegistry metrics;
   IndexPositionWatcher watcher(c->store.get(), &metrics);
 
@@ -231,9 +240,8 @@ TEST(ReadYourIndexWritesTest, CallersOfAHostThatGoesDownGetItsError) {
   ASSERT_TRUE(second);
   auto c = MakeCluster("idx_ryw_down", {&Db(), second.get()});
   ASSERT_TRUE(c);
-  const std::vector<uint32_t> shards = TwoShardsPerHost(c->config);
-  ASSERT_EQ(shards.size(), 4u);
-  Record(*c, {{shards[0], 1}, {shards[1], 1}, {shards[2], 1}, {shards[3], 1}});
+  std::vector<uint32_t> shards;
+  ASSERT_NO_FATAL_FAILURE(StartAtPositionOne(*c, &shards));
   MetricsRegistry metrics;
   IndexPositionWatcher watcher(c->store.get(), &metrics);
   // shards[2] and shards[3] live on the second host.
