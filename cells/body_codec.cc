@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "cells/internal/msgpack_json_text.h"
+
 namespace cellar {
 namespace {
 constexpr char kZstdMsgpack = 0x01;
@@ -99,37 +101,61 @@ EncodedBody EncodeBodyMeasured(const nlohmann::json& body) {
   return out;
 }
 
-Result<nlohmann::json> DecodeBody(std::string_view stored) {
+namespace {
+
+// The MessagePack bytes of a stored body: a view into `stored` (plain) or
+// into `*unpacked` (zstd). InvalidArgument as DecodeBody documents.
+Result<std::string_view> UnpackStored(std::string_view stored, std::string* unpacked) {
   if (stored.empty()) return InvalidArgument("stored body is empty");
   if (stored[0] != kZstdMsgpack && stored[0] != kPlainMsgpack)
     return InvalidArgument("stored body has unknown format byte " +
                            std::to_string(static_cast<unsigned char>(stored[0])));
-  std::vector<uint8_t> packed;
-  if (stored[0] == kPlainMsgpack) {
-    packed.assign(stored.begin() + 1, stored.end());
-  } else {
-    const char* frame = stored.data() + 1;
-    size_t frame_size = stored.size() - 1;
-    unsigned long long size = ZSTD_getFrameContentSize(frame, frame_size);
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-      return InvalidArgument("stored body is not a zstd frame with a known size");
-    if (size > kMaxDecodedBytes) return InvalidArgument("stored body decodes to more than 256 MiB");
-    packed.resize(size);
-    size_t n = ZSTD_decompress(packed.data(), packed.size(), frame, frame_size);
-    if (ZSTD_isError(n) || n != size)
-      return InvalidArgument(std::string("stored body is a corrupt zstd frame: ") +
-                             (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
-  }
+  if (stored[0] == kPlainMsgpack) return stored.substr(1);
+  const char* frame = stored.data() + 1;
+  size_t frame_size = stored.size() - 1;
+  unsigned long long size = ZSTD_getFrameContentSize(frame, frame_size);
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+    return InvalidArgument("stored body is not a zstd frame with a known size");
+  if (size > kMaxDecodedBytes) return InvalidArgument("stored body decodes to more than 256 MiB");
+  unpacked->resize(size);
+  size_t n = ZSTD_decompress(unpacked->data(), unpacked->size(), frame, frame_size);
+  if (ZSTD_isError(n) || n != size)
+    return InvalidArgument(std::string("stored body is a corrupt zstd frame: ") +
+                           (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
+  return std::string_view(*unpacked);
+}
+
+Result<nlohmann::json> DecodePacked(std::string_view packed) {
+  const auto* begin = reinterpret_cast<const uint8_t*>(packed.data());
+  const auto* end = begin + packed.size();
   DepthCheck depth;
-  nlohmann::json::sax_parse(packed, &depth, nlohmann::json::input_format_t::msgpack,
+  nlohmann::json::sax_parse(begin, end, &depth, nlohmann::json::input_format_t::msgpack,
                             /*strict=*/true);
   if (depth.too_deep)
     return InvalidArgument("stored body nests deeper than " + std::to_string(kMaxBodyDepth) +
                            " levels");
   nlohmann::json j =
-      nlohmann::json::from_msgpack(packed, /*strict=*/true, /*allow_exceptions=*/false);
+      nlohmann::json::from_msgpack(begin, end, /*strict=*/true, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("stored body is not valid MessagePack");
   return j;
+}
+
+}  // namespace
+
+Result<nlohmann::json> DecodeBody(std::string_view stored) {
+  std::string unpacked;
+  CELLAR_ASSIGN_OR_RETURN(std::string_view packed, UnpackStored(stored, &unpacked));
+  return DecodePacked(packed);
+}
+
+Result<std::string> DecodeBodyToJsonText(std::string_view stored) {
+  std::string unpacked;
+  CELLAR_ASSIGN_OR_RETURN(std::string_view packed, UnpackStored(stored, &unpacked));
+  if (std::optional<std::string> text = internal::MsgpackToJsonText(packed)) return *text;
+  // Keys out of a document's order, a binary value, or an error: the
+  // document's way decides (and names the error as DecodeBody does).
+  CELLAR_ASSIGN_OR_RETURN(nlohmann::json j, DecodePacked(packed));
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace cellar

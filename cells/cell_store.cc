@@ -380,16 +380,21 @@ namespace {
 // final so far (write_fence.h).
 constexpr int kFenceWaitSeconds = 1;
 
-Result<std::vector<Cell>> ReadCells(MysqlConnection& c, const std::string& sql,
-                                    const std::vector<SqlParam>& params) {
+// The cells `sql` selects (kCellColumns) appended to `page`, with their
+// bodies as `bodies` says.
+Status ReadCells(MysqlConnection& c, const std::string& sql, const std::vector<SqlParam>& params,
+                 LogBodies bodies, HostLogPage* page) {
   CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, params));
-  std::vector<Cell> out;
-  out.reserve(rows.size());
+  page->cells.reserve(page->cells.size() + rows.size());
+  const bool text = bodies == LogBodies::kJsonText;
+  if (text) page->body_texts.reserve(page->body_texts.size() + rows.size());
+  std::string body_text;
   for (const auto& r : rows) {
-    CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r));
-    out.push_back(std::move(cell));
+    CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r, text ? &body_text : nullptr));
+    page->cells.push_back(std::move(cell));
+    if (text) page->body_texts.push_back(std::move(body_text));
   }
-  return out;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -406,13 +411,12 @@ namespace {
 // page before the gap (held_by_open_writer).
 Result<HostLogPage> ReadFinalLog(MysqlConnection& c, const std::string& database,
                                  const std::string& select, std::vector<SqlParam> params,
-                                 uint64_t after, int limit, bool contiguous) {
+                                 uint64_t after, int limit, bool contiguous, LogBodies bodies) {
   HostLogPage page;
   page.next_after = after;
   params.emplace_back(after);
-  CELLAR_ASSIGN_OR_RETURN(
-      page.cells,
-      ReadCells(c, select + " ORDER BY added_id LIMIT " + std::to_string(limit), params));
+  CELLAR_RETURN_IF_ERROR(ReadCells(c, select + " ORDER BY added_id LIMIT " + std::to_string(limit),
+                                   params, bodies, &page));
   if (page.cells.empty()) return page;
   size_t run = 0;
   while (contiguous && run < page.cells.size() && page.cells[run].added_id == after + run + 1)
@@ -425,6 +429,7 @@ Result<HostLogPage> ReadFinalLog(MysqlConnection& c, const std::string& database
   const uint64_t final_before = run ? page.cells[run - 1].added_id : after;
   Status fenced = internal::WaitForOpenWriters(c, database, kFenceWaitSeconds);
   page.cells.resize(run);
+  if (bodies == LogBodies::kJsonText) page.body_texts.resize(run);
   page.next_after = final_before;
   if (fenced.code() == StatusCode::kDeadlineExceeded) {
     page.held_by_open_writer = true;
@@ -433,13 +438,11 @@ Result<HostLogPage> ReadFinalLog(MysqlConnection& c, const std::string& database
   CELLAR_RETURN_IF_ERROR(fenced);
   params.back() = final_before;
   params.emplace_back(high);
-  CELLAR_ASSIGN_OR_RETURN(std::vector<Cell> rest,
-                          ReadCells(c,
-                                    select + " AND added_id <= ? ORDER BY added_id LIMIT " +
-                                        std::to_string(limit - static_cast<int>(run)),
-                                    params));
-  const bool full = static_cast<int>(run + rest.size()) == limit;
-  for (auto& cell : rest) page.cells.push_back(std::move(cell));
+  CELLAR_RETURN_IF_ERROR(ReadCells(c,
+                                   select + " AND added_id <= ? ORDER BY added_id LIMIT " +
+                                       std::to_string(limit - static_cast<int>(run)),
+                                   params, bodies, &page));
+  const bool full = static_cast<int>(page.cells.size()) == limit;
   page.next_after = full && !page.cells.empty() ? page.cells.back().added_id : high;
   return page;
 }
@@ -463,13 +466,13 @@ Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t 
     // Other shards' cells interleave in the host log: no run is known final.
     CELLAR_ASSIGN_OR_RETURN(HostLogPage page,
                             ReadFinalLog(c, db, select, {uint64_t{shard}}, after_added_id, limit,
-                                         /*contiguous=*/false));
+                                         /*contiguous=*/false, LogBodies::kDocument));
     return ShardLogPage{std::move(page.cells), page.next_after};
   });
 }
 
 Result<HostLogPage> CellStore::HostLog(const std::string& datastore, size_t host,
-                                       uint64_t after_added_id, int limit) {
+                                       uint64_t after_added_id, int limit, LogBodies bodies) {
   CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
   if (host >= impl_->config.mysql.hosts.size())
     return InvalidArgument("host " + std::to_string(host) + " out of range: the cluster has " +
@@ -483,7 +486,7 @@ Result<HostLogPage> CellStore::HostLog(const std::string& datastore, size_t host
                              impl_->HostTable(host, datastore) + " WHERE added_id > ?";
   const std::string what = "host " + impl_->config.mysql.hosts[host].name;
   return impl_->WithHost<HostLogPage>(host, what, [&](MysqlConnection& c) -> Result<HostLogPage> {
-    return ReadFinalLog(c, db, select, {}, after_added_id, limit, /*contiguous=*/true);
+    return ReadFinalLog(c, db, select, {}, after_added_id, limit, /*contiguous=*/true, bodies);
   });
 }
 

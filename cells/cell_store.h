@@ -54,8 +54,21 @@ namespace cellar {
 
 class MysqlHostPool;
 
+// How a log read returns bodies.
+enum class LogBodies {
+  kDocument,  // parsed, in Cell::body
+  // As compact JSON text in HostLogPage::body_texts, Cell::body left null:
+  // for readers that pass bodies on as text (the relay), which then skip
+  // building a document per cell (DecodeBodyToJsonText).
+  kJsonText,
+};
+
 struct HostLogPage {
   std::vector<Cell> cells;  // in added_id order, all columns and shards
+  // LogBodies::kJsonText only: body_texts[i] is cells[i]'s body as compact
+  // JSON text, exactly cells[i].body.dump() had it been parsed ("" for a
+  // tombstone). Empty with LogBodies::kDocument.
+  std::vector<std::string> body_texts;
   uint64_t next_after = 0;  // pass as after_added_id to continue (>= input)
   // True when the page stopped early because a writing transaction on the host
   // stayed open past the read's wait: the cells after it are not final yet.
@@ -200,9 +213,11 @@ class CellStore : public CellService {
   // ids returns at once; a gap waits up to 1 s for the host's open writers,
   // and if one is still open the page ends before the gap
   // (held_by_open_writer). InvalidArgument for an unknown datastore, a host
-  // index out of range or a limit outside 1..limits.max_log_limit.
+  // index out of range or a limit outside 1..limits.max_log_limit. `bodies`
+  // says how bodies come back (LogBodies).
   [[nodiscard]] Result<HostLogPage> HostLog(const std::string& datastore, size_t host,
-                                            uint64_t after_added_id, int limit);
+                                            uint64_t after_added_id, int limit,
+                                            LogBodies bodies = LogBodies::kDocument);
   // The highest committed added_id of the host's log (0 when empty).
   [[nodiscard]] Result<uint64_t> HostHead(const std::string& datastore, size_t host);
   // The created_at of the committed cell with the smallest added_id above

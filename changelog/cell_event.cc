@@ -52,12 +52,16 @@ void AppendJsonString(std::string& out, std::string_view s) {
 // order here. tests/trigger_config_unit_test.cc compares both encodings.
 std::string EncodeCellEvent(const std::string& datastore, const Cell& cell,
                             int64_t max_body_bytes) {
-  std::string body;
-  bool omitted = false;
-  if (!cell.tombstone) {
-    body = cell.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    omitted = static_cast<int64_t>(body.size()) > max_body_bytes;
-  }
+  return EncodeCellEvent(
+      datastore, cell,
+      cell.tombstone ? std::string()
+                     : cell.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      max_body_bytes);
+}
+
+std::string EncodeCellEvent(const std::string& datastore, const Cell& cell, std::string_view body,
+                            int64_t max_body_bytes) {
+  const bool omitted = !cell.tombstone && static_cast<int64_t>(body.size()) > max_body_bytes;
   std::string out;
   out.reserve(body.size() + datastore.size() + cell.column.size() + 220);
   out += "{\"added_id\":";

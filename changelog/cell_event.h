@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -65,6 +66,11 @@ std::vector<EventHeader> CloudEventHeaders(CloudEventBinding binding, const Kafk
 
 // The JSON value of the Kafka record (documented above).
 std::string EncodeCellEvent(const std::string& datastore, const Cell& cell, int64_t max_body_bytes);
+// The same bytes from the body already printed as compact JSON text
+// (cell.body.dump(), e.g. HostLogPage::body_texts); cell.body is not read.
+// REQUIRES: `body` is that text ("" or anything for a tombstone: not used).
+std::string EncodeCellEvent(const std::string& datastore, const Cell& cell, std::string_view body,
+                            int64_t max_body_bytes);
 // The same bytes built through a JSON document: the reference the direct
 // EncodeCellEvent is tested against. Not for production use (slower).
 std::string EncodeCellEventViaDocument(const std::string& datastore, const Cell& cell,

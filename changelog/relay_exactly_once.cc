@@ -120,7 +120,8 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     bool whole_page = true;
     {
       ReaderMutexLock plock(&producer_mu);
-      for (const Cell& c : page->cells) {
+      for (size_t i = 0; i < page->cells.size(); ++i) {
+        const Cell& c = page->cells[i];
         const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
         auto t = s.published_tail.find(partition);
         if (t != s.published_tail.end() && c.added_id <= t->second) {
@@ -137,7 +138,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
           s.inflight.push_back({c.added_id, false, -1, partition});
         }
         auto* tag = new DeliveryTag{sp, gen, c.added_id};
-        if (!Produce(s, c, tag).ok()) {
+        if (!Produce(s, c, page->body_texts[i], tag).ok()) {
           delete tag;
           MutexLock lock(&s.mu);
           s.inflight.pop_back();

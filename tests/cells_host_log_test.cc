@@ -307,6 +307,48 @@ TEST_F(HostLogTest, HeldWriterHoldsTheLogButNoOtherWriter) {
   for (size_t i = 1; i < cells.size(); ++i) EXPECT_LT(cells[i - 1].added_id, cells[i].added_id);
 }
 
+// The relay reads bodies as JSON text (LogBodies::kJsonText): the same page
+// as the documents, each body_texts[i] the dump of cells[i]'s body, also when
+// the page is cut at a gap and re-read past it (the text list follows).
+TEST_F(HostLogTest, BodiesAsJsonTextAreTheDocumentsDumpsAcrossAGap) {
+  const uint64_t after = Head();
+  auto put = [&](int i, json body) {
+    Result<PutResult> r = store().Put(kDs, {RowOnShard(i % kShards), "BASE", i, std::move(body)});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  };
+  put(1, {{"city", "S\u00e3o Paulo"}, {"fare", 12.5}, {"stops", {1, 2, 3}}});
+  put(2, {{"quote\"back\\slash", "line\nbreak \x01"}, {"n", nullptr}});
+  Result<PutResult> erased = store().Erase(kDs, RowOnShard(1), "BASE");
+  ASSERT_TRUE(erased.ok()) << erased.status().ToString();
+  OpenWriter rolled_back;
+  rolled_back.Insert(RowOnShard(3), 0);  // a gap: the page is cut here and read again
+  put(4, {{"big", std::string(3000, 'x')}, {"i", -1}});  // stored compressed
+  put(5, json::object());
+  rolled_back.Rollback();
+
+  Result<HostLogPage> text = store().HostLog(kDs, 0, after, 500, LogBodies::kJsonText);
+  Result<HostLogPage> docs = store().HostLog(kDs, 0, after, 500);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  ASSERT_EQ(5u, docs->cells.size());
+  ASSERT_EQ(docs->cells.size(), text->cells.size());
+  ASSERT_EQ(text->cells.size(), text->body_texts.size());
+  EXPECT_TRUE(docs->body_texts.empty());
+  EXPECT_EQ(docs->next_after, text->next_after);
+  for (size_t i = 0; i < docs->cells.size(); ++i) {
+    const Cell& d = docs->cells[i];
+    const Cell& t = text->cells[i];
+    SCOPED_TRACE("cell " + std::to_string(i) + " added_id " + std::to_string(d.added_id));
+    EXPECT_EQ(d.added_id, t.added_id);
+    EXPECT_EQ(d.row_key, t.row_key);
+    EXPECT_EQ(d.tombstone, t.tombstone);
+    EXPECT_TRUE(t.body.is_null()) << "no document is built in text mode";
+    EXPECT_EQ(text->body_texts[i],
+              d.tombstone ? "" : d.body.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  EXPECT_TRUE(docs->cells[2].tombstone);
+}
+
 TEST_F(HostLogTest, RolledBackAndKilledWritersLeaveGapsThatDoNotStallTheLog) {
   uint64_t after = Head();
   OpenWriter rolled_back, killed;

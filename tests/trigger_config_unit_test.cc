@@ -441,6 +441,11 @@ TEST(CellEventEncodingTest, DirectEncodingIsByteIdenticalToTheDocumentEncoding) 
                          " tombstone " + std::to_string(tombstone) + " max " + std::to_string(max));
             const std::string direct = EncodeCellEvent(datastore, c, max);
             EXPECT_EQ(direct, EncodeCellEventViaDocument(datastore, c, max));
+            // The relay's way: the body already printed (HostLogPage::body_texts).
+            const std::string text =
+                tombstone ? ""
+                          : body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            EXPECT_EQ(direct, EncodeCellEvent(datastore, c, text, max));
             auto back = DecodeCellEvent(direct);
             ASSERT_TRUE(back.ok()) << back.status().ToString();
             EXPECT_EQ(back->cell.added_id, c.added_id);

@@ -34,7 +34,7 @@ Status CreateHostSchema(MysqlConnection& conn, const std::string& database,
   return Status::Ok();
 }
 
-Result<Cell> RowToCell(const SqlRow& row) {
+Result<Cell> RowToCell(const SqlRow& row, std::string* body_text) {
   Cell c;
   c.row_key = Uuid::FromBytes(row.Bytes(0));
   c.column = row.Bytes(1);
@@ -43,11 +43,19 @@ Result<Cell> RowToCell(const SqlRow& row) {
   c.created_at = row.Int(5);
   c.added_id = row.Uint(6);
   c.shard = static_cast<uint32_t>(row.Uint(7));
-  if (!c.tombstone) {
+  if (body_text) body_text->clear();
+  if (c.tombstone) return c;
+  auto corrupt = [&](const Status& s) {
+    return Internal("cell at shard " + std::to_string(c.shard) + " added_id " +
+                    std::to_string(c.added_id) + ": " + s.message());
+  };
+  if (body_text) {
+    auto text = DecodeBodyToJsonText(row.Bytes(3));
+    if (!text.ok()) return corrupt(text.status());
+    *body_text = std::move(text).value();
+  } else {
     auto body = DecodeBody(row.Bytes(3));
-    if (!body.ok())
-      return Internal("cell at shard " + std::to_string(c.shard) + " added_id " +
-                      std::to_string(c.added_id) + ": " + body.status().message());
+    if (!body.ok()) return corrupt(body.status());
     c.body = std::move(body).value();
   }
   return c;

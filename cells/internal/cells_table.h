@@ -25,7 +25,10 @@ std::string CreateCellsTableSql(const std::string& qualified_table);
 Status CreateHostSchema(MysqlConnection& conn, const std::string& database,
                         const std::vector<DatastoreConfig>& datastores);
 
-// Decodes a row selected with kCellColumns. Internal if the stored body is corrupt.
-Result<Cell> RowToCell(const SqlRow& row);
+// Decodes a row selected with kCellColumns. Internal if the stored body is
+// corrupt. With `body_text` non-null the body is not parsed: *body_text gets
+// it as compact JSON text (DecodeBodyToJsonText; "" for a tombstone) and
+// Cell::body stays null.
+Result<Cell> RowToCell(const SqlRow& row, std::string* body_text = nullptr);
 
 }  // namespace cellar::internal

@@ -335,8 +335,11 @@ struct Relay::Impl {
   // Hands one cell to the producer with the stream headers
   // (kafka/internal/published_tail.h) and the CloudEvents headers
   // (cell_event.h), in both relay modes. ResourceExhausted when its queue is full.
-  Status Produce(HostStream& s, const Cell& c, DeliveryTag* tag) REQUIRES_SHARED(producer_mu) {
-    const std::string value = EncodeCellEvent(s.datastore, c, config.kafka.max_event_body_bytes);
+  // `body` is the cell's body as JSON text (HostLogPage::body_texts).
+  Status Produce(HostStream& s, const Cell& c, std::string_view body, DeliveryTag* tag)
+      REQUIRES_SHARED(producer_mu) {
+    const std::string value =
+        EncodeCellEvent(s.datastore, c, body, config.kafka.max_event_body_bytes);
     const std::string key = c.row_key.ToString();
     const std::string added_id = std::to_string(c.added_id);
     const std::vector<EventHeader> ce =
@@ -358,10 +361,12 @@ struct Relay::Impl {
   void ReleaseFenced(HostStream& s);
 
   // One page of the stream's host log after `after` (counted in
-  // cellar_relay_log_reads_total).
+  // cellar_relay_log_reads_total), bodies as JSON text: an event carries its
+  // body as text, so no document is built per cell.
   Result<HostLogPage> ReadLog(const HostStream& s, uint64_t after) {
     if (probe) probe->LogRead(s.host_name, s.datastore);
-    return store->HostLog(s.datastore, s.host, after, config.relay.batch_cells);
+    return store->HostLog(s.datastore, s.host, after, config.relay.batch_cells,
+                          LogBodies::kJsonText);
   }
 
   // Reads the next final cells of the stream's host log and hands them to
@@ -392,7 +397,8 @@ struct Relay::Impl {
     if (!page.ok()) return 0;
     size_t produced = 0;
     ReaderMutexLock plock(&producer_mu);
-    for (const Cell& c : page->cells) {
+    for (size_t i = 0; i < page->cells.size(); ++i) {
+      const Cell& c = page->cells[i];
       const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
       {
         MutexLock lock(&s.mu);
@@ -400,7 +406,7 @@ struct Relay::Impl {
         s.inflight.push_back({c.added_id, false, -1, partition});
       }
       auto* tag = new DeliveryTag{sp, gen, c.added_id};
-      if (!Produce(s, c, tag).ok()) {
+      if (!Produce(s, c, page->body_texts[i], tag).ok()) {
         // Queue full or similar: take the record back and try again later.
         delete tag;
         MutexLock lock(&s.mu);
