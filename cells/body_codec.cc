@@ -142,6 +142,18 @@ Result<nlohmann::json> DecodePacked(std::string_view packed) {
 
 }  // namespace
 
+void AppendJsonString(std::string& out, std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      out += nlohmann::json(std::string(s))
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return;
+    }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
 Result<nlohmann::json> DecodeBody(std::string_view stored) {
   std::string unpacked;
   CELLAR_ASSIGN_OR_RETURN(std::string_view packed, UnpackStored(stored, &unpacked));

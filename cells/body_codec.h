@@ -58,6 +58,12 @@ inline constexpr size_t kMaxJsonBytesPerMsgpackByte = 6;
 // Never throws, whatever the input.
 Result<nlohmann::json> DecodeBody(std::string_view stored);
 
+// Appends `s` as a JSON string literal, exactly as nlohmann::json's dump()
+// prints it (no ASCII escaping; invalid UTF-8 replaced): printable ASCII
+// without a quote or backslash is copied, anything else goes through the
+// library's escaping. For encoders that build JSON text without a document.
+void AppendJsonString(std::string& out, std::string_view s);
+
 // The body as compact JSON text: exactly what
 // DecodeBody(stored)->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
 // gives, printed straight from the MessagePack without building a document

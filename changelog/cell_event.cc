@@ -1,5 +1,7 @@
 #include "changelog/cell_event.h"
 
+#include "cells/body_codec.h"
+
 namespace cellar {
 
 std::string ChangeLogTopic(const KafkaConfig& kafka, const std::string& datastore) {
@@ -27,24 +29,6 @@ std::vector<EventHeader> CloudEventHeaders(CloudEventBinding binding, const Kafk
   if (binding == CloudEventBinding::kKafka) h.push_back({"content-type", "application/json"});
   return h;
 }
-
-namespace {
-
-// Appends `s` as a JSON string exactly as nlohmann::json::dump would (plain
-// printable ASCII directly, anything else through the library).
-void AppendJsonString(std::string& out, std::string_view s) {
-  for (unsigned char c : s)
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      out += nlohmann::json(std::string(s))
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      return;
-    }
-  out += '"';
-  out += s;
-  out += '"';
-}
-
-}  // namespace
 
 // Encoded directly, without building a JSON document around the body (the
 // relay's hottest step besides reading the log): the same bytes as the

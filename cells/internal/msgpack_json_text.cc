@@ -28,7 +28,7 @@ class JsonTextWriter : public nlohmann::json_sax<nlohmann::json> {
   }
   bool string(string_t& v) override {
     BeforeValue();
-    Quoted(v);
+    AppendJsonString(out_, v);
     return true;
   }
   bool binary(binary_t&) override { return false; }
@@ -39,7 +39,7 @@ class JsonTextWriter : public nlohmann::json_sax<nlohmann::json> {
     if (!l.first) out_ += ',';
     l.first = false;
     l.last_key = k;
-    Quoted(k);
+    AppendJsonString(out_, k);
     out_ += ':';
     return true;
   }
@@ -87,19 +87,6 @@ class JsonTextWriter : public nlohmann::json_sax<nlohmann::json> {
     levels_.pop_back();
     return true;
   }
-  // Printable ASCII without a quote or backslash is copied (dump() copies
-  // it too); anything else goes through nlohmann's escaping.
-  void Quoted(string_t& s) {
-    for (unsigned char c : s)
-      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-        printer_.dump(nlohmann::json(std::move(s)), false, false, 0);
-        return;
-      }
-    out_ += '"';
-    out_ += s;
-    out_ += '"';
-  }
-
   std::string& out_;
   nlohmann::detail::serializer<nlohmann::json> printer_;
   std::vector<Level> levels_;
