@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cells/cell_store.h"
+#include "cells/shard_map.h"
 #include "changelog/relay.h"
 #include "gtest/gtest.h"
 #include "indexes/index_catalog.h"
@@ -532,6 +533,69 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
     if (r["host"] == "stat1") lag_stat1 += r["lag"].get<uint64_t>();
   EXPECT_EQ(lag_up, lag_stat1);
   c->store->Close();
+}
+
+// Whole numbers on the command line are decimal and must fit their option:
+// CLI11 2.1 read them with strtoll/strtoull base 0, so `--ref 010` wrote
+// ref_key 8, `--ref 0x20` 32, an out-of-range ref_key was written as
+// INT64_MAX and `--after -1` read from 2^64-1.
+TEST(CliBadInputTest, IntegersAreDecimalAndInRangeElseRefusedWithNothingWritten) {
+  const std::string yaml = testing::MakeClusterYaml(Servers(), kShards, "", "st_cli_num");
+  const std::string config_path = testing::WriteTempFile(yaml, ".yaml");
+  auto cfg = ParseClusterConfig(yaml, config_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto store = CellStore::Open(*cfg);
+  ASSERT_EQ(store->Init().ToString(), "OK");
+  const Uuid row = Uuid::Random();
+  const std::string shard = std::to_string(ShardForRow(row, kShards));
+  auto put = [&](const std::string& ref) {
+    return RunCli(config_path, {"put", "-d", "trips", "-r", row.ToString(), "-c", "BASE", "--ref",
+                                ref, "-b", "{\"a\":1}"});
+  };
+  struct Refused {
+    std::vector<std::string> args;
+    std::string option, value;
+  };
+  const std::vector<Refused> refused = {
+      {{"--ref", "99999999999999999999"}, "--ref", "99999999999999999999"},
+      {{"--ref", "-99999999999999999999"}, "--ref", "-99999999999999999999"},
+      {{"--ref", "0x20"}, "--ref", "0x20"},
+      {{"--ref", "1e3"}, "--ref", "1e3"},
+      {{"--ref", " 7"}, "--ref", " 7"},
+  };
+  for (const Refused& r : refused) {
+    CliResult res = put(r.args[1]);
+    EXPECT_NE(res.code, 0) << r.value << ": " << res.out;
+    EXPECT_NE(res.err.find(r.option), std::string::npos) << res.err;
+    EXPECT_NE(res.err.find("'" + r.value + "'"), std::string::npos) << res.err;
+    EXPECT_NE(res.err.find("whole number"), std::string::npos) << res.err;
+  }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"log", "-d", "trips", "-s", shard, "--after", "-1"},
+           {"log", "-d", "trips", "-s", shard, "--after", "18446744073709551616"},
+           {"log", "-d", "trips", "-s", "-1"},
+           {"versions", "-d", "trips", "-r", row.ToString(), "-c", "BASE", "--max-ref",
+            "9223372036854775808"},
+           {"log", "tail", "-d", "trips", "-n", "0x10"}}) {
+    CliResult res = RunCli(config_path, args);
+    EXPECT_NE(res.code, 0) << args[args.size() - 1] << ": " << res.out;
+    EXPECT_NE(res.err.find("'" + args[args.size() - 1] + "'"), std::string::npos) << res.err;
+  }
+  auto log = store->ShardLog("trips", ShardForRow(row, kShards), 0, 100);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_TRUE(log->cells.empty()) << "a refused put wrote " << log->cells.size() << " cells";
+
+  // A leading zero is still decimal: 010 is ten, as a person reads it.
+  CliResult ten = put("010");
+  ASSERT_EQ(ten.code, 0) << ten.err;
+  EXPECT_EQ(ten.json["ref_key"], 10) << ten.out;
+  CliResult max = put("9223372036854775807");
+  ASSERT_EQ(max.code, 0) << max.err;
+  EXPECT_EQ(max.json["ref_key"], INT64_MAX) << max.out;
+  CliResult after = RunCli(config_path, {"log", "-d", "trips", "-s", shard, "--after", "0"});
+  ASSERT_EQ(after.code, 0) << after.err;
+  ASSERT_EQ(after.json["cells"].size(), 2u) << after.out;
+  EXPECT_EQ(after.json["cells"][0]["ref_key"], 10);
 }
 
 // Nothing answers (no MySQL host, no Kafka): the command still prints what it

@@ -40,7 +40,10 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     c->add_option("-d,--datastore", a->datastore, "datastore name")->required();
     c->add_option("-r,--row", a->row, "row key (UUID)")->required();
     if (column) c->add_option("-c,--column", a->column, "column key")->required();
-    if (ref) c->add_option("--ref", a->ref_key, "ref_key (>= 0)")->required();
+    if (ref)
+      c->add_option("--ref", a->ref_key, "ref_key (>= 0)")
+          ->transform(DecimalInteger<int64_t>())
+          ->required();
   };
 
   app.add_subcommand("init", "create the host databases and tables (idempotent)")->callback([open] {
@@ -85,10 +88,13 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
 
   auto* versions = app.add_subcommand("versions", "list versions of a column, newest first");
   add_addr(versions, true, false);
-  versions->add_option("--max-ref", a->max_ref, "only ref_key <= this");
-  versions->add_option("--min-ref", a->min_ref, "only ref_key >= this");
+  versions->add_option("--max-ref", a->max_ref, "only ref_key <= this")
+      ->transform(DecimalInteger<int64_t>());
+  versions->add_option("--min-ref", a->min_ref, "only ref_key >= this")
+      ->transform(DecimalInteger<int64_t>());
   versions->add_option("--as-of", a->as_of, "only versions created at or before (RFC 3339)");
-  versions->add_option("--limit", a->limit, "at most this many (1-10000)");
+  versions->add_option("--limit", a->limit, "at most this many (1-10000)")
+      ->transform(DecimalInteger<int>());
   versions->callback([a, open] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
     VersionQuery q;
@@ -102,8 +108,10 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   auto* erase = app.add_subcommand(
       "erase", "append a tombstone to a column (created:false if it already reads as erased)");
   add_addr(erase, true, false);
-  erase->add_option("--expected-ref", a->expected_ref,
-                    "erase only if this ref_key is the latest version (else Conflict)");
+  erase
+      ->add_option("--expected-ref", a->expected_ref,
+                   "erase only if this ref_key is the latest version (else Conflict)")
+      ->transform(DecimalInteger<int64_t>());
   erase->callback([a, open] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
     auto store = open();
@@ -114,9 +122,11 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
 
   auto* log = app.add_subcommand("log", "read a shard's cells in added_id order (or: log tail)");
   log->add_option("-d,--datastore", a->datastore, "datastore name");
-  auto* shard_opt = log->add_option("-s,--shard", a->shard, "shard number");
-  log->add_option("--after", a->after, "start after this added_id (default 0)");
-  log->add_option("--limit", a->limit, "at most this many cells");
+  auto* shard_opt = log->add_option("-s,--shard", a->shard, "shard number")
+                        ->transform(DecimalInteger<uint32_t>());
+  log->add_option("--after", a->after, "start after this added_id (default 0)")
+      ->transform(DecimalInteger<uint64_t>());
+  log->add_option("--limit", a->limit, "at most this many cells")->transform(DecimalInteger<int>());
   log->callback([a, open, log, shard_opt] {
     if (log->got_subcommand("tail")) return;  // handled by `log tail`
     if (a->datastore.empty() || shard_opt->count() == 0)

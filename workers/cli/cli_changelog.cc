@@ -15,8 +15,10 @@ void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g) {
   auto idle_exit_ms = std::make_shared<int>(-1);
   tail->add_option("-d,--datastore", *datastore, "datastore name")->required();
   tail->add_flag("--from-beginning", *from_beginning, "start at the oldest retained event");
-  tail->add_option("-n,--max-events", *max_events, "exit after this many events");
-  tail->add_option("--idle-exit-ms", *idle_exit_ms, "exit after this long without events");
+  tail->add_option("-n,--max-events", *max_events, "exit after this many events")
+      ->transform(DecimalInteger<long>());
+  tail->add_option("--idle-exit-ms", *idle_exit_ms, "exit after this long without events")
+      ->transform(DecimalInteger<int>());
   tail->callback([=, &g] {
     BlockTerminationSignals();  // before librdkafka starts its threads
     ClusterConfig cfg = LoadConfigOrExit(g);

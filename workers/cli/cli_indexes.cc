@@ -74,7 +74,7 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
   query->add_option("--field", a->fields, "fields to return (default all); repeatable");
   query->add_option("--order-by", a->order_by, "order by this field (default newest first)");
   query->add_flag("--asc", a->ascending, "ascending order");
-  query->add_option("--limit", a->limit, "page size (1-1000)");
+  query->add_option("--limit", a->limit, "page size (1-1000)")->transform(DecimalInteger<int>());
   query->add_option("--cursor", a->cursor, "next_cursor of the previous page");
   query->add_flag("--verify", a->verify, "re-read each hit's latest cell and drop stale hits");
   query->add_option("--after", a->after,

@@ -40,7 +40,9 @@ void AddLayoutCommands(CLI::App& app, const GlobalOptions& g) {
       "move one logical shard to another host in two steps: (1) --shard S --to HOST copies, "
       "catches up, freezes S and prints the config roll; (2) with the rolled config, "
       "--shard S --from HOST --finish verifies, moves index rows and deletes S from the source");
-  move->add_option("--shard", a->shard, "the logical shard")->required();
+  move->add_option("--shard", a->shard, "the logical shard")
+      ->transform(DecimalInteger<uint32_t>())
+      ->required();
   move->add_option("--to", a->to, "step 1: the target host (a name in mysql.hosts)");
   move->add_option("--from", a->from, "step 2: the source host");
   move->add_flag("--finish", a->finish, "step 2, after the config roll");
