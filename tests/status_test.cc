@@ -562,6 +562,8 @@ TEST(CliBadInputTest, IntegersAreDecimalAndInRangeElseRefusedWithNothingWritten)
       {{"--ref", "0x20"}, "--ref", "0x20"},
       {{"--ref", "1e3"}, "--ref", "1e3"},
       {{"--ref", " 7"}, "--ref", " 7"},
+      {{"--ref", "+5"}, "--ref", "+5"},
+      {{"--ref", ""}, "--ref", ""},
   };
   for (const Refused& r : refused) {
     CliResult res = put(r.args[1]);

@@ -51,9 +51,9 @@ CLI::Validator DecimalInteger() {
       [](std::string& text) -> std::string {
         T value{};
         const char* end = text.data() + text.size();
-        const bool plus_free = text.empty() || text[0] != '+';  // from_chars refuses '+'
+        // from_chars takes no '+', no space and no 0x: what is left is plain decimal.
         auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (plus_free && ec == std::errc() && ptr == end && !text.empty()) {
+        if (ec == std::errc() && ptr == end && !text.empty()) {
           text = std::to_string(value);
           return "";
         }
