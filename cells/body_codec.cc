@@ -145,8 +145,16 @@ Result<nlohmann::json> DecodePacked(std::string_view packed) {
 void AppendJsonString(std::string& out, std::string_view s) {
   for (unsigned char c : s)
     if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      out += nlohmann::json(std::string(s))
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      // One printer per thread: dump() builds a serializer (a locale lookup,
+      // its buffers) per call, which cost as much again as the escaping on
+      // the relay's path of every non-ASCII string of a body.
+      thread_local std::string escaped;
+      thread_local nlohmann::detail::serializer<nlohmann::json> printer(
+          nlohmann::detail::output_adapter<char>(escaped), ' ',
+          nlohmann::json::error_handler_t::replace);
+      escaped.clear();
+      printer.dump(nlohmann::json(std::string(s)), false, false, 0);
+      out += escaped;
       return;
     }
   out += '"';
