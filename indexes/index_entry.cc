@@ -1,8 +1,9 @@
 #include "indexes/index_entry.h"
 
-#include <charconv>
 #include <limits>
+#include <optional>
 
+#include "base/number_text.h"
 #include "cells/shard_map.h"
 
 namespace cellar {
@@ -74,18 +75,15 @@ Result<SqlParam> JsonToFieldValue(const IndexField& f, const nlohmann::json& v) 
 Result<SqlParam> TextToFieldValue(const IndexField& f, const std::string& text) {
   switch (f.type) {
     case IndexFieldType::kInt: {
-      int64_t v = 0;
-      auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-      if (r.ec != std::errc() || r.ptr != text.data() + text.size())
-        return InvalidArgument("field " + f.path + ": '" + text + "' is not an integer");
-      return SqlParam(v);
+      std::optional<int64_t> v = ParseDecimalInteger<int64_t>(text);
+      if (!v) return InvalidArgument("field " + f.path + ": '" + text + "' is not an integer");
+      return SqlParam(*v);
     }
     case IndexFieldType::kFloat: {
-      char* end = nullptr;
-      double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0')
-        return InvalidArgument("field " + f.path + ": '" + text + "' is not a number");
-      return SqlParam(v);
+      // Decimal and finite: strtod also took nan, inf and hex.
+      std::optional<double> v = ParseDecimalDouble(text);
+      if (!v) return InvalidArgument("field " + f.path + ": '" + text + "' is not a number");
+      return SqlParam(*v);
     }
     case IndexFieldType::kBool:
       if (text == "true") return SqlParam(int64_t{1});

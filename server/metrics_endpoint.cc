@@ -2,12 +2,12 @@
 
 #include <httplib.h>
 
-#include <charconv>
 #include <chrono>
 #include <iostream>
 #include <thread>
 
 #include "base/log.h"
+#include "base/number_text.h"
 
 namespace cellar {
 
@@ -20,12 +20,8 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const MetricsReg
                                                                 const std::string& address) {
   const size_t colon = address.rfind(':');
   int port = -1;
-  if (colon != std::string::npos && colon > 0) {
-    const char* first = address.data() + colon + 1;
-    const char* last = address.data() + address.size();
-    auto [end, ec] = std::from_chars(first, last, port);
-    if (ec != std::errc() || end != last || first == last) port = -1;
-  }
+  if (colon != std::string::npos && colon > 0)
+    port = ParseDecimalInteger<int>(std::string_view(address).substr(colon + 1)).value_or(-1);
   if (port < 0 || port > 65535)
     return InvalidArgument("metrics address must be host:port, got '" + address + "'");
   std::string host = address.substr(0, colon);

@@ -17,6 +17,7 @@
 #include "base/listening_sockets.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/number_text.h"
 #include "base/status.h"
 #include "base/thread_name.h"
 #include "base/time.h"
@@ -97,6 +98,38 @@ TEST(LogTest, EnabledFollowsTheLevel) {
   SetLogLevel(LogLevel::kInfo);
   EXPECT_FALSE(LogEnabled(LogLevel::kDebug));
   EXPECT_TRUE(LogEnabled(LogLevel::kInfo));
+}
+
+TEST(NumberTextTest, DecimalIntegersOnlyAndTheyMustFit) {
+  EXPECT_EQ(ParseDecimalInteger<int64_t>("010"), 10);
+  EXPECT_EQ(ParseDecimalInteger<int64_t>("-9223372036854775808"), INT64_MIN);
+  EXPECT_EQ(ParseDecimalInteger<uint64_t>("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(ParseDecimalInteger<int>("0"), 0);
+  for (const char* bad :
+       {"", "+5", " 5", "5 ", "0x10", "1e3", "1.0", "--1", "-", "9223372036854775808"})
+    EXPECT_EQ(ParseDecimalInteger<int64_t>(bad), std::nullopt) << "'" << bad << "'";
+  EXPECT_EQ(ParseDecimalInteger<uint64_t>("-1"), std::nullopt) << "no wrap-around";
+  EXPECT_EQ(ParseDecimalInteger<uint32_t>("4294967296"), std::nullopt);
+}
+
+TEST(NumberTextTest, DecimalDoublesAreFiniteAndTellOverflowApart) {
+  EXPECT_EQ(ParseDecimalDouble("1.5"), 1.5);
+  EXPECT_EQ(ParseDecimalDouble(".5"), 0.5);
+  EXPECT_EQ(ParseDecimalDouble("5."), 5.0);
+  EXPECT_EQ(ParseDecimalDouble("-2e-3"), -2e-3);
+  EXPECT_EQ(ParseDecimalDouble("1E2"), 100.0);
+  EXPECT_EQ(ParseDecimalDouble("1e-400"), 0.0) << "underflow rounds towards zero, as JSON reads it";
+  bool out_of_range = true;
+  for (const char* bad : {"", "-", ".", "+1", " 1", "1 ", "inf", "-inf", "infinity", "nan", "NaN",
+                          "0x10", "0x1p3", "1e", "1.5x", "--1", "e5"}) {
+    EXPECT_EQ(ParseDecimalDouble(bad, &out_of_range), std::nullopt) << "'" << bad << "'";
+    EXPECT_FALSE(out_of_range) << bad;
+  }
+  for (const std::string& huge :
+       {std::string("1e400"), std::string("-1e400"), "1" + std::string(400, '0')}) {
+    EXPECT_EQ(ParseDecimalDouble(huge, &out_of_range), std::nullopt) << huge;
+    EXPECT_TRUE(out_of_range) << huge;
+  }
 }
 
 TEST(UuidTest, ParseAndFormat) {

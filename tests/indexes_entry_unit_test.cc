@@ -373,6 +373,38 @@ TEST(ShardForFieldValueTest, TextAndJsonAgreeAndEqualValuesShareAShard) {
   }
 }
 
+// Query text (HTTP, Client, CLI) is decimal and finite: strtod took 'nan',
+// 'inf', hex and overflowing exponents, and handed MariaDB a NaN or infinity.
+TEST(TextToFieldValueTest, NumbersAreDecimalAndFiniteElseRefusedNamingTheText) {
+  IndexDefinition d = AllTypesDef();
+  const auto& f = d.column_defs[0].fields;
+  const IndexField& integer = f[2];
+  const IndexField& real = f[3];
+  for (const std::string& text : {"nan", "NaN", "inf", "-inf", "infinity", "0x10", "0x1p3", "1e400",
+                                  "-1e400", "", " 1", "1 ", "+1", "1.5x", "--1", "."}) {
+    auto v = TextToFieldValue(real, text);
+    ASSERT_FALSE(v.ok()) << "'" << text << "' was taken as " << std::get<double>(*v);
+    EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(v.status().message(), ::testing::HasSubstr("'" + text + "' is not a number"));
+  }
+  for (const std::string& text : {"0x10", "010x", "9223372036854775808", "+1", " 1", "1e3", ""}) {
+    auto v = TextToFieldValue(integer, text);
+    ASSERT_FALSE(v.ok()) << "'" << text << "' was taken";
+    EXPECT_THAT(v.status().message(), ::testing::HasSubstr("'" + text + "' is not an integer"));
+  }
+  const std::vector<std::pair<std::string, double>> reals = {
+      {"1.5", 1.5},   {"-0.25", -0.25}, {".5", 0.5},     {"5.", 5.0},
+      {"1e-3", 1e-3}, {"1E2", 100.0},   {"1e308", 1e308}};
+  for (const auto& [text, expected] : reals) {
+    auto v = TextToFieldValue(real, text);
+    ASSERT_TRUE(v.ok()) << text << ": " << v.status().ToString();
+    EXPECT_EQ(std::get<double>(*v), expected) << text;
+  }
+  auto v = TextToFieldValue(integer, "-9223372036854775808");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(std::get<int64_t>(*v), std::numeric_limits<int64_t>::min());
+}
+
 TEST(ShardForFieldValueTest, SpreadsOverEveryShard) {
   IndexDefinition d = AllTypesDef();
   std::map<uint32_t, int> counts;

@@ -65,13 +65,13 @@ std::string ReadFile(const std::string& path) {
   return out;
 }
 
-// Runs `cellar --config <config> args...` to completion (stdout and stderr
-// kept apart through the shell: ChildProcess writes both to one log).
-CliResult RunCli(const std::string& config, const std::vector<std::string>& args) {
+// Runs `program args...` to completion (stdout and stderr kept apart through
+// the shell: ChildProcess writes both to one log).
+CliResult RunProgram(const std::string& program, const std::vector<std::string>& args) {
   static int n = 0;
   testing::TempDir dir("cli");
   const std::string out = dir.File("out"), err = dir.File("err");
-  std::string cmd = std::string("exec '") + CELLAR_BIN + "' --config '" + config + "'";
+  std::string cmd = "exec '" + program + "'";
   for (const auto& a : args) cmd += " '" + a + "'";
   cmd += " >'" + out + "' 2>'" + err + "'";
   testing::ChildProcess p({"/bin/sh", "-c", cmd}, dir.File("log" + std::to_string(++n)));
@@ -83,6 +83,13 @@ CliResult RunCli(const std::string& config, const std::vector<std::string>& args
   r.err = ReadFile(err);
   r.json = nlohmann::json::parse(r.out, nullptr, false);
   return r;
+}
+
+// Runs `cellar --config <config> args...` to completion.
+CliResult RunCli(const std::string& config, const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"--config", config};
+  all.insert(all.end(), args.begin(), args.end());
+  return RunProgram(CELLAR_BIN, all);
 }
 
 std::vector<const testing::PrivateMariaDb*> Servers() { return {&env->db(0), &env->db(1)}; }
@@ -598,6 +605,51 @@ TEST(CliBadInputTest, IntegersAreDecimalAndInRangeElseRefusedWithNothingWritten)
   ASSERT_EQ(after.code, 0) << after.err;
   ASSERT_EQ(after.json["cells"].size(), 2u) << after.out;
   EXPECT_EQ(after.json["cells"][0]["ref_key"], 10);
+}
+
+// The worker mains and `cellar status --watch` read their numbers the same
+// way: before, `cellar-indexer --concurrency 0` and `cellar-relay
+// --stats-interval-ms 0` were taken as given, `cellar-webhook-sink --listen
+// host:abc` listened on any port (atoi gave 0), `cellar-broker --brokers 0x10`
+// started 16 brokers and `cellar status --watch 1abc` redrew every second.
+// Each refusal ends the program before it starts anything, naming the text.
+TEST(CliBadInputTest, WorkerMainsAndWatchRefuseNumbersThatAreNotDecimalOrOutOfRange) {
+  const std::string yaml = testing::MakeClusterYaml(Servers(), kShards, "", "st_cli_mains");
+  const std::string config_path = testing::WriteTempFile(yaml, ".yaml");
+  struct Refused {
+    std::string program;
+    std::vector<std::string> args;
+    std::string text;  // must appear quoted in stderr
+  };
+  const std::vector<Refused> refused = {
+      {CELLAR_INDEXER_BIN, {"--config", config_path, "--concurrency", "0"}, "0"},
+      {CELLAR_INDEXER_BIN, {"--config", config_path, "--concurrency", "0x10"}, "0x10"},
+      {CELLAR_INDEXER_BIN,
+       {"--config", config_path, "--concurrency", "99999999999"},
+       "99999999999"},
+      {CELLAR_RELAY_BIN, {"--config", config_path, "--stats-interval-ms", "0"}, "0"},
+      {CELLAR_RELAY_BIN, {"--config", config_path, "--stats-interval-ms", "-5"}, "-5"},
+      {CELLAR_BROKER_BIN, {"--brokers", "0x10"}, "0x10"},
+      {CELLAR_BROKER_BIN, {"--brokers", "65"}, "65"},
+      {CELLAR_BROKER_BIN, {"--topic", "t:+5"}, "+5"},
+      {CELLAR_BROKER_BIN, {"--topic", "t: 5"}, " 5"},
+      {CELLAR_WEBHOOK_SINK_BIN,
+       {"--out", "/dev/null", "--listen", "127.0.0.1:abc"},
+       "127.0.0.1:abc"},
+      {CELLAR_WEBHOOK_SINK_BIN,
+       {"--out", "/dev/null", "--listen", "127.0.0.1:70000"},
+       "127.0.0.1:70000"},
+      {CELLAR_BIN, {"--config", config_path, "status", "--watch", "1abc"}, "1abc"},
+      {CELLAR_BIN, {"--config", config_path, "status", "--watch", "inf"}, "inf"},
+      {CELLAR_BIN, {"--config", config_path, "status", "--watch", "1e-300"}, "1e-300"},
+      {CELLAR_BIN, {"--config", config_path, "status", "--watch", "0"}, "0"},
+  };
+  for (const Refused& r : refused) {
+    const std::string what = r.program + " ... " + r.args[r.args.size() - 2] + " " + r.text;
+    CliResult res = RunProgram(r.program, r.args);
+    EXPECT_NE(res.code, 0) << what << ": " << res.out;
+    EXPECT_NE(res.err.find("'" + r.text + "'"), std::string::npos) << what << ": " << res.err;
+  }
 }
 
 // Nothing answers (no MySQL host, no Kafka): the command still prints what it

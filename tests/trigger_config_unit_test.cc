@@ -148,6 +148,85 @@ TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
   EXPECT_TRUE(MakeWebhookBatchHandler(w).ok());
 }
 
+// Plain filter values are numbers as a body's JSON would hold them (int64,
+// then uint64, then double), YAML 1.2 decimal forms included; words stay
+// strings. strtoll/strtod used to turn an out-of-range integer into INT64_MAX,
+// 0x10 into 16.0 and inf or nan into non-finite doubles JSON cannot hold.
+TEST(TriggerDefinitionsTest, FilterValuesAreNumbersAsABodyHoldsThem) {
+  const std::string yaml = R"(triggers:
+  - name: numbers
+    datastore: trips
+    column: BASE
+    webhook: { url: "http://127.0.0.1:8080/hook" }
+    filter:
+      - { field: a, value: 9223372036854775807 }
+      - { field: b, value: 18446744073709551615 }
+      - { field: c, value: 99999999999999999999 }
+      - { field: d, value: -9223372036854775809 }
+      - { field: e, value: 010 }
+      - { field: f, value: +5 }
+      - { field: g, value: .5 }
+      - { field: h, value: 1e3 }
+      - { field: i, value: inf }
+      - { field: j, value: nan }
+      - { field: k, value: 12abc }
+      - { field: l, value: -0 }
+)";
+  auto r = ParseTriggerDefinitions(yaml, "hooks.yaml", Cluster());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto& f = (*r)[0].filter;
+  ASSERT_EQ(f.size(), 12u);
+  EXPECT_TRUE(f[0].value.is_number_integer() && !f[0].value.is_number_unsigned());
+  EXPECT_EQ(f[0].value.get<int64_t>(), INT64_MAX);
+  EXPECT_TRUE(f[1].value.is_number_unsigned()) << f[1].value.dump();
+  EXPECT_EQ(f[1].value.get<uint64_t>(), UINT64_MAX);
+  // Beyond 64 bits, as nlohmann parses a body: a double.
+  EXPECT_TRUE(f[2].value.is_number_float()) << f[2].value.dump();
+  EXPECT_EQ(f[2].value, json::parse("99999999999999999999"));
+  EXPECT_TRUE(f[3].value.is_number_float()) << f[3].value.dump();
+  EXPECT_EQ(f[3].value, json::parse("-9223372036854775809"));
+  EXPECT_EQ(f[4].value, 10) << "decimal, as YAML 1.2 reads it";
+  EXPECT_EQ(f[5].value, 5);
+  EXPECT_EQ(f[6].value, 0.5);
+  EXPECT_TRUE(f[7].value.is_number_float());
+  EXPECT_EQ(f[7].value, 1000.0);
+  EXPECT_EQ(f[8].value, "inf") << "YAML 1.2 reads inf as a word";
+  EXPECT_EQ(f[9].value, "nan");
+  EXPECT_EQ(f[10].value, "12abc");
+  EXPECT_EQ(f[11].value, 0);
+}
+
+TEST(TriggerDefinitionsTest, FilterNumbersJsonCannotHoldAreRefused) {
+  const std::string yaml = R"(triggers:
+  - name: numbers
+    datastore: trips
+    column: BASE
+    webhook: { url: "http://127.0.0.1:8080/hook" }
+    filter:
+      - { field: a, value: 0x10 }
+      - { field: b, value: .inf }
+      - { field: c, value: -.Inf }
+      - { field: d, value: .NaN }
+      - { field: e, value: 1e400 }
+      - { field: f, op: in, value: [1, 0o17] }
+)";
+  const std::vector<std::string> errors = Errors(yaml);
+  auto has = [&](const std::string& needle, const std::string& expected) {
+    const std::string line = "hooks.yaml:" + std::to_string(LineOf(yaml, needle)) + ": ";
+    EXPECT_TRUE(std::find(errors.begin(), errors.end(), line + expected) != errors.end())
+        << "missing error: " << line << expected << "\nall errors:\n"
+        << ::testing::PrintToString(errors);
+  };
+  const std::string quote = "; write it in decimal, or quote it for a string";
+  has("0x10", "triggers[0].filter[0].value: '0x10' is not a decimal number" + quote);
+  has(".inf", "triggers[0].filter[1].value: '.inf' is not a finite number" + quote);
+  has("-.Inf", "triggers[0].filter[2].value: '-.Inf' is not a finite number" + quote);
+  has(".NaN", "triggers[0].filter[3].value: '.NaN' is not a finite number" + quote);
+  has("1e400", "triggers[0].filter[4].value: '1e400' is out of the range of a number" + quote);
+  has("0o17", "triggers[0].filter[5].value: '0o17' is not a decimal number" + quote);
+  EXPECT_EQ(errors.size(), 6u) << ::testing::PrintToString(errors);
+}
+
 TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
   const std::string yaml = R"(triggers:
   - name: Bad-Name

@@ -87,6 +87,28 @@ TEST(MatchesFilterTest, OrderingOnNumbersAndStrings) {
   EXPECT_TRUE(Match(Op::kLe, "driver.id", "d-7", kTrip));
 }
 
+// Large integers compare exactly, as a body's JSON holds them: through double
+// 2^53 + 1 equals 2^53 and UINT64_MAX equals 2^64, so a filter on an id
+// matched its neighbour.
+TEST(MatchesFilterTest, LargeIntegersCompareExactly) {
+  const json body = json::parse(
+      R"({"id": 9007199254740993, "big": 18446744073709551615, "neg": -9223372036854775808})");
+  EXPECT_FALSE(Match(Op::kEq, "id", int64_t{9007199254740992}, body));
+  EXPECT_TRUE(Match(Op::kEq, "id", int64_t{9007199254740993}, body));
+  EXPECT_TRUE(Match(Op::kGt, "id", int64_t{9007199254740992}, body));
+  EXPECT_TRUE(Match(Op::kLt, "id", uint64_t{9007199254740994}, body));
+  EXPECT_FALSE(Match(Op::kEq, "big", uint64_t{18446744073709551614u}, body));
+  EXPECT_TRUE(Match(Op::kEq, "big", uint64_t{18446744073709551615u}, body));
+  EXPECT_TRUE(Match(Op::kGt, "big", int64_t{9223372036854775807}, body));
+  EXPECT_TRUE(Match(Op::kLt, "neg", uint64_t{0}, body))
+      << "a negative integer is below any unsigned";
+  EXPECT_TRUE(Match(Op::kLt, "neg", int64_t{-9223372036854775807}, body));
+  EXPECT_FALSE(Match(Op::kEq, "big", int64_t{-1}, body)) << "not equal through a cast";
+  // Integers against doubles still compare by value.
+  EXPECT_TRUE(Match(Op::kLt, "id", 1e16, body));
+  EXPECT_TRUE(Match(Op::kGt, "big", 1.8e19, body));
+}
+
 TEST(MatchesFilterTest, InAndExists) {
   EXPECT_TRUE(Match(Op::kIn, "status", json::array({"accepted", "requested"}), kTrip));
   EXPECT_FALSE(Match(Op::kIn, "status", json::array({"accepted", "completed"}), kTrip));

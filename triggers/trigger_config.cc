@@ -1,8 +1,10 @@
 #include "triggers/trigger_config.h"
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
+#include "base/number_text.h"
 #include "config/yaml_reader.h"
 
 namespace cellar {
@@ -24,12 +26,30 @@ const nlohmann::json* FindField(const nlohmann::json& body, const std::string& p
   }
 }
 
+template <typename T>
+int Order(T x, T y) {
+  return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+// Two JSON numbers by value. Integers (int64 or uint64, as a body's JSON holds
+// them) compare exactly: through double, 2^53 + 1 would equal 2^53.
+int CompareNumbers(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number_integer() && b.is_number_integer()) {
+    const bool a_unsigned = a.is_number_unsigned(), b_unsigned = b.is_number_unsigned();
+    if (!a_unsigned && !b_unsigned) return Order(a.get<int64_t>(), b.get<int64_t>());
+    if (a_unsigned && b_unsigned) return Order(a.get<uint64_t>(), b.get<uint64_t>());
+    // One is unsigned: a negative signed value is below it, else both fit uint64.
+    const int64_t s = a_unsigned ? b.get<int64_t>() : a.get<int64_t>();
+    const uint64_t u = a_unsigned ? a.get<uint64_t>() : b.get<uint64_t>();
+    const int signed_vs_unsigned = s < 0 ? -1 : Order(static_cast<uint64_t>(s), u);
+    return a_unsigned ? -signed_vs_unsigned : signed_vs_unsigned;
+  }
+  return Order(a.get<double>(), b.get<double>());
+}
+
 // -1, 0, 1, or 2 when not comparable (different kinds).
 int Compare(const nlohmann::json& a, const nlohmann::json& b) {
-  if (a.is_number() && b.is_number()) {
-    double x = a.get<double>(), y = b.get<double>();
-    return x < y ? -1 : (x > y ? 1 : 0);
-  }
+  if (a.is_number() && b.is_number()) return CompareNumbers(a, b);
   if (a.is_string() && b.is_string()) {
     int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
@@ -68,10 +88,24 @@ bool Holds(const FieldCondition& c, const nlohmann::json& body) {
   }
 }
 
-nlohmann::json ScalarToJson(const YAML::Node& n) {
+// A plain (unquoted) scalar that YAML 1.2 reads as a number JSON cannot hold:
+// hex or octal (our loader reads decimal only) or .inf/.nan.
+std::string NotJsonNumber(const std::string& s) {
+  std::string t = s.substr(!s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0);
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t == ".inf" || t == ".nan") return "is not a finite number";
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'o')) return "is not a decimal number";
+  return "";
+}
+
+// A filter value as a body's JSON would hold it: a quoted scalar is a string;
+// a plain one is true/false/null, else a decimal number (int64, then uint64,
+// then double, as nlohmann parses a body; '+' and leading zeros as YAML 1.2
+// reads them), else a string. Numbers JSON cannot hold are errors.
+nlohmann::json ScalarToJson(YamlReader& r, const YAML::Node& n, const std::string& path) {
   if (n.IsSequence()) {
     nlohmann::json arr = nlohmann::json::array();
-    for (const auto& e : n) arr.push_back(ScalarToJson(e));
+    for (const auto& e : n) arr.push_back(ScalarToJson(r, e, path));
     return arr;
   }
   if (!n.IsScalar()) return nullptr;
@@ -80,11 +114,15 @@ nlohmann::json ScalarToJson(const YAML::Node& n) {
   if (s == "true") return true;
   if (s == "false") return false;
   if (s == "null" || s == "~") return nullptr;
-  char* end = nullptr;
-  long long i = std::strtoll(s.c_str(), &end, 10);
-  if (!s.empty() && *end == '\0') return i;
-  double d = std::strtod(s.c_str(), &end);
-  if (!s.empty() && *end == '\0') return d;
+  const std::string_view digits =
+      std::string_view(s).substr(s.size() > 1 && s[0] == '+' && s[1] != '-' ? 1 : 0);
+  if (auto i = ParseDecimalInteger<int64_t>(digits)) return *i;
+  if (auto u = ParseDecimalInteger<uint64_t>(digits)) return *u;
+  bool out_of_range = false;
+  if (auto d = ParseDecimalDouble(digits, &out_of_range)) return *d;
+  std::string why = out_of_range ? "is out of the range of a number" : NotJsonNumber(s);
+  if (!why.empty())
+    r.Error(n, path, "'" + s + "' " + why + "; write it in decimal, or quote it for a string");
   return s;
 }
 
@@ -183,7 +221,7 @@ Result<std::vector<WebhookTriggerConfig>> ParseTriggerDefinitions(std::string_vi
             r.Error(c["op"], fp + ".op",
                     "expected one of = != < <= > >= in exists, got '" + op + "'");
           if (cond.op != FieldCondition::Op::kExists) {
-            if (r.Require(c, "value", fp)) cond.value = ScalarToJson(c["value"]);
+            if (r.Require(c, "value", fp)) cond.value = ScalarToJson(r, c["value"], fp + ".value");
             if (cond.op == FieldCondition::Op::kIn && !cond.value.is_array())
               r.Error(c["value"], fp + ".value", "op 'in' needs a list value");
           }

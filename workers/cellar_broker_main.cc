@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "base/signal_wait.h"
 #include "testing/local_broker.h"
+#include "workers/cli/number_options.h"
 
 namespace {
 
@@ -48,12 +49,10 @@ std::string ParseTopic(const std::string& arg, TopicSpec* out) {
       return "topic name may only contain [A-Za-z0-9._-]: '" + arg + "'";
   }
   const std::string count = arg.substr(colon + 1);
-  char* end = nullptr;
-  errno = 0;
-  long n = std::strtol(count.c_str(), &end, 10);
-  if (count.empty() || *end != '\0' || errno != 0 || n < 1 || n > 10000)
+  const std::optional<int> n = cellar::ParseDecimalInteger<int>(count);
+  if (!n || *n < 1 || *n > 10000)
     return "partitions must be 1-10000, got '" + count + "' in '" + arg + "'";
-  out->partitions = static_cast<int>(n);
+  out->partitions = *n;
   return "";
 }
 
@@ -64,7 +63,8 @@ int main(int argc, char** argv) {
   int brokers = 1;
   std::vector<std::string> topic_args;
   std::string bootstrap_file;
-  app.add_option("--brokers", brokers, "number of brokers")->check(CLI::Range(1, 64));
+  app.add_option("--brokers", brokers, "number of brokers (1-64)")
+      ->transform(cellar::cli::DecimalInteger<int>(1, 64));
   app.add_option("--topic", topic_args, "topic to create, NAME:PARTITIONS (repeatable)");
   app.add_option("--bootstrap-file", bootstrap_file,
                  "write the bootstrap address to this file once ready; removed on exit");

@@ -12,6 +12,7 @@
 #include "indexes/index_catalog.h"
 #include "indexes/index_worker.h"
 #include "server/metrics_endpoint.h"
+#include "workers/cli/number_options.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
@@ -23,8 +24,9 @@ int main(int argc, char** argv) {
   app.add_option("--indexes", indexes_path, "index definition file or directory")
       ->capture_default_str();
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
-  app.add_option("--concurrency", opts.concurrency, "rows applied in parallel")
-      ->capture_default_str();
+  app.add_option("--concurrency", opts.concurrency, "batches applied in parallel (1-1024)")
+      ->capture_default_str()
+      ->transform(cellar::cli::DecimalInteger<int>(1, 1024));
   CLI11_PARSE(app, argc, argv);
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-indexer");
   if (!config) return 2;

@@ -15,6 +15,7 @@
 #include "changelog/relay.h"
 #include "config/config_for_main.h"
 #include "server/metrics_endpoint.h"
+#include "workers/cli/number_options.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
@@ -25,7 +26,9 @@ int main(int argc, char** argv) {
   int stats_every_ms = 10000;
   app.add_option("--config", config_path, "cluster config (YAML)")->capture_default_str();
   app.add_option("--id", relay_id, "name of this relay in logs")->capture_default_str();
-  app.add_option("--stats-interval-ms", stats_every_ms, "log stats this often");
+  app.add_option("--stats-interval-ms", stats_every_ms, "log stats this often (100 ms to 1 day)")
+      ->capture_default_str()
+      ->transform(cellar::cli::DecimalInteger<int>(100, 86400000));
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   CLI11_PARSE(app, argc, argv);
 

@@ -12,10 +12,12 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "base/atomic_file.h"
 #include "base/log.h"
+#include "base/number_text.h"
 #include "base/signal_wait.h"
 
 int main(int argc, char** argv) {
@@ -26,9 +28,14 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "append each delivery as a JSON line here")->required();
   app.add_option("--ready-file", ready_file, "write HOST:PORT here once listening");
   CLI11_PARSE(app, argc, argv);
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    std::cerr << "cellar-webhook-sink: --listen must be HOST:PORT\n";
+  const auto colon = listen.rfind(':');
+  const std::optional<int> listen_port =
+      colon == std::string::npos ? std::nullopt
+                                 : cellar::ParseDecimalInteger<int>(listen.substr(colon + 1));
+  if (!listen_port || *listen_port < 0 || *listen_port > 65535) {
+    std::cerr
+        << "cellar-webhook-sink: --listen must be HOST:PORT with a port from 0 to 65535, got '"
+        << listen << "'\n";
     return 2;
   }
   const std::string host = listen.substr(0, colon);
@@ -67,7 +74,7 @@ int main(int argc, char** argv) {
   server.Get("/count", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::to_string(received.load()) + "\n", "text/plain");
   });
-  int port = std::atoi(listen.c_str() + colon + 1);
+  int port = *listen_port;
   if (port == 0)
     port = server.bind_to_any_port(host.c_str());
   else if (!server.bind_to_port(host.c_str(), port))

@@ -3,14 +3,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <charconv>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"
 #include "config/cluster_config.h"
+#include "workers/cli/number_options.h"
 
 namespace cellar::cli {
 
@@ -35,33 +34,6 @@ template <typename T>
 T OrFail(Result<T> result) {
   OrFail(result.status());
   return std::move(result).value();
-}
-
-// The transform every whole-number option of `cellar` carries (T: the
-// option's integer type): the text must be a decimal number, an optional '-'
-// and digits only, that fits T; CLI11 then gets it back in canonical form.
-// CLI11 2.1 converts with strtoll/strtoull in base 0 and keeps what they give,
-// so without it `--ref 010` wrote ref_key 8, `0x20` 32, an out-of-range
-// value the type's limit and `--after -1` read from 2^64-1. On failure the
-// command ends before it runs, with "<option>: '<text>' is not a whole number
-// from <min> to <max>" and the usage-error exit code (2).
-template <typename T>
-CLI::Validator DecimalInteger() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        T value{};
-        const char* end = text.data() + text.size();
-        // from_chars takes no '+', no space and no 0x: what is left is plain decimal.
-        auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec == std::errc() && ptr == end && !text.empty()) {
-          text = std::to_string(value);
-          return "";
-        }
-        return "'" + text + "' is not a whole number from " +
-               std::to_string(std::numeric_limits<T>::min()) + " to " +
-               std::to_string(std::numeric_limits<T>::max());
-      },
-      "");
 }
 
 // Registers the cell commands (init put get latest row versions log erase purge shards).

@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 
+#include "base/number_text.h"
 #include "base/signal_wait.h"
 #include "status/cluster_status.h"
 #include "triggers/trigger_config.h"
@@ -10,6 +12,10 @@
 
 namespace cellar::cli {
 namespace {
+
+// Bounds of `--watch SECONDS`.
+constexpr double kMinWatchSeconds = 0.1;
+constexpr double kMaxWatchSeconds = 86400;
 
 struct StatusArgs {
   std::vector<std::string> watch;  // present: redraw; [0] = seconds
@@ -60,15 +66,15 @@ void AddStatusCommand(CLI::App& app, const GlobalOptions& g) {
     double seconds = 2;
     // CLI11 gives `--watch` without a value as one empty string.
     if (watch && !a->watch.empty() && !a->watch[0].empty()) {
-      try {
-        seconds = std::stod(a->watch[0]);
-      } catch (const std::exception&) {
-        seconds = -1;
-      }
-      if (!(seconds > 0)) {
-        std::cerr << "cellar: --watch needs a positive number of seconds" << std::endl;
+      // Decimal, finite and bounded: stod took '1abc' as 1, and a tiny
+      // interval would query every host in a loop.
+      std::optional<double> v = ParseDecimalDouble(a->watch[0]);
+      if (!v || !(*v >= kMinWatchSeconds && *v <= kMaxWatchSeconds)) {
+        std::cerr << "cellar: --watch: '" << a->watch[0] << "' is not a number of seconds from "
+                  << kMinWatchSeconds << " to " << kMaxWatchSeconds << std::endl;
         throw CLI::RuntimeError(2);
       }
+      seconds = *v;
     }
     if (watch) BlockTerminationSignals();  // before any library thread starts
     ClusterConfig cfg = LoadConfigOrExit(g);

@@ -1,0 +1,36 @@
+// CLI11 transforms for the numeric options of every Cellar program (`cellar`
+// and the worker mains): decimal text only, and the value must fit.
+// CLI11 2.1 converts with strtoll/strtoull/strtod in base 0 and keeps what
+// they give, so without them `--ref 010` wrote ref_key 8, `0x20` 32, an
+// out-of-range value the type's limit, `--after -1` read from 2^64-1 and
+// `--watch 1abc` redrew every second.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <limits>
+#include <string>
+
+#include "base/number_text.h"
+
+namespace cellar::cli {
+
+// A whole number of type T from min to max (default: T's range): an optional
+// '-' and digits (base/number_text.h), handed on to CLI11 in canonical form.
+// Otherwise the program ends before it runs with "<option>: '<text>' is not a
+// whole number from <min> to <max>" and the usage-error exit code.
+template <typename T>
+CLI::Validator DecimalInteger(T min = std::numeric_limits<T>::min(),
+                              T max = std::numeric_limits<T>::max()) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        if (auto v = ParseDecimalInteger<T>(text); v && *v >= min && *v <= max) {
+          text = std::to_string(*v);
+          return "";
+        }
+        return "'" + text + "' is not a whole number from " + std::to_string(min) + " to " +
+               std::to_string(max);
+      },
+      "");
+}
+
+}  // namespace cellar::cli
