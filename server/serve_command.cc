@@ -10,8 +10,10 @@
 #include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/number_text.h"
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
+#include "config/number_options.h"
 #include "indexes/index_definition.h"
 #include "retention/purge_scheduler.h"
 #include "server/http_server.h"
@@ -25,9 +27,10 @@ bool SplitListen(const std::string& listen, std::string* host, int* port) {
   if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) return false;
   *host = listen.substr(0, colon);
   const std::string p = listen.substr(colon + 1);
-  if (p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) return false;
-  *port = std::stoi(p);
-  return *port <= 65535;
+  const std::optional<int> parsed = ParseDecimalInteger<int>(p);
+  if (!parsed || *parsed < 0 || *parsed > 65535) return false;
+  *port = *parsed;
+  return true;
 }
 
 }  // namespace
@@ -43,17 +46,17 @@ void AddServeFlags(CLI::App* cmd, ServeFlags* f) {
   cmd->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert")
       ->check(CLI::ExistingFile);
   cmd->add_option("--threads", f->threads, "connections served at once")
-      ->check(CLI::Range(1, 4096))
+      ->transform(DecimalInteger<int>(1, 4096))
       ->capture_default_str();
   cmd->add_option("--max-request-bytes", f->max_request_bytes, "request body limit in bytes")
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30))
+      ->transform(DecimalInteger<int64_t>(1024, int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--max-batch-cells", f->max_batch_cells,
                   "cells per batch request (default: limits.max_batch_cells)")
-      ->check(CLI::Range(1, 100000));
+      ->transform(DecimalInteger<int>(1, 100000));
   cmd->add_option("--read-timeout-ms", f->read_timeout_ms,
                   "how long to wait for the rest of a request")
-      ->check(CLI::Range(100, 600000))
+      ->transform(DecimalInteger<int>(100, 600000))
       ->capture_default_str();
   cmd->add_option("--indexes", f->indexes_path,
                   "index definition file or directory whose queries to serve")

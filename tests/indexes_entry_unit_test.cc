@@ -380,14 +380,16 @@ TEST(TextToFieldValueTest, NumbersAreDecimalAndFiniteElseRefusedNamingTheText) {
   const auto& f = d.column_defs[0].fields;
   const IndexField& integer = f[2];
   const IndexField& real = f[3];
-  for (const std::string& text : {"nan", "NaN", "inf", "-inf", "infinity", "0x10", "0x1p3", "1e400",
-                                  "-1e400", "", " 1", "1 ", "+1", "1.5x", "--1", "."}) {
+  for (const char* raw : {"nan", "NaN", "inf", "-inf", "infinity", "0x10", "0x1p3", "1e400",
+                          "-1e400", "", " 1", "1 ", "+1", "1.5x", "--1", "."}) {
+    const std::string text = raw;
     auto v = TextToFieldValue(real, text);
     ASSERT_FALSE(v.ok()) << "'" << text << "' was taken as " << std::get<double>(*v);
     EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
     EXPECT_THAT(v.status().message(), ::testing::HasSubstr("'" + text + "' is not a number"));
   }
-  for (const std::string& text : {"0x10", "010x", "9223372036854775808", "+1", " 1", "1e3", ""}) {
+  for (const char* raw : {"0x10", "010x", "9223372036854775808", "+1", " 1", "1e3", ""}) {
+    const std::string text = raw;
     auto v = TextToFieldValue(integer, text);
     ASSERT_FALSE(v.ok()) << "'" << text << "' was taken";
     EXPECT_THAT(v.status().message(), ::testing::HasSubstr("'" + text + "' is not an integer"));

@@ -607,12 +607,13 @@ TEST(CliBadInputTest, IntegersAreDecimalAndInRangeElseRefusedWithNothingWritten)
   EXPECT_EQ(after.json["cells"][0]["ref_key"], 10);
 }
 
-// The worker mains and `cellar status --watch` read their numbers the same
-// way: before, `cellar-indexer --concurrency 0` and `cellar-relay
-// --stats-interval-ms 0` were taken as given, `cellar-webhook-sink --listen
-// host:abc` listened on any port (atoi gave 0), `cellar-broker --brokers 0x10`
-// started 16 brokers and `cellar status --watch 1abc` redrew every second.
-// Each refusal ends the program before it starts anything, naming the text.
+// The worker mains, `cellard` and `cellar status --watch` read their numbers
+// the same way. Before, `cellard --threads 0x10` served with 16 threads,
+// `cellar-indexer --concurrency 0` and `cellar-relay --stats-interval-ms 0`
+// were taken as given, `cellar-webhook-sink --listen host:abc` listened on any
+// port (atoi gave 0), `cellar-broker --brokers 0x10` started 16 brokers and
+// `cellar status --watch 1abc` redrew every second. Each refusal ends the
+// program before it starts anything, naming the text.
 TEST(CliBadInputTest, WorkerMainsAndWatchRefuseNumbersThatAreNotDecimalOrOutOfRange) {
   const std::string yaml = testing::MakeClusterYaml(Servers(), kShards, "", "st_cli_mains");
   const std::string config_path = testing::WriteTempFile(yaml, ".yaml");
@@ -639,6 +640,10 @@ TEST(CliBadInputTest, WorkerMainsAndWatchRefuseNumbersThatAreNotDecimalOrOutOfRa
       {CELLAR_WEBHOOK_SINK_BIN,
        {"--out", "/dev/null", "--listen", "127.0.0.1:70000"},
        "127.0.0.1:70000"},
+      {CELLARD_BIN, {"--config", config_path, "--threads", "0x10"}, "0x10"},
+      {CELLARD_BIN, {"--config", config_path, "--max-request-bytes", "1e6"}, "1e6"},
+      {CELLARD_BIN, {"--config", config_path, "--read-timeout-ms", "99999999999"}, "99999999999"},
+      {CELLARD_BIN, {"--config", config_path, "--listen", "127.0.0.1:70000"}, "127.0.0.1:70000"},
       {CELLAR_BIN, {"--config", config_path, "status", "--watch", "1abc"}, "1abc"},
       {CELLAR_BIN, {"--config", config_path, "status", "--watch", "inf"}, "inf"},
       {CELLAR_BIN, {"--config", config_path, "status", "--watch", "1e-300"}, "1e-300"},

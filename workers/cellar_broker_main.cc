@@ -25,8 +25,8 @@
 #include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "config/number_options.h"
 #include "testing/local_broker.h"
-#include "workers/cli/number_options.h"
 
 namespace {
 
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> topic_args;
   std::string bootstrap_file;
   app.add_option("--brokers", brokers, "number of brokers (1-64)")
-      ->transform(cellar::cli::DecimalInteger<int>(1, 64));
+      ->transform(cellar::DecimalInteger<int>(1, 64));
   app.add_option("--topic", topic_args, "topic to create, NAME:PARTITIONS (repeatable)");
   app.add_option("--bootstrap-file", bootstrap_file,
                  "write the bootstrap address to this file once ready; removed on exit");

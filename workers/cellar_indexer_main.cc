@@ -9,10 +9,10 @@
 #include "base/log.h"
 #include "base/signal_wait.h"
 #include "config/config_for_main.h"
+#include "config/number_options.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_worker.h"
 #include "server/metrics_endpoint.h"
-#include "workers/cli/number_options.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   app.add_option("--concurrency", opts.concurrency, "batches applied in parallel (1-1024)")
       ->capture_default_str()
-      ->transform(cellar::cli::DecimalInteger<int>(1, 1024));
+      ->transform(cellar::DecimalInteger<int>(1, 1024));
   CLI11_PARSE(app, argc, argv);
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-indexer");
   if (!config) return 2;

@@ -14,8 +14,8 @@
 #include "cells/cell_store.h"
 #include "changelog/relay.h"
 #include "config/config_for_main.h"
+#include "config/number_options.h"
 #include "server/metrics_endpoint.h"
-#include "workers/cli/number_options.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--id", relay_id, "name of this relay in logs")->capture_default_str();
   app.add_option("--stats-interval-ms", stats_every_ms, "log stats this often (100 ms to 1 day)")
       ->capture_default_str()
-      ->transform(cellar::cli::DecimalInteger<int>(100, 86400000));
+      ->transform(cellar::DecimalInteger<int>(100, 86400000));
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   CLI11_PARSE(app, argc, argv);
 

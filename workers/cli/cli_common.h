@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 #include "config/cluster_config.h"
-#include "workers/cli/number_options.h"
+#include "config/number_options.h"
 
 namespace cellar::cli {
 

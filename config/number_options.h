@@ -1,5 +1,5 @@
-// CLI11 transforms for the numeric options of every Cellar program (`cellar`
-// and the worker mains): decimal text only, and the value must fit.
+// CLI11 transforms for the numeric options of every Cellar program (`cellar`,
+// `cellard` and the worker mains): decimal text only, and the value must fit.
 // CLI11 2.1 converts with strtoll/strtoull/strtod in base 0 and keeps what
 // they give, so without them `--ref 010` wrote ref_key 8, `0x20` 32, an
 // out-of-range value the type's limit, `--after -1` read from 2^64-1 and
@@ -12,7 +12,7 @@
 
 #include "base/number_text.h"
 
-namespace cellar::cli {
+namespace cellar {
 
 // A whole number of type T from min to max (default: T's range): an optional
 // '-' and digits (base/number_text.h), handed on to CLI11 in canonical form.
@@ -33,4 +33,4 @@ CLI::Validator DecimalInteger(T min = std::numeric_limits<T>::min(),
       "");
 }
 
-}  // namespace cellar::cli
+}  // namespace cellar
