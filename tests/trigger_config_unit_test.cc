@@ -148,17 +148,19 @@ TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
   EXPECT_TRUE(MakeWebhookBatchHandler(w).ok());
 }
 
+// A webhook trigger on trips.BASE whose filter is `items` (YAML list lines).
+std::string NumbersTrigger(const std::string& items) {
+  return "triggers:\n  - name: numbers\n    datastore: trips\n    column: BASE\n"
+         "    webhook: { url: \"http://127.0.0.1:8080/hook\" }\n    filter:" +
+         items;
+}
+
 // Plain filter values are numbers as a body's JSON would hold them (int64,
 // then uint64, then double), YAML 1.2 decimal forms included; words stay
 // strings. strtoll/strtod used to turn an out-of-range integer into INT64_MAX,
 // 0x10 into 16.0 and inf or nan into non-finite doubles JSON cannot hold.
 TEST(TriggerDefinitionsTest, FilterValuesAreNumbersAsABodyHoldsThem) {
-  const std::string yaml = R"(triggers:
-  - name: numbers
-    datastore: trips
-    column: BASE
-    webhook: { url: "http://127.0.0.1:8080/hook" }
-    filter:
+  const std::string yaml = NumbersTrigger(R"(
       - { field: a, value: 9223372036854775807 }
       - { field: b, value: 18446744073709551615 }
       - { field: c, value: 99999999999999999999 }
@@ -171,7 +173,7 @@ TEST(TriggerDefinitionsTest, FilterValuesAreNumbersAsABodyHoldsThem) {
       - { field: j, value: nan }
       - { field: k, value: 12abc }
       - { field: l, value: -0 }
-)";
+)");
   auto r = ParseTriggerDefinitions(yaml, "hooks.yaml", Cluster());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const auto& f = (*r)[0].filter;
@@ -197,19 +199,14 @@ TEST(TriggerDefinitionsTest, FilterValuesAreNumbersAsABodyHoldsThem) {
 }
 
 TEST(TriggerDefinitionsTest, FilterNumbersJsonCannotHoldAreRefused) {
-  const std::string yaml = R"(triggers:
-  - name: numbers
-    datastore: trips
-    column: BASE
-    webhook: { url: "http://127.0.0.1:8080/hook" }
-    filter:
+  const std::string yaml = NumbersTrigger(R"(
       - { field: a, value: 0x10 }
       - { field: b, value: .inf }
       - { field: c, value: -.Inf }
       - { field: d, value: .NaN }
       - { field: e, value: 1e400 }
       - { field: f, op: in, value: [1, 0o17] }
-)";
+)");
   const std::vector<std::string> errors = Errors(yaml);
   auto has = [&](const std::string& needle, const std::string& expected) {
     const std::string line = "hooks.yaml:" + std::to_string(LineOf(yaml, needle)) + ": ";
