@@ -173,11 +173,13 @@ TEST(TriggerDefinitionsTest, FilterValuesAreNumbersAsABodyHoldsThem) {
       - { field: j, value: nan }
       - { field: k, value: 12abc }
       - { field: l, value: -0 }
+      - { field: m, value: 0xyz }
+      - { field: n, value: 0oops }
 )");
   auto r = ParseTriggerDefinitions(yaml, "hooks.yaml", Cluster());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const auto& f = (*r)[0].filter;
-  ASSERT_EQ(f.size(), 12u);
+  ASSERT_EQ(f.size(), 14u);
   EXPECT_TRUE(f[0].value.is_number_integer() && !f[0].value.is_number_unsigned());
   EXPECT_EQ(f[0].value.get<int64_t>(), INT64_MAX);
   EXPECT_TRUE(f[1].value.is_number_unsigned()) << f[1].value.dump();
@@ -196,6 +198,8 @@ TEST(TriggerDefinitionsTest, FilterValuesAreNumbersAsABodyHoldsThem) {
   EXPECT_EQ(f[9].value, "nan");
   EXPECT_EQ(f[10].value, "12abc");
   EXPECT_EQ(f[11].value, 0);
+  EXPECT_EQ(f[12].value, "0xyz") << "not hex digits: a word, as YAML reads it";
+  EXPECT_EQ(f[13].value, "0oops");
 }
 
 TEST(TriggerDefinitionsTest, FilterNumbersJsonCannotHoldAreRefused) {

@@ -94,8 +94,12 @@ std::string NotJsonNumber(const std::string& s) {
   std::string t = s.substr(!s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0);
   for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (t == ".inf" || t == ".nan") return "is not a finite number";
-  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'o')) return "is not a decimal number";
-  return "";
+  const bool hex = t.size() > 2 && t.compare(0, 2, "0x") == 0 &&
+                   t.find_first_not_of("0123456789abcdef", 2) == std::string::npos;
+  const bool octal = t.size() > 2 && t.compare(0, 2, "0o") == 0 &&
+                     t.find_first_not_of("01234567", 2) == std::string::npos;
+  if (hex || octal) return "is not a decimal number";
+  return "";  // a word such as 0xyz or 0oops
 }
 
 // A filter value as a body's JSON would hold it: a quoted scalar is a string;
