@@ -1,8 +1,13 @@
 #include "config/yaml_reader.h"
 
+#include "base/number_text.h"
 #include "base/time.h"
 
 namespace cellar {
+
+std::string_view YamlReader::WithoutPlusSign(std::string_view scalar) {
+  return scalar.size() > 1 && scalar[0] == '+' && scalar[1] != '-' ? scalar.substr(1) : scalar;
+}
 
 std::string YamlReader::Join(std::string_view path, std::string_view key) {
   if (path.empty()) return std::string(key);
@@ -89,17 +94,12 @@ bool YamlReader::ReadInt(const YAML::Node& map, std::string_view key, std::strin
     return false;
   }
   const std::string& s = n.Scalar();
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(s, &used, 10);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size()) {
+  const std::optional<int64_t> parsed = ParseDecimalInteger<int64_t>(WithoutPlusSign(s));
+  if (!parsed) {
     Error(n, where, "expected an integer, got '" + s + "'");
     return false;
   }
+  const int64_t v = *parsed;
   if (v < min || v > max) {
     Error(n, where,
           "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + s);

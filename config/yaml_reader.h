@@ -59,6 +59,9 @@ class YamlReader {
   const std::string& source() const { return source_; }
 
   static std::string Join(std::string_view path, std::string_view key);
+  // A plain scalar's number text without the one leading '+' YAML 1.2 allows
+  // ("+5" -> "5"), for ParseDecimalInteger/ParseDecimalDouble (base/number_text.h).
+  static std::string_view WithoutPlusSign(std::string_view scalar);
 
  private:
   std::string source_;

@@ -157,6 +157,26 @@ TEST(ConfigTest, MinimalConfigGetsDefaults) {
   EXPECT_EQ("cellar_db1", r->DatabaseForShard(63));
 }
 
+// Integers in the config are YAML 1.2 decimals ('+' allowed), read by the
+// same parser as every other number a person types (base/number_text.h).
+TEST(ConfigTest, IntegersAreDecimal) {
+  auto with_shards = [](const std::string& shards) {
+    return ParseClusterConfig("shards: " + shards +
+                                  "\nmysql:\n  hosts: [ { shards: 0-7 } ]\n"
+                                  "datastores: [ { name: t, columns: { A: } } ]\n",
+                              "ints.yaml");
+  };
+  auto plus = with_shards("+8");
+  ASSERT_TRUE(plus.ok()) << plus.status().ToString();
+  EXPECT_EQ(8u, plus->shards);
+  for (const std::string bad : {"0x8", "8.0", "99999999999999999999", "\" 8\"", "+-8"}) {
+    auto r = with_shards(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("shards: expected an integer"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(ConfigTest, HostsOwnListsOfShardRangesAfterAShardMoved) {
   Result<ClusterConfig> r = ParseClusterConfig(
       "shards: 8\nmysql:\n  hosts:\n"

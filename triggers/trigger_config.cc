@@ -118,8 +118,7 @@ nlohmann::json ScalarToJson(YamlReader& r, const YAML::Node& n, const std::strin
   if (s == "true") return true;
   if (s == "false") return false;
   if (s == "null" || s == "~") return nullptr;
-  const std::string_view digits =
-      std::string_view(s).substr(s.size() > 1 && s[0] == '+' && s[1] != '-' ? 1 : 0);
+  const std::string_view digits = YamlReader::WithoutPlusSign(s);
   if (auto i = ParseDecimalInteger<int64_t>(digits)) return *i;
   if (auto u = ParseDecimalInteger<uint64_t>(digits)) return *u;
   bool out_of_range = false;
