@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_common.h"
+#include "config/command_line.h"
 
 namespace cellar::bench {
 // Registered like AddPutCommand (bench_common.h); defined in bench_<name>.cc.
@@ -32,13 +33,6 @@ int main(int argc, char** argv) {
   cellar::bench::AddIndexCommand(app, &exit_code);
   cellar::bench::AddPipelineCommand(app, &exit_code);
   cellar::bench::AddAllCommand(app, &exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::RuntimeError& e) {
-    return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (auto parse_exit = cellar::ParseCommandLine(app, argc, argv)) return *parse_exit;
   return exit_code;
 }

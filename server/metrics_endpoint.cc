@@ -6,8 +6,8 @@
 #include <iostream>
 #include <thread>
 
+#include "base/host_port.h"
 #include "base/log.h"
-#include "base/number_text.h"
 
 namespace cellar {
 
@@ -18,15 +18,9 @@ struct MetricsEndpoint::Impl {
 
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const MetricsRegistry* registry,
                                                                 const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos && colon > 0)
-    port = ParseDecimalInteger<int>(std::string_view(address).substr(colon + 1)).value_or(-1);
-  if (port < 0 || port > 65535)
-    return InvalidArgument("metrics address must be host:port, got '" + address + "'");
-  std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')  // IPv6 literal
-    host = host.substr(1, host.size() - 2);
+  CELLAR_ASSIGN_OR_RETURN(HostPort listen, ParseHostPort(address, "metrics address"));
+  const std::string& host = listen.host;
+  const int port = listen.port;
 
   std::unique_ptr<MetricsEndpoint> self(new MetricsEndpoint());
   self->impl_ = std::make_unique<Impl>();
@@ -45,7 +39,7 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const MetricsReg
   // Wait until the accept loop runs, so that an early Stop() is not lost.
   for (int i = 0; i < 5000 && !s.is_running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  LogInfo("metrics", "serving /metrics", {{"address", host + ":" + std::to_string(bound)}});
+  LogInfo("metrics", "serving /metrics", {{"address", FormatHostPort(host, bound)}});
   return self;
 }
 

@@ -8,9 +8,9 @@
 #include "api/index_backend.h"
 #include "api/token_auth.h"
 #include "base/atomic_file.h"
+#include "base/host_port.h"
 #include "base/log.h"
 #include "base/metrics.h"
-#include "base/number_text.h"
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
 #include "config/number_options.h"
@@ -19,21 +19,6 @@
 #include "server/http_server.h"
 
 namespace cellar {
-namespace {
-
-// "host:port", "[::1]:port" -> host, port.
-bool SplitListen(const std::string& listen, std::string* host, int* port) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) return false;
-  *host = listen.substr(0, colon);
-  const std::string p = listen.substr(colon + 1);
-  const std::optional<int> parsed = ParseDecimalInteger<int>(p);
-  if (!parsed || *parsed < 0 || *parsed > 65535) return false;
-  *port = *parsed;
-  return true;
-}
-
-}  // namespace
 
 void AddServeFlags(CLI::App* cmd, ServeFlags* f) {
   cmd->add_option("--listen", f->listen, "HOST:PORT to serve on (port 0: any free port)")
@@ -67,10 +52,13 @@ void AddServeFlags(CLI::App* cmd, ServeFlags* f) {
 int RunServe(const ClusterConfig& config, const ServeFlags& f) {
   BlockTerminationSignals();
   HttpServerOptions options;
-  if (!SplitListen(f.listen, &options.host, &options.port)) {
-    std::cerr << "cellard: --listen must be HOST:PORT, got '" << f.listen << "'\n";
+  Result<HostPort> listen = ParseHostPort(f.listen, "--listen");
+  if (!listen.ok()) {
+    std::cerr << "cellard: " << listen.status().message() << "\n";
     return 2;
   }
+  options.host = listen->host;
+  options.port = listen->port;
   options.tls_cert_file = f.tls_cert;
   options.tls_key_file = f.tls_key;
   options.threads = f.threads;
@@ -132,7 +120,7 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
       return 1;
     }
   }
-  const std::string bound = options.host + ":" + std::to_string((*server)->port());
+  const std::string bound = FormatHostPort(options.host, (*server)->port());
   if (!f.ready_file.empty()) WriteFileAtomically(f.ready_file, bound + "\n").IgnoreError();
   int sig = 0;
   while ((sig = WaitForTerminationSignal(1000)) == 0) {

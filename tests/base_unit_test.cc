@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/host_port.h"
 #include "base/listening_sockets.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -130,6 +131,36 @@ TEST(NumberTextTest, DecimalDoublesAreFiniteAndTellOverflowApart) {
     EXPECT_EQ(ParseDecimalDouble(huge, &out_of_range), std::nullopt) << huge;
     EXPECT_TRUE(out_of_range) << huge;
   }
+}
+
+// One reading of HOST:PORT for --listen and --metrics-address. Before, cellard
+// kept an IPv6 literal's brackets and so could not listen on "[::1]:8080",
+// and the webhook sink listened on ":8080" with an empty host.
+TEST(HostPortTest, LastColonSplitsIpv6InBracketsPortDecimal) {
+  auto hp = ParseHostPort("127.0.0.1:8080", "--listen");
+  ASSERT_TRUE(hp.ok()) << hp.status().ToString();
+  EXPECT_EQ(hp->host, "127.0.0.1");
+  EXPECT_EQ(hp->port, 8080);
+  hp = ParseHostPort("[::1]:0", "--listen");
+  ASSERT_TRUE(hp.ok()) << hp.status().ToString();
+  EXPECT_EQ(hp->host, "::1");
+  EXPECT_EQ(hp->port, 0);
+  hp = ParseHostPort("localhost:065535", "--listen");
+  ASSERT_TRUE(hp.ok()) << hp.status().ToString();
+  EXPECT_EQ(hp->port, 65535);
+  for (const char* bad : {"", "localhost", "127.0.0.1:", "127.0.0.1:x", "127.0.0.1:80x",
+                          "127.0.0.1:-1", "127.0.0.1:70000", "127.0.0.1:+80", "127.0.0.1:0x50",
+                          ":8080", "[]:8080", "::1:8080", "[::1:8080", "::1]:8080"}) {
+    auto r = ParseHostPort(bad, "--listen");
+    ASSERT_FALSE(r.ok()) << "'" << bad << "'";
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), ::testing::StartsWith("--listen must be HOST:PORT"));
+    EXPECT_THAT(r.status().message(), ::testing::HasSubstr("'" + std::string(bad) + "'"));
+  }
+  EXPECT_THAT(ParseHostPort("::1:8080", "--listen").status().message(),
+              ::testing::HasSubstr("[::1]:8080"));
+  EXPECT_EQ(FormatHostPort("127.0.0.1", 80), "127.0.0.1:80");
+  EXPECT_EQ(FormatHostPort("::1", 80), "[::1]:80");
 }
 
 TEST(UuidTest, ParseAndFormat) {

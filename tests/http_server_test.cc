@@ -546,6 +546,19 @@ TEST_F(HttpServerTest, GracefulStopOnSigterm) {
   EXPECT_EQ(0, extra->Stop()) << "exit code after SIGTERM";
 }
 
+// An IPv6 literal in brackets, as base/host_port.h reads it: the brackets come
+// off before the address is bound.
+TEST_F(HttpServerTest, ListensOnABracketedIpv6Address) {
+  auto v6 = testing::CellardProcess::Start(env->config_path, {}, "[::1]:0");
+  ASSERT_NE(nullptr, v6) << "cellard did not listen on [::1]:0";
+  httplib::Client c("::1", v6->port());
+  c.set_connection_timeout(5, 0);
+  auto res = c.Get("/healthz");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(0, v6->Stop());
+}
+
 // Last: stops the database. A shard host down is 503 with Retry-After; the
 // client's retries give up with Unavailable; after a restart all is well.
 TEST_F(HttpServerTest, ShardHostDownIs503WithRetryAfter) {

@@ -25,6 +25,7 @@
 #include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "config/command_line.h"
 #include "config/number_options.h"
 #include "testing/local_broker.h"
 
@@ -68,14 +69,14 @@ int main(int argc, char** argv) {
   app.add_option("--topic", topic_args, "topic to create, NAME:PARTITIONS (repeatable)");
   app.add_option("--bootstrap-file", bootstrap_file,
                  "write the bootstrap address to this file once ready; removed on exit");
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
 
   std::vector<TopicSpec> topics;
   for (const auto& arg : topic_args) {
     TopicSpec spec;
     if (std::string err = ParseTopic(arg, &spec); !err.empty()) {
       std::fprintf(stderr, "cellar-broker: --topic: %s\n", err.c_str());
-      return 1;
+      return cellar::kUsageExitCode;
     }
     topics.push_back(spec);
   }

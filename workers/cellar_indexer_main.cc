@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "config/command_line.h"
 #include "config/config_for_main.h"
 #include "config/number_options.h"
 #include "indexes/index_catalog.h"
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", opts.concurrency, "batches applied in parallel (1-1024)")
       ->capture_default_str()
       ->transform(cellar::DecimalInteger<int>(1, 1024));
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-indexer");
   if (!config) return 2;
   auto defs = cellar::LoadIndexDefinitions(indexes_path, *config);

@@ -3,6 +3,7 @@
 // usage or config).
 #include <CLI/CLI.hpp>
 
+#include "config/command_line.h"
 #include "workers/cli/cli_common.h"
 #include "workers/cli/cli_serve.h"
 
@@ -18,13 +19,6 @@ int main(int argc, char** argv) {
   cellar::cli::AddServeCommand(app, g);
   cellar::cli::AddIndexCommands(app, g);
   cellar::cli::AddStatusCommand(app, g);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::RuntimeError& e) {
-    return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
 #include "changelog/relay.h"
+#include "config/command_line.h"
 #include "config/config_for_main.h"
 #include "config/number_options.h"
 #include "server/metrics_endpoint.h"
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->transform(cellar::DecimalInteger<int>(100, 86400000));
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
 
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-relay");
   if (!config) return 2;

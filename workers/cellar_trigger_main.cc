@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "base/signal_wait.h"
+#include "config/command_line.h"
 #include "config/config_for_main.h"
 #include "server/metrics_endpoint.h"
 #include "triggers/trigger_worker.h"
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   app.add_option("--triggers", triggers_path, "trigger definitions (YAML)")->required();
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   app.add_option("--only", only, "run only these triggers (repeatable)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
 
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-trigger");
   if (!config) return 2;

@@ -16,9 +16,10 @@
 #include <thread>
 
 #include "base/atomic_file.h"
+#include "base/host_port.h"
 #include "base/log.h"
-#include "base/number_text.h"
 #include "base/signal_wait.h"
+#include "config/command_line.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
@@ -27,18 +28,13 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT (port 0: any free port)")->capture_default_str();
   app.add_option("--out", out_path, "append each delivery as a JSON line here")->required();
   app.add_option("--ready-file", ready_file, "write HOST:PORT here once listening");
-  CLI11_PARSE(app, argc, argv);
-  const auto colon = listen.rfind(':');
-  const std::optional<int> listen_port =
-      colon == std::string::npos ? std::nullopt
-                                 : cellar::ParseDecimalInteger<int>(listen.substr(colon + 1));
-  if (!listen_port || *listen_port < 0 || *listen_port > 65535) {
-    std::cerr
-        << "cellar-webhook-sink: --listen must be HOST:PORT with a port from 0 to 65535, got '"
-        << listen << "'\n";
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
+  const cellar::Result<cellar::HostPort> listen_at = cellar::ParseHostPort(listen, "--listen");
+  if (!listen_at.ok()) {
+    std::cerr << "cellar-webhook-sink: " << listen_at.status().message() << "\n";
     return 2;
   }
-  const std::string host = listen.substr(0, colon);
+  const std::string& host = listen_at->host;
   std::ofstream out(out_path, std::ios::app);
   std::mutex mu;
   std::atomic<long> received{0};
@@ -74,7 +70,7 @@ int main(int argc, char** argv) {
   server.Get("/count", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::to_string(received.load()) + "\n", "text/plain");
   });
-  int port = *listen_port;
+  int port = listen_at->port;
   if (port == 0)
     port = server.bind_to_any_port(host.c_str());
   else if (!server.bind_to_port(host.c_str(), port))
@@ -84,7 +80,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::thread t([&] { server.listen_after_bind(); });
-  const std::string addr = host + ":" + std::to_string(port);
+  const std::string addr = cellar::FormatHostPort(host, port);
   if (!ready_file.empty()) cellar::WriteFileAtomically(ready_file, addr + "\n").IgnoreError();
   cellar::LogInfo("webhook_sink", "listening", {{"address", addr}});
   while (cellar::WaitForTerminationSignal(1000) == 0) {

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "config/command_line.h"
 #include "config/config_for_main.h"
 #include "server/serve_command.h"
 
@@ -13,12 +14,7 @@ int main(int argc, char** argv) {
   cellar::ServeFlags flags;
   app.add_option("--config", config_path, "cluster config (YAML)")->capture_default_str();
   cellar::AddServeFlags(&app, &flags);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellard");
   if (!config) return 2;
   return cellar::RunServe(*config, flags);

@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "config/command_line.h"
 #include "config/config_for_main.h"
 #include "server/metrics_endpoint.h"
 #include "triggers/trigger_worker.h"
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   app.add_option("--replay", replay, "replay this trigger from the cell tables, then exit");
   app.add_option("--from", from, "replay start: beginning | RFC 3339 time | shard:added_id,...");
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-billing");
   if (!config) return 2;
   cellar::TriggerWorkerOptions opts;
