@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cells/mysql_client.h"
+#include "config/number_options.h"
 #include "testing/test_cluster.h"
 
 namespace cellar::bench {
@@ -144,26 +145,26 @@ void AddClusterOptions(CLI::App* cmd, ClusterOptions* o) {
                   "cluster config (YAML) of a running cluster; default: start a private MariaDB")
       ->check(CLI::ExistingFile);
   cmd->add_option("--shards", o->shards, "logical shards of the private cluster")
-      ->check(CLI::Range(1, 4096))
+      ->transform(DecimalInRange(1, 4096))
       ->capture_default_str();
   cmd->add_option("--max-batch-cells", o->max_batch_cells,
                   "override group_commit.max_batch_cells (0: keep the config's)")
-      ->check(CLI::Range(0, 10000));
+      ->transform(DecimalInRange(0, 10000));
   cmd->add_option("--writer-threads", o->writer_threads_per_host,
                   "override group_commit.writer_threads_per_host (0: keep the config's)")
-      ->check(CLI::Range(0, 256));
+      ->transform(DecimalInRange(0, 256));
   cmd->add_option("--min-pipelined-cells", o->min_pipelined_cells,
                   "override group_commit.min_pipelined_cells (-1: keep the config's)")
-      ->check(CLI::Range(-1, 10000));
+      ->transform(DecimalInRange(-1, 10000));
   cmd->add_option("--linger-us", o->linger_us,
                   "override group_commit.linger_us (-1: keep the config's)")
-      ->check(CLI::Range(-1, 100000));
+      ->transform(DecimalInRange(-1, 100000));
   cmd->add_option("--relay-poll-min-ms", o->relay_poll_min_ms,
                   "override relay.poll_min_ms (0: keep the config's)")
-      ->check(CLI::Range(0, 10000));
+      ->transform(DecimalInRange(0, 10000));
   cmd->add_option("--relay-poll-max-ms", o->relay_poll_max_ms,
                   "override relay.poll_max_ms (0: keep the config's)")
-      ->check(CLI::Range(0, 60000));
+      ->transform(DecimalInRange(0, 60000));
 }
 
 BenchCluster::~BenchCluster() {

@@ -39,6 +39,7 @@
 #include "bench/bench_put_phases.h"
 #include "cells/cell_store.h"
 #include "client/cellar_client.h"
+#include "config/number_options.h"
 #include "server/http_server.h"
 #include "testing/webhook_sink.h"
 
@@ -413,24 +414,24 @@ void AddHttpCommand(CLI::App& app, int* exit_code) {
       "node, next to the same work through the in-process store API");
   AddClusterOptions(cmd, &o->cluster);
   cmd->add_option("--cells", o->cells, "puts N per phase")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--gets", o->gets, "gets M per phase")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--put-rounds", o->put_rounds,
                   "alternating rounds of N store puts and N HTTP puts; each side's median "
                   "round counts")
-      ->check(CLI::Range(1, 100))
+      ->transform(DecimalInRange(1, 100))
       ->capture_default_str();
   cmd->add_option("--clients", o->clients, "concurrent client threads C")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a body")
-      ->check(CLI::Range(0, 1 << 20))
+      ->transform(DecimalInRange(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--server-threads", o->server_threads, "HTTP worker threads (0: C + 8)")
-      ->check(CLI::Range(0, 4096));
+      ->transform(DecimalInRange(0, 4096));
   cmd->callback([o, exit_code] { *exit_code = RunHttp(*o); });
 }
 

@@ -68,6 +68,7 @@
 #include "bench/bench_load.h"
 #include "cells/cell_store.h"
 #include "changelog/relay.h"
+#include "config/number_options.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_query.h"
 #include "testing/local_broker.h"
@@ -164,62 +165,62 @@ void AddIndexCommand(CLI::App& app, int* exit_code) {
       "the same raw SQL");
   AddClusterOptions(cmd, &o->cluster);
   cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--rate", o->rate, "phase A writes per second")
-      ->check(CLI::Range(1.0, 100000.0))
+      ->transform(DecimalInRange(1.0, 100000.0))
       ->capture_default_str();
   cmd->add_option("--seconds", o->seconds, "phase A duration")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->transform(DecimalInRange(0.1, 3600.0))
       ->capture_default_str();
   cmd->add_option("--paced-threads", o->paced_threads,
                   "threads of the paced writer (puts in flight at most)")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--sample-every", o->sample_every,
                   "poll the index for visibility after every k-th put")
-      ->check(CLI::Range(1, 1000000))
+      ->transform(DecimalInRange(1, 1000000))
       ->capture_default_str();
   cmd->add_option("--poll-ms", o->poll_ms, "pause between visibility query rounds")
-      ->check(CLI::Range(0, 1000))
+      ->transform(DecimalInRange(0, 1000))
       ->capture_default_str();
   cmd->add_option("--pollers", o->pollers, "threads polling the index for sampled puts")
-      ->check(CLI::Range(1, 64))
+      ->transform(DecimalInRange(1, 64))
       ->capture_default_str();
   cmd->add_option("--batch-cells", o->batch_cells,
                   "cells applied with IndexWriter::ApplyBatch in phase B")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--put-cells", o->put_cells, "single puts timing the put rate in phase B")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--apply-cells", o->apply_cells,
                   "cells applied one at a time with IndexWriter::Apply in phase B")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--apply-threads", o->apply_threads, "threads calling IndexWriter::Apply")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--entries", o->entries, "entries bulk-loaded for the query phase")
-      ->check(CLI::Range(1, 100000000))
+      ->transform(DecimalInRange(1, 100000000))
       ->capture_default_str();
   cmd->add_option("--drivers", o->drivers, "distinct shard-field values (drivers)")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--rows-per-insert", o->rows_per_insert, "rows per bulk-load INSERT")
-      ->check(CLI::Range(1, 5000))
+      ->transform(DecimalInRange(1, 5000))
       ->capture_default_str();
   cmd->add_option("--load-connections", o->load_connections, "bulk-load connections per host")
-      ->check(CLI::Range(1, 64))
+      ->transform(DecimalInRange(1, 64))
       ->capture_default_str();
   cmd->add_option("--queries", o->queries, "timed queries (each also run as raw SQL)")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--query-days", o->query_days, "time range of a query: the last D days")
-      ->check(CLI::Range(1, 3650))
+      ->transform(DecimalInRange(1, 3650))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds to wait for the first entry (warm-up)")
-      ->check(CLI::Range(1, 86400))
+      ->transform(DecimalInRange(1, 86400))
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = RunIndexBench(*o); });
 }

@@ -8,35 +8,36 @@
 #include "base/time.h"
 #include "base/uuid.h"
 #include "changelog/cell_event.h"
+#include "config/number_options.h"
 
 namespace cellar::bench {
 
 void AddPipelineOptions(CLI::App* cmd, PipelineOptions* o) {
   AddClusterOptions(cmd, &o->cluster);
   cmd->add_option("--cells", o->cells, "cells N written before the throughput is measured")
-      ->check(CLI::Range(1, 10000000))
+      ->transform(DecimalInRange(1, 10000000))
       ->capture_default_str();
   cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a cell body")
-      ->check(CLI::Range(0, 1 << 20))
+      ->transform(DecimalInRange(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--prefill-threads", o->prefill_threads, "threads calling PutBatch")
-      ->check(CLI::Range(1, 256))
+      ->transform(DecimalInRange(1, 256))
       ->capture_default_str();
   cmd->add_option("--rate", o->rate, "phase B writes per second")
-      ->check(CLI::Range(1.0, 100000.0))
+      ->transform(DecimalInRange(1.0, 100000.0))
       ->capture_default_str();
   cmd->add_option("--seconds", o->seconds, "phase B duration")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->transform(DecimalInRange(0.1, 3600.0))
       ->capture_default_str();
   cmd->add_option("--paced-threads", o->paced_threads,
                   "threads of the paced writer (puts in flight at most)")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds to wait for each throughput step")
-      ->check(CLI::Range(1, 86400))
+      ->transform(DecimalInRange(1, 86400))
       ->capture_default_str();
 }
 

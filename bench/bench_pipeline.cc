@@ -51,6 +51,7 @@
 #include "base/uuid.h"
 #include "bench/bench_put_phases.h"
 #include "changelog/relay.h"
+#include "config/number_options.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_query.h"
 #include "testing/wait_for.h"
@@ -240,78 +241,78 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
       "sustain (p99s < 100 ms, no lag growing) vs raw 100-row INSERTs (target ratio >= 0.25)");
   AddClusterOptions(cmd, &o->cluster);
   cmd->add_option("--partitions", o->partitions, "kafka.partitions of the private broker")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "write rates (writes/s) of the steps, in order")
       ->delimiter(',')
-      ->check(CLI::Range(1.0, 1000000.0))
+      ->transform(DecimalInRange(1.0, 1000000.0))
       ->capture_default_str();
   cmd->add_option("--step-seconds", o->step_seconds, "duration of each step's writes")
-      ->check(CLI::Range(0.5, 3600.0))
+      ->transform(DecimalInRange(0.5, 3600.0))
       ->capture_default_str();
   cmd->add_option("--put-threads", o->writer_threads, "threads pacing the PutAsync calls")
-      ->check(CLI::Range(1, 256))
+      ->transform(DecimalInRange(1, 256))
       ->capture_default_str();
   cmd->add_option("--window", o->window, "PutAsync calls in flight at most")
-      ->check(CLI::Range(1, 1000000))
+      ->transform(DecimalInRange(1, 1000000))
       ->capture_default_str();
   cmd->add_option("--body-bytes", o->body_bytes, "approximate JSON size of a trip body")
-      ->check(CLI::Range(0, 1 << 20))
+      ->transform(DecimalInRange(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--visibility-per-s", o->visibility_per_s,
                   "puts per second polled for index visibility")
-      ->check(CLI::Range(1, 100000))
+      ->transform(DecimalInRange(1, 100000))
       ->capture_default_str();
   cmd->add_option("--pollers", o->pollers, "threads polling the index for sampled puts")
-      ->check(CLI::Range(1, 64))
+      ->transform(DecimalInRange(1, 64))
       ->capture_default_str();
   cmd->add_option("--poll-ms", o->poll_ms, "pause between visibility query rounds")
-      ->check(CLI::Range(0, 1000))
+      ->transform(DecimalInRange(0, 1000))
       ->capture_default_str();
   cmd->add_option("--lag-sample-ms", o->lag_sample_ms, "interval of the lag samples")
-      ->check(CLI::Range(10.0, 10000.0))
+      ->transform(DecimalInRange(10.0, 10000.0))
       ->capture_default_str();
   cmd->add_option("--drain-timeout", o->drain_timeout_s,
                   "seconds the stages get to catch up after a step")
-      ->check(CLI::Range(1, 3600))
+      ->transform(DecimalInRange(1, 3600))
       ->capture_default_str();
   cmd->add_option("--drain-cells", o->drain_cells,
                   "backlog each stage works through for its events/s (0: skip)")
-      ->check(CLI::Range(0, 10000000))
+      ->transform(DecimalInRange(0, 10000000))
       ->capture_default_str();
   cmd->add_option("--raw-rows", o->raw_rows, "rows per round of the raw INSERT baseline")
-      ->check(CLI::Range(100, 10000000))
+      ->transform(DecimalInRange(100, 10000000))
       ->capture_default_str();
   cmd->add_option("--raw-rounds", o->raw_rounds, "rounds of the raw baseline (median counts)")
-      ->check(CLI::Range(1, 100))
+      ->transform(DecimalInRange(1, 100))
       ->capture_default_str();
   cmd->add_option("--raw-connections", o->raw_connections,
                   "parallel connections per host for the raw baseline")
-      ->check(CLI::Range(1, 256))
+      ->transform(DecimalInRange(1, 256))
       ->capture_default_str();
   cmd->add_option("--index-lanes", o->index_lanes,
                   "index worker lanes per host (0: the IndexWorker default)")
-      ->check(CLI::Range(0, 64))
+      ->transform(DecimalInRange(0, 64))
       ->capture_default_str();
   cmd->add_option("--index-linger-ms", o->index_linger_ms,
                   "index worker batch linger in ms (-1: the IndexWorker default)")
-      ->check(CLI::Range(-1, 1000))
+      ->transform(DecimalInRange(-1, 1000))
       ->capture_default_str();
   cmd->add_option("--concurrency", o->trigger_concurrency, "no-op handler threads")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->add_option("--webhook-batch-size", o->webhook_batch_size,
                   "events per webhook POST (1: one event per POST, binary mode)")
-      ->check(CLI::Range(1, 10000))
+      ->transform(DecimalInRange(1, 10000))
       ->capture_default_str();
   cmd->add_option("--webhook-batch-window-ms", o->webhook_batch_window_ms,
                   "how long a webhook batch waits for more events, ms")
-      ->check(CLI::Range(0, 60000))
+      ->transform(DecimalInRange(0, 60000))
       ->capture_default_str();
   cmd->add_option("--index-yaml", o->index_yaml, "file defining driver_partner_index")
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds for the warm-up and each throughput wait")
-      ->check(CLI::Range(1, 86400))
+      ->transform(DecimalInRange(1, 86400))
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = pipeline::RunPipelineBench(*o); });
 }

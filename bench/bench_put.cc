@@ -81,6 +81,7 @@
 #include "bench/bench_put_raw.h"
 #include "bench/bench_put_store.h"
 #include "cells/cell_store.h"
+#include "config/number_options.h"
 
 namespace cellar::bench {
 namespace {
@@ -621,48 +622,48 @@ void AddPutCommand(CLI::App& app, int* exit_code) {
       "column)");
   AddClusterOptions(cmd, &o->cluster);
   cmd->add_option("--cells", o->cells, "cells N written by each phase")
-      ->check(CLI::Range(1, 100000000))
+      ->transform(DecimalInRange(1, 100000000))
       ->capture_default_str();
   cmd->add_option("--callers", o->callers, "concurrent caller threads C doing puts")
-      ->check(CLI::Range(1, 4096))
+      ->transform(DecimalInRange(1, 4096))
       ->capture_default_str();
   cmd->add_option("--body-bytes", o->body_bytes,
                   "approximate JSON size of a trip body (padded with a route string)")
-      ->check(CLI::Range(0, 1 << 20))
+      ->transform(DecimalInRange(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--raw-connections", o->raw_connections,
                   "parallel connections per host for the raw INSERT baseline")
-      ->check(CLI::Range(1, 256))
+      ->transform(DecimalInRange(1, 256))
       ->capture_default_str();
   cmd->add_option("--raw-rounds", o->raw_rounds,
                   "rounds of N rows of phases A, C and C'; the median round's rate counts")
-      ->check(CLI::Range(1, 100))
+      ->transform(DecimalInRange(1, 100))
       ->capture_default_str();
   cmd->add_option("--store-rounds", o->store_rounds,
                   "rounds of N cells of phases B and D; the median round's figures count")
-      ->check(CLI::Range(1, 100))
+      ->transform(DecimalInRange(1, 100))
       ->capture_default_str();
   cmd->add_flag("--single-row-baseline", o->single_row_baseline,
                 "also time N single-row autocommit INSERTs from C connections (no group commit)");
   cmd->add_option("--ceiling-rows-per-tx", o->ceiling_rows_per_tx,
                   "cells per transaction of the plain-SQL ceiling (phase C)")
-      ->check(CLI::Range(1, 10000))
+      ->transform(DecimalInRange(1, 10000))
       ->capture_default_str();
   cmd->add_option("--batch-cells-per-row", o->batch_cells_per_row,
                   "cells of one row per put_batch call (phase D)")
-      ->check(CLI::Range(1, 1000))
+      ->transform(DecimalInRange(1, 1000))
       ->capture_default_str();
   cmd->add_option("--half-rate-cells", o->half_rate_cells,
                   "puts of the half-rate latency phase E (0: N / 2)")
-      ->check(CLI::Range(0, 100000000))
+      ->transform(DecimalInRange(0, 100000000))
       ->capture_default_str();
   cmd->add_option("--warm-up-cells", o->warm_up_cells,
                   "untimed single puts and put_batch cells before phase B (0: none)")
-      ->check(CLI::Range(0, 100000000))
+      ->transform(DecimalInRange(0, 100000000))
       ->capture_default_str();
   cmd->add_option("--async-window", o->async_window,
                   "PutAsync calls each caller keeps in flight in phase F (0: skip phase F)")
-      ->check(CLI::Range(0, 100000))
+      ->transform(DecimalInRange(0, 100000))
       ->capture_default_str();
   cmd->add_flag("--closed-loop-designs", o->closed_loop_designs,
                 "also run phase G: C rows in flight in plain SQL over 1, 2, 4 and 8 connections, "

@@ -59,6 +59,7 @@
 #include "changelog/cell_event.h"
 #include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay.h"
+#include "config/number_options.h"
 #include "testing/local_broker.h"
 #include "triggers/trigger_worker.h"
 
@@ -572,7 +573,7 @@ void AddTriggerCommand(CLI::App& app, int* exit_code) {
       "handler-start latency at a steady write rate (target p99 < 100 ms at 1,000 writes/s)");
   AddPipelineOptions(cmd, o.get());
   cmd->add_option("--concurrency", o->concurrency, "handler threads (TriggerOptions::concurrency)")
-      ->check(CLI::Range(1, 1024))
+      ->transform(DecimalInRange(1, 1024))
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = RunTriggerBench(*o); });
 }

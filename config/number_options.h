@@ -7,7 +7,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 
 #include "base/number_text.h"
@@ -29,6 +31,36 @@ CLI::Validator DecimalInteger(T min = std::numeric_limits<T>::min(),
         }
         return "'" + text + "' is not a whole number from " + std::to_string(min) + " to " +
                std::to_string(max);
+      },
+      "");
+}
+
+// A number from min to max for options of any arithmetic type, when the type
+// is the option's own business (the benchmark's many settings): decimal text
+// only (base/number_text.h). A whole number is handed on in canonical form,
+// so that CLI11's base-0 conversion reads "010" as ten, not eight; a
+// fraction is handed on as written, and an integer option then refuses it.
+// Otherwise "'<text>' is not a decimal number from <min> to <max>" and the
+// usage-error exit code.
+inline CLI::Validator DecimalInRange(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        if (auto i = ParseDecimalInteger<int64_t>(text)) {
+          if (static_cast<double>(*i) >= min && static_cast<double>(*i) <= max) {
+            text = std::to_string(*i);
+            return "";
+          }
+        } else if (auto d = ParseDecimalDouble(text); d && *d >= min && *d <= max) {
+          return "";
+        }
+        auto shown = [](double v) {
+          if (v == static_cast<double>(static_cast<int64_t>(v)))
+            return std::to_string(static_cast<int64_t>(v));
+          std::ostringstream out;
+          out << v;
+          return out.str();
+        };
+        return "'" + text + "' is not a decimal number from " + shown(min) + " to " + shown(max);
       },
       "");
 }

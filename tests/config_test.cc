@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/cluster_config.h"
+#include "config/number_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/status_printing.h"
@@ -175,6 +176,46 @@ TEST(ConfigTest, IntegersAreDecimal) {
     EXPECT_NE(r.status().message().find("shards: expected an integer"), std::string::npos)
         << r.status().message();
   }
+}
+
+// DecimalInRange, the benchmark's options: CLI11 alone read "010" as 8 and
+// "0x10" as 16 for an integer option, and let "nan" past CLI::Range.
+TEST(NumberOptionsTest, DecimalInRangeReadsDecimalTextOnlyForIntegersAndFractions) {
+  auto parse = [](const std::string& flag, const std::string& text, int* i, double* d) {
+    CLI::App app;
+    app.add_option("--count", *i)->transform(DecimalInRange(0, 1000));
+    app.add_option("--seconds", *d)->transform(DecimalInRange(0.5, 3600));
+    std::vector<std::string> args = {text, flag};  // CLI11 takes them in reverse
+    try {
+      app.parse(args);
+      return std::string();
+    } catch (const CLI::ParseError& e) {
+      return std::string(e.what());
+    }
+  };
+  int i = -1;
+  double d = -1;
+  EXPECT_EQ(parse("--count", "010", &i, &d), "");
+  EXPECT_EQ(i, 10);
+  EXPECT_EQ(parse("--count", "1000", &i, &d), "");
+  EXPECT_EQ(i, 1000);
+  EXPECT_EQ(parse("--seconds", "2.5", &i, &d), "");
+  EXPECT_EQ(d, 2.5);
+  EXPECT_EQ(parse("--seconds", "08", &i, &d), "");
+  EXPECT_EQ(d, 8.0);
+  for (const char* bad : {"0x10", "+5", " 5", "-1", "1001", "nan", "inf", ""})
+    EXPECT_THAT(
+        parse("--count", bad, &i, &d),
+        ::testing::HasSubstr("'" + std::string(bad) + "' is not a decimal number from 0 to 1000"))
+        << bad;
+  // A fraction passes the range and then fails CLI11's integer conversion.
+  for (const char* fraction : {"2.5", "1e3"})
+    EXPECT_THAT(parse("--count", fraction, &i, &d), ::testing::HasSubstr(fraction)) << fraction;
+  for (const char* bad : {"nan", "0.25", "1e9", "0x1p3", "inf"})
+    EXPECT_THAT(
+        parse("--seconds", bad, &i, &d),
+        ::testing::HasSubstr("'" + std::string(bad) + "' is not a decimal number from 0.5 to 3600"))
+        << bad;
 }
 
 TEST(ConfigTest, HostsOwnListsOfShardRangesAfterAShardMoved) {
