@@ -277,7 +277,9 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
       ->transform(DecimalInRange(1, 3600))
       ->capture_default_str();
   cmd->add_option("--drain-cells", o->drain_cells,
-                  "backlog each stage works through for its events/s (0: skip)")
+                  "backlog each stage works through for its events/s (0: skip; the local "
+                  "broker keeps 5 MiB per partition, about 30,000 cells of the default body "
+                  "over 8 partitions)")
       ->transform(DecimalInRange(0, 10000000))
       ->capture_default_str();
   cmd->add_option("--raw-rows", o->raw_rows, "rows per round of the raw INSERT baseline")

@@ -124,9 +124,13 @@ class Stages {
   Status StartNoopTrigger();
 
   // Cumulative counts since the process started (every event, any run).
-  uint64_t relay_acknowledged() const;                  // Kafka acknowledged (all relays started)
-  uint64_t index_applied() const;                       // events applied to kIndexName, any outcome
-  uint64_t handled() const { return handled_.load(); }  // no-op handler calls
+  uint64_t relay_acknowledged() const;  // Kafka acknowledged (all relays started)
+  uint64_t index_applied() const;       // events applied to kIndexName, any outcome
+  // Records the index workers' consumer found deleted by the topic's
+  // retention before it read them (cellar_consumer_skipped_records_total):
+  // events the index never sees, so a count waiting for them never ends.
+  uint64_t index_records_lost() const;
+  uint64_t handled() const { return handled_.load(); }                  // no-op handler calls
   uint64_t delivered() const { return delivered_.load(); }              // webhook deliveries
   uint64_t backlog_handled() const { return backlog_handled_.load(); }  // step -1 events
 

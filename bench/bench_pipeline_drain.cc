@@ -19,14 +19,18 @@ namespace cellar::bench::pipeline {
 namespace {
 
 // Waits until count() - base reaches n. *first_s: seconds from the call to
-// the first increase; *span_s: from then to the n-th. False on timeout or stop.
+// the first increase; *span_s: from then to the n-th. False on timeout, stop
+// or when lost() (may be empty) is true: then n will never be reached.
 bool TimeCounter(const std::function<uint64_t()>& count, uint64_t base, uint64_t n,
-                 double timeout_s, double* first_s, double* span_s) {
+                 double timeout_s, const std::function<bool()>& lost, double* first_s,
+                 double* span_s) {
   Stopwatch clock;
   double first = -1;
+  bool gave_up = false;
   const bool done = testing::WaitFor(
       [&] {
         if (StopRequested()) return true;
+        if (lost && lost()) return gave_up = true;
         const uint64_t c = count() - base;
         if (c > 0 && first < 0) first = clock.Seconds();
         if (c < n) return false;
@@ -36,7 +40,7 @@ bool TimeCounter(const std::function<uint64_t()>& count, uint64_t base, uint64_t
       std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
       std::chrono::milliseconds(1));
   *first_s = first;
-  return done && !StopRequested();
+  return done && !gave_up && !StopRequested();
 }
 
 }  // namespace
@@ -88,16 +92,30 @@ int RunDrain(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
     const char* name;
     std::function<Status()> start;
     std::function<uint64_t()> count;
+    std::function<bool()> lost;  // empty: the stage cannot tell
     double* per_s;
     double* first_s;
   };
+  // The local broker keeps 5 MiB per partition: a backlog larger than that
+  // loses its oldest events before the index worker reads them.
+  const uint64_t lost_before = stages.index_records_lost();
   const Stage order[] = {
-      {"relay", [&] { return stages.StartRelay(); }, [&] { return stages.relay_acknowledged(); },
-       &out->relay_per_s, &out->relay_first_s},
+      {"relay",
+       [&] { return stages.StartRelay(); },
+       [&] { return stages.relay_acknowledged(); },
+       {},
+       &out->relay_per_s,
+       &out->relay_first_s},
       {"index worker", [&] { return stages.StartIndexWorker(); },
-       [&] { return stages.index_applied(); }, &out->index_per_s, &out->index_first_s},
-      {"no-op trigger", [&] { return stages.StartNoopTrigger(); },
-       [&] { return stages.backlog_handled(); }, &out->trigger_per_s, &out->trigger_first_s},
+       [&] { return stages.index_applied(); },
+       [&] { return stages.index_records_lost() > lost_before; }, &out->index_per_s,
+       &out->index_first_s},
+      {"no-op trigger",
+       [&] { return stages.StartNoopTrigger(); },
+       [&] { return stages.backlog_handled(); },
+       {},
+       &out->trigger_per_s,
+       &out->trigger_first_s},
   };
   for (const Stage& s : order) {
     Progress(std::string("throughput: the ") + s.name + " alone works through the backlog");
@@ -109,8 +127,18 @@ int RunDrain(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
       return 0;
     }
     double span = 0;
-    if (!TimeCounter(s.count, base, n, o.timeout_s, s.first_s, &span)) {
+    if (!TimeCounter(s.count, base, n, o.timeout_s, s.lost, s.first_s, &span)) {
       if (StopRequested()) return 130;
+      if (s.lost && s.lost()) {
+        out->failure = "the broker's retention deleted " +
+                       std::to_string(stages.index_records_lost() - lost_before) +
+                       " backlog events before the " + s.name +
+                       " read them (the local broker keeps 5 MiB per partition): use a smaller "
+                       "--drain-cells";
+        Progress(out->failure);
+        stages.Stop();
+        return 0;
+      }
       out->failure = std::string("timed out after ") + FormatNumber(o.timeout_s, 0) + " s: the " +
                      s.name + " had " + std::to_string(s.count() - base) + " of " +
                      std::to_string(n) + " events";

@@ -9,6 +9,7 @@
 #include "bench/bench_pipeline.h"
 #include "bench/bench_put_raw.h"
 #include "changelog/cell_event.h"
+#include "changelog/consumer_groups.h"
 
 namespace cellar::bench::pipeline {
 
@@ -161,6 +162,16 @@ uint64_t Stages::index_applied() const {
                          {{"index", index_.table}, {"outcome", outcome}})
              .value();
   return n;
+}
+
+uint64_t Stages::index_records_lost() const {
+  // The help text must be the consumer's (changelog/consumer_probe.cc): the
+  // registry keeps the first it is given.
+  return index_metrics_
+      .GetCounter("cellar_consumer_skipped_records_total",
+                  "Records deleted by the topic's retention before the group read them",
+                  {{"group", IndexerGroup(store_->config().kafka)}})
+      .value();
 }
 
 }  // namespace cellar::bench::pipeline
