@@ -7,6 +7,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <sstream>
@@ -54,7 +55,7 @@ inline CLI::Validator DecimalInRange(double min, double max) {
           return "";
         }
         auto shown = [](double v) {
-          if (v == static_cast<double>(static_cast<int64_t>(v)))
+          if (std::abs(v) < 1e15 && v == static_cast<double>(static_cast<int64_t>(v)))
             return std::to_string(static_cast<int64_t>(v));
           std::ostringstream out;
           out << v;

@@ -13,6 +13,7 @@
 #include "base/metrics.h"
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
+#include "config/command_line.h"
 #include "config/number_options.h"
 #include "indexes/index_definition.h"
 #include "retention/purge_scheduler.h"
@@ -55,7 +56,7 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
   Result<HostPort> listen = ParseHostPort(f.listen, "--listen");
   if (!listen.ok()) {
     std::cerr << "cellard: " << listen.status().message() << "\n";
-    return 2;
+    return kUsageExitCode;
   }
   options.host = listen->host;
   options.port = listen->port;
@@ -72,7 +73,7 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
     auto t = TokenTable::Load(f.tokens_file);
     if (!t.ok()) {
       std::cerr << "cellard: invalid tokens file:\n" << t.status().message() << "\n";
-      return 2;
+      return kUsageExitCode;
     }
     tokens = std::move(t).value();
   } else {
@@ -84,7 +85,7 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
     auto defs = LoadIndexDefinitions(f.indexes_path, config);
     if (!defs.ok()) {
       std::cerr << "cellard: invalid index definitions:\n" << defs.status().message() << "\n";
-      return 2;
+      return kUsageExitCode;
     }
     indexes = std::move(defs).value();
   }

@@ -30,11 +30,11 @@ int main(int argc, char** argv) {
       ->transform(cellar::DecimalInteger<int>(1, 1024));
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-indexer");
-  if (!config) return 2;
+  if (!config) return cellar::kUsageExitCode;
   auto defs = cellar::LoadIndexDefinitions(indexes_path, *config);
   if (!defs.ok()) {
     std::cerr << "cellar-indexer: invalid index definitions:\n" << defs.status().message() << "\n";
-    return 2;
+    return cellar::kUsageExitCode;
   }
   auto store = cellar::CellStore::Open(*config);
   cellar::IndexCatalog catalog(store.get());

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
 
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-relay");
-  if (!config) return 2;
+  if (!config) return cellar::kUsageExitCode;
   cellar::MetricsRegistry metrics;
   std::unique_ptr<cellar::MetricsEndpoint> endpoint;
   if (int code = 0; !cellar::StartMetricsEndpointForMain(&metrics, metrics_address, "cellar-relay",

@@ -24,12 +24,12 @@ int main(int argc, char** argv) {
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
 
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-trigger");
-  if (!config) return 2;
+  if (!config) return cellar::kUsageExitCode;
   auto defs = cellar::LoadTriggerDefinitions(triggers_path, *config);
   if (!defs.ok()) {
     std::cerr << "cellar-trigger: invalid trigger definitions:\n"
               << defs.status().message() << "\n";
-    return 2;
+    return cellar::kUsageExitCode;
   }
   cellar::TriggerWorkerOptions opts;
   cellar::MetricsRegistry metrics;
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     if (only.empty() || std::find(only.begin(), only.end(), d.name) != only.end()) {
       if (cellar::Status s = worker.on_webhook(d); !s.ok()) {
         std::cerr << "cellar-trigger: " << s.ToString() << "\n";
-        return 2;
+        return cellar::kUsageExitCode;
       }
     }
   return worker.run();

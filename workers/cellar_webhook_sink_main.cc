@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   const cellar::Result<cellar::HostPort> listen_at = cellar::ParseHostPort(listen, "--listen");
   if (!listen_at.ok()) {
     std::cerr << "cellar-webhook-sink: " << listen_at.status().message() << "\n";
-    return 2;
+    return cellar::kUsageExitCode;
   }
   const std::string& host = listen_at->host;
   std::ofstream out(out_path, std::ios::app);

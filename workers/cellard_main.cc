@@ -16,6 +16,6 @@ int main(int argc, char** argv) {
   cellar::AddServeFlags(&app, &flags);
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellard");
-  if (!config) return 2;
+  if (!config) return cellar::kUsageExitCode;
   return cellar::RunServe(*config, flags);
 }

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--from", from, "replay start: beginning | RFC 3339 time | shard:added_id,...");
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-billing");
-  if (!config) return 2;
+  if (!config) return cellar::kUsageExitCode;
   cellar::TriggerWorkerOptions opts;
   cellar::MetricsRegistry metrics;
   std::unique_ptr<cellar::MetricsEndpoint> endpoint;
@@ -73,13 +73,13 @@ int main(int argc, char** argv) {
                       });
   if (!registered.ok()) {
     std::cerr << "cellar-billing: " << registered.ToString() << "\n";
-    return 2;
+    return cellar::kUsageExitCode;
   }
   if (!replay.empty()) {
     auto f = cellar::ParseReplayFrom(from);
     if (!f.ok()) {
       std::cerr << "cellar-billing: " << f.status().ToString() << "\n";
-      return 2;
+      return cellar::kUsageExitCode;
     }
     cellar::Status s = w.Replay(replay, *f);
     if (!s.ok()) {
