@@ -10,6 +10,7 @@
 #include "bench/bench_put_raw.h"
 #include "changelog/cell_event.h"
 #include "changelog/consumer_groups.h"
+#include "changelog/consumer_probe.h"
 
 namespace cellar::bench::pipeline {
 
@@ -165,12 +166,9 @@ uint64_t Stages::index_applied() const {
 }
 
 uint64_t Stages::index_records_lost() const {
-  // The help text must be the consumer's (changelog/consumer_probe.cc): the
-  // registry keeps the first it is given.
-  return index_metrics_
-      .GetCounter("cellar_consumer_skipped_records_total",
-                  "Records deleted by the topic's retention before the group read them",
-                  {{"group", IndexerGroup(store_->config().kafka)}})
+  // The consumer's own series (ConsumerProbe registers it): the same counter.
+  return ConsumerProbe(&index_metrics_, IndexerGroup(store_->config().kafka))
+      .SkippedRecords()
       .value();
 }
 
