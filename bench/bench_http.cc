@@ -54,6 +54,9 @@ struct HttpOptions {
   int put_rounds = 3;  // alternating store / HTTP put rounds; each side's median counts
   int body_bytes = 400;
   int server_threads = 0;  // 0: clients + 8
+  // cellar::Client's put coalescing (ClientOptions): 1 sends each put alone.
+  int puts_per_request = ClientOptions{}.max_puts_per_request;
+  int put_requests_in_flight = ClientOptions{}.put_requests_in_flight;
 };
 
 struct HttpPhaseResult {
@@ -221,6 +224,8 @@ int RunHttp(const HttpOptions& o) {
   ClientOptions co;
   co.endpoints = {"http://127.0.0.1:" + std::to_string((*server)->port())};
   co.max_idle_connections_per_endpoint = o.clients;
+  co.max_puts_per_request = o.puts_per_request;
+  co.put_requests_in_flight = o.put_requests_in_flight;
   auto client = Client::Create(co);
   if (!client.ok()) {
     Progress("client: " + client.status().ToString());
@@ -264,6 +269,7 @@ int RunHttp(const HttpOptions& o) {
     return (*client)->Put(datastore, {Uuid::Random(), column, 0, {{"warm", 1}}}).status();
   });
   std::vector<HttpPhaseResult> store_puts, http_puts, bare_posts;
+  uint64_t http_put_requests = 0;  // all HTTP put rounds
   std::vector<double> store_rates, http_rates, bare_rates;
   for (size_t r = 0; r < rounds; ++r) {  // a stop request ends each phase at once
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": store puts, " +
@@ -274,11 +280,13 @@ int RunHttp(const HttpOptions& o) {
       });
     }));
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ": http puts");
+    const uint64_t requests_before = (*client)->stats().requests;
     http_puts.push_back(WithUsage(cluster, [&] {
       return RunPhase(o.cells, o.clients, [&](int i) {
         return (*client)->Put(datastore, http_rounds[r][static_cast<size_t>(i)]).status();
       });
     }));
+    http_put_requests += (*client)->stats().requests - requests_before;
     Progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) +
              ": bare HTTP requests");
     bare_posts.push_back(WithUsage(cluster, [&] {
@@ -369,6 +377,12 @@ int RunHttp(const HttpOptions& o) {
             " cores / (store put + bare request CPU) / store puts/s)");
   t.Add("get p50 http - store ms", FormatNumber(fhg.p50 - fsg.p50, 3));
   t.Add("get p50 http / store", FormatNumber(fhg.p50 / std::max(fsg.p50, 1e-9), 2));
+  const double puts_per_request = static_cast<double>(o.cells) * static_cast<double>(rounds) /
+                                  static_cast<double>(std::max<uint64_t>(1, http_put_requests));
+  t.Add("HTTP puts per request (all rounds)",
+        FormatNumber(puts_per_request, 2) + " (client max_puts_per_request " +
+            std::to_string(o.puts_per_request) + ", " + std::to_string(stats.multi_put_requests) +
+            " multi-put requests)");
   t.Add("client requests / retries",
         std::to_string(stats.requests) + " / " + std::to_string(stats.retries));
   t.Print();
@@ -399,6 +413,8 @@ int RunHttp(const HttpOptions& o) {
   j["http_get_p50_ms"] = Round(fhg.p50, 3);
   j["http_get_p99_ms"] = Round(fhg.p99, 3);
   j["shards"] = cfg.shards;
+  j["puts_per_request_max"] = o.puts_per_request;
+  j["http_puts_per_request"] = Round(puts_per_request, 2);
   j["errors"] = errors;
   PrintJsonLine(j);
   return errors ? 1 : 0;
@@ -432,6 +448,15 @@ void AddHttpCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--server-threads", o->server_threads, "HTTP worker threads (0: C + 8)")
       ->transform(DecimalInRange(0, 4096));
+  cmd->add_option("--puts-per-request", o->puts_per_request,
+                  "the client's max_puts_per_request: concurrent puts sent together (1: each "
+                  "put its own request)")
+      ->transform(DecimalInRange(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--put-requests-in-flight", o->put_requests_in_flight,
+                  "the client's put_requests_in_flight (0: two per endpoint)")
+      ->transform(DecimalInRange(0, 1024))
+      ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = RunHttp(*o); });
 }
 

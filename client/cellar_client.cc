@@ -12,6 +12,7 @@
 #include "api/api_wire.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "client/internal/put_coalescer.h"
 
 namespace cellar {
 namespace {
@@ -55,6 +56,19 @@ Result<std::string> Serialize(const json& j) {
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("the body cannot be sent as JSON: ") + e.what());
   }
+}
+
+// One cell of a cells:batch request from a put whose body is already JSON
+// text (no second serialisation of the body). The column is escaped by the
+// JSON library; one that is not valid UTF-8 reaches the server replaced, is
+// refused there, and its put is then sent alone (PutCoalescer).
+std::string CellItemText(const internal::CoalescedPut& p) {
+  std::string s = "{\"row_key\":\"" + p.cell->row_key.ToString() + "\",\"column\":";
+  s += json(p.cell->column).dump(-1, ' ', false, json::error_handler_t::replace);
+  s += ",\"ref_key\":" + std::to_string(p.cell->ref_key) + ",\"body\":";
+  s += p.body;
+  s += '}';
+  return s;
 }
 
 struct Answer {
@@ -110,6 +124,7 @@ struct Client::Impl {
 
   ClientOptions options;
   std::vector<std::unique_ptr<Endpoint>> endpoints;
+  std::unique_ptr<internal::PutCoalescer> coalescer;  // null: every put alone
   std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> requests{0}, retries{0}, connection_errors{0}, unavailable{0};
 
@@ -213,6 +228,67 @@ struct Client::Impl {
     return r;
   }
 
+  Result<PutResult> PutAlone(const std::string& ds, const CellWrite& cell,
+                             const std::string& body) {
+    return CallPut("PUT",
+                   ColumnPath(ds, cell.row_key, cell.column) + "/" + std::to_string(cell.ref_key),
+                   body);
+  }
+
+  // POST .../cells:batch of `items` (each one cell's JSON object text):
+  // results[i] for items[i]. Cells answered 503 are sent again, up to
+  // max_attempts requests in all. A request refused as a whole fails every
+  // cell alike; *rejected_whole (if set) tells whether that happened to the
+  // first request, i.e. a 4xx answer and nothing written.
+  std::vector<Result<PutResult>> PostCells(const std::string& ds,
+                                           const std::vector<std::string>& items,
+                                           bool* rejected_whole) {
+    std::vector<Result<PutResult>> out(items.size(),
+                                       Result<PutResult>(Unavailable("not attempted")));
+    std::vector<size_t> pending(items.size());
+    for (size_t i = 0; i < items.size(); ++i) pending[i] = i;
+    for (int round = 0; round < options.max_attempts && !pending.empty(); ++round) {
+      if (round > 0) {
+        ++retries;
+        std::this_thread::sleep_for(std::chrono::milliseconds(BackoffMs(round - 1)));
+      }
+      std::string body = "{\"cells\":[";
+      for (size_t k = 0; k < pending.size(); ++k) {
+        if (k > 0) body += ',';
+        body += items[pending[k]];
+      }
+      body += "]}";
+      Result<json> doc = Call("POST", "/v1/" + Escape(ds) + "/cells:batch", body);
+      if (!doc.ok()) {
+        if (rejected_whole)
+          *rejected_whole = round == 0 && doc.status().code() != StatusCode::kUnavailable;
+        for (size_t i : pending) out[i] = doc.status();
+        return out;
+      }
+      auto results = doc->find("results");
+      if (results == doc->end() || !results->is_array() || results->size() != pending.size()) {
+        for (size_t i : pending) out[i] = Internal("malformed batch answer");
+        return out;
+      }
+      std::vector<size_t> again;
+      for (size_t k = 0; k < pending.size(); ++k) {
+        const json& item = (*results)[k];
+        const auto st = item.is_object() ? item.find("status") : item.end();
+        const int status = st != item.end() && st->is_number_integer() ? st->get<int>() : 0;
+        if (status == 200 || status == 201) {
+          auto r = PutResultFromJson(item);
+          out[pending[k]] =
+              r.ok() ? std::move(r) : Result<PutResult>(Internal(r.status().message()));
+          continue;
+        }
+        out[pending[k]] = DecodeError(Answer{status, DumpJson(item)});
+        if (status == 503) again.push_back(pending[k]);
+      }
+      pending = std::move(again);
+    }
+    return out;
+  }
+
   Result<Cell> CallCell(const std::string& path) {
     CELLAR_ASSIGN_OR_RETURN(json doc, Call("GET", path));
     auto c = CellFromJson(doc);
@@ -227,6 +303,10 @@ Client::~Client() = default;
 Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
   if (options.endpoints.empty()) return InvalidArgument("ClientOptions.endpoints is empty");
   if (options.max_attempts < 1) return InvalidArgument("max_attempts must be >= 1");
+  if (options.max_puts_per_request < 1)
+    return InvalidArgument("max_puts_per_request must be >= 1 (1: every put alone)");
+  if (options.put_requests_in_flight < 0)
+    return InvalidArgument("put_requests_in_flight must be >= 0 (0: two per endpoint)");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   for (const std::string& url : options.endpoints) {
@@ -238,60 +318,47 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
     e->url = url;
     impl->endpoints.push_back(std::move(e));
   }
+  if (options.max_puts_per_request > 1) {
+    internal::PutCoalescerOptions co;
+    co.max_puts_per_request = options.max_puts_per_request;
+    co.requests_in_flight = options.put_requests_in_flight > 0
+                                ? options.put_requests_in_flight
+                                : 2 * static_cast<int>(options.endpoints.size());
+    Impl* m = impl.get();
+    impl->coalescer = std::make_unique<internal::PutCoalescer>(
+        co,
+        [m](const internal::CoalescedPut& p) { return m->PutAlone(p.datastore, *p.cell, p.body); },
+        [m](const std::vector<const internal::CoalescedPut*>& puts) {
+          std::vector<std::string> items;
+          items.reserve(puts.size());
+          for (const internal::CoalescedPut* p : puts) items.push_back(CellItemText(*p));
+          internal::MultiPutAnswer a;
+          a.results = m->PostCells(puts.front()->datastore, items, &a.rejected_whole);
+          return a;
+        });
+  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
 Result<PutResult> Client::Put(const std::string& ds, const CellWrite& cell) {
   CELLAR_ASSIGN_OR_RETURN(std::string body, Serialize(cell.body));
-  return impl_->CallPut(
-      "PUT", ColumnPath(ds, cell.row_key, cell.column) + "/" + std::to_string(cell.ref_key), body);
+  if (!impl_->coalescer) return impl_->PutAlone(ds, cell, body);
+  return impl_->coalescer->Put(internal::CoalescedPut{ds, &cell, std::move(body)});
 }
 
 std::vector<Result<PutResult>> Client::PutBatch(const std::string& ds,
                                                 const std::vector<CellWrite>& cells) {
-  std::vector<Result<PutResult>> out(cells.size(), Result<PutResult>(Unavailable("not attempted")));
-  std::vector<size_t> pending(cells.size());
-  for (size_t i = 0; i < cells.size(); ++i) pending[i] = i;
-  for (int round = 0; round < impl_->options.max_attempts && !pending.empty(); ++round) {
-    if (round > 0) {
-      ++impl_->retries;
-      std::this_thread::sleep_for(std::chrono::milliseconds(impl_->BackoffMs(round - 1)));
-    }
-    json list = json::array();
-    for (size_t i : pending) {
-      const CellWrite& w = cells[i];
-      list.push_back({{"row_key", w.row_key.ToString()},
-                      {"column", w.column},
-                      {"ref_key", w.ref_key},
-                      {"body", w.body}});
-    }
-    auto body = Serialize({{"cells", std::move(list)}});
-    Result<json> doc = body.ok() ? impl_->Call("POST", "/v1/" + Escape(ds) + "/cells:batch", *body)
-                                 : Result<json>(body.status());
-    if (!doc.ok()) {
-      for (size_t i : pending) out[i] = doc.status();
-      return out;
-    }
-    auto results = doc->find("results");
-    if (results == doc->end() || !results->is_array() || results->size() != pending.size()) {
-      for (size_t i : pending) out[i] = Internal("malformed batch answer");
-      return out;
-    }
-    std::vector<size_t> again;
-    for (size_t k = 0; k < pending.size(); ++k) {
-      const json& item = (*results)[k];
-      const int status = item.value("status", 0);
-      if (status == 200 || status == 201) {
-        auto r = PutResultFromJson(item);
-        out[pending[k]] = r.ok() ? std::move(r) : Result<PutResult>(Internal(r.status().message()));
-        continue;
-      }
-      out[pending[k]] = DecodeError(Answer{status, DumpJson(item)});
-      if (status == 503) again.push_back(pending[k]);
-    }
-    pending = std::move(again);
+  std::vector<std::string> items;
+  items.reserve(cells.size());
+  for (const CellWrite& w : cells) {
+    auto item = Serialize({{"row_key", w.row_key.ToString()},
+                           {"column", w.column},
+                           {"ref_key", w.ref_key},
+                           {"body", w.body}});
+    if (!item.ok()) return std::vector<Result<PutResult>>(cells.size(), item.status());
+    items.push_back(std::move(item).value());
   }
-  return out;
+  return impl_->PostCells(ds, items, nullptr);
 }
 
 Result<Cell> Client::Get(const std::string& ds, const Uuid& row, const std::string& column,
@@ -389,8 +456,15 @@ Status Client::Ready() {
 }
 
 ClientStats Client::stats() const {
-  return ClientStats{impl_->requests.load(), impl_->retries.load(), impl_->connection_errors.load(),
-                     impl_->unavailable.load()};
+  ClientStats s{impl_->requests.load(), impl_->retries.load(), impl_->connection_errors.load(),
+                impl_->unavailable.load()};
+  if (impl_->coalescer) {
+    const internal::PutCoalescerStats c = impl_->coalescer->stats();
+    s.multi_put_requests = c.multi_put_requests;
+    s.coalesced_puts = c.coalesced_puts;
+    s.multi_puts_resent_alone = c.resent_alone;
+  }
+  return s;
 }
 
 }  // namespace cellar

@@ -1,0 +1,262 @@
+// PutCoalescer (client/internal/put_coalescer.h) without sockets: the
+// requests it forms and the answer each caller gets, with the sending
+// functions replaced by recorders whose first request can be held open.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "client/internal/put_coalescer.h"
+#include "testing/wait_for.h"
+
+namespace cellar::internal {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Records every request; the first one blocks until Release() so that later
+// puts queue behind it. A put's result carries its ref_key as added_id, so
+// each caller can check that the answer it got is its own.
+class Recorder {
+ public:
+  explicit Recorder(bool hold_first) : hold_first_(hold_first) {}
+
+  Result<PutResult> One(const CoalescedPut& p) {
+    HoldIfFirst();
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.push_back({p.cell->ref_key});
+    if (p.cell->column == "bad") return NotFound("column bad is not in the config");
+    return Answer(p);
+  }
+
+  MultiPutAnswer Many(const std::vector<const CoalescedPut*>& puts) {
+    HoldIfFirst();
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<int64_t> refs;
+    MultiPutAnswer a;
+    for (const CoalescedPut* p : puts) {
+      refs.push_back(p->cell->ref_key);
+      if (p->cell->column == "bad") a.rejected_whole = true;
+      a.results.push_back(Answer(*p));
+    }
+    requests_.push_back(refs);
+    if (a.rejected_whole) a.results.clear();
+    return a;
+  }
+
+  void Release() { gate_.set_value(); }
+  bool holding() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+  std::vector<std::vector<int64_t>> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  static Result<PutResult> Answer(const CoalescedPut& p) {
+    PutResult r;
+    r.added_id = static_cast<uint64_t>(p.cell->ref_key);
+    r.ref_key = p.cell->ref_key;
+    r.created = true;
+    return r;
+  }
+  void HoldIfFirst() {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      first = hold_first_ && !held_;
+      held_ = true;
+    }
+    if (first) released_.wait();
+  }
+
+  const bool hold_first_;
+  std::promise<void> gate_;
+  std::shared_future<void> released_ = gate_.get_future().share();
+  std::mutex mu_;
+  bool held_ = false;
+  std::vector<std::vector<int64_t>> requests_;
+};
+
+struct Harness {
+  explicit Harness(PutCoalescerOptions o, bool hold_first = true)
+      : recorder(hold_first),
+        coalescer(
+            o, [this](const CoalescedPut& p) { return recorder.One(p); },
+            [this](const std::vector<const CoalescedPut*>& p) { return recorder.Many(p); }) {}
+
+  // Starts a caller putting (datastore, row r, column, ref_key) and returns
+  // its answer's future.
+  std::future<Result<PutResult>> Start(const std::string& datastore, int row, int64_t ref_key,
+                                       const std::string& column = "BASE") {
+    auto cell = std::make_shared<CellWrite>();
+    cell->row_key = rows.at(static_cast<size_t>(row));
+    cell->column = column;
+    cell->ref_key = ref_key;
+    return std::async(std::launch::async, [this, cell, datastore] {
+      return coalescer.Put(CoalescedPut{datastore, cell.get(), "{\"k\":1}"});
+    });
+  }
+  // Waits until the first request is being sent (and held open).
+  void WaitHeld() {
+    ASSERT_TRUE(testing::WaitFor([&] { return recorder.holding(); }, std::chrono::seconds(10),
+                                 std::chrono::milliseconds(1)));
+  }
+  void WaitQueued(size_t n) {
+    ASSERT_TRUE(testing::WaitFor([&] { return coalescer.queued() == n; }, std::chrono::seconds(10),
+                                 std::chrono::milliseconds(1)))
+        << "queued: " << coalescer.queued();
+  }
+
+  std::vector<Uuid> rows{Uuid::Random(), Uuid::Random(), Uuid::Random(),
+                         Uuid::Random(), Uuid::Random(), Uuid::Random()};
+  Recorder recorder;
+  PutCoalescer coalescer;
+};
+
+PutCoalescerOptions OneInFlight(int max_puts = 32) {
+  PutCoalescerOptions o;
+  o.requests_in_flight = 1;
+  o.max_puts_per_request = max_puts;
+  return o;
+}
+
+// Expects each future to answer its own put (added_id == its ref_key).
+void ExpectOwnAnswers(std::vector<std::future<Result<PutResult>>>& futures,
+                      const std::vector<int64_t>& refs) {
+  for (size_t i = 0; i < futures.size(); ++i) {
+    Result<PutResult> r = futures[i].get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->added_id, static_cast<uint64_t>(refs[i]));
+  }
+}
+
+TEST(PutCoalescerTest, APutWithNothingRunningGoesAtOnceAlone) {
+  Harness h(OneInFlight(), /*hold_first=*/false);
+  std::vector<std::future<Result<PutResult>>> f;
+  f.push_back(h.Start("trips", 0, 7));
+  ExpectOwnAnswers(f, {7});
+  f.clear();
+  f.push_back(h.Start("trips", 1, 8));
+  ExpectOwnAnswers(f, {8});
+  EXPECT_EQ(h.recorder.requests(), (std::vector<std::vector<int64_t>>{{7}, {8}}));
+  EXPECT_EQ(h.coalescer.stats().multi_put_requests, 0u);
+}
+
+TEST(PutCoalescerTest, PutsQueuedBehindARunningRequestGoTogetherEachWithItsOwnAnswer) {
+  Harness h(OneInFlight());
+  std::vector<std::future<Result<PutResult>>> f;
+  f.push_back(h.Start("trips", 0, 100));  // held open
+  h.WaitHeld();
+  for (int i = 1; i <= 4; ++i) f.push_back(h.Start("trips", i, 100 + i));
+  h.WaitQueued(4);
+  h.recorder.Release();
+  ExpectOwnAnswers(f, {100, 101, 102, 103, 104});
+  auto req = h.recorder.requests();
+  ASSERT_EQ(req.size(), 2u);
+  EXPECT_THAT(req[0], ElementsAre(100));
+  EXPECT_THAT(req[1], ::testing::UnorderedElementsAre(101, 102, 103, 104));
+  EXPECT_EQ(h.coalescer.stats().multi_put_requests, 1u);
+  EXPECT_EQ(h.coalescer.stats().coalesced_puts, 4u);
+}
+
+TEST(PutCoalescerTest, ARowsPutsNeverShareARequest) {
+  Harness h(OneInFlight());
+  std::vector<std::future<Result<PutResult>>> f;
+  f.push_back(h.Start("trips", 0, 200));
+  h.WaitHeld();
+  f.push_back(h.Start("trips", 1, 201));
+  h.WaitQueued(1);
+  f.push_back(h.Start("trips", 1, 202));  // row 1 again
+  h.WaitQueued(2);
+  f.push_back(h.Start("trips", 2, 203));
+  h.WaitQueued(3);
+  h.recorder.Release();
+  ExpectOwnAnswers(f, {200, 201, 202, 203});
+  auto req = h.recorder.requests();
+  ASSERT_EQ(req.size(), 3u);
+  EXPECT_THAT(req[1], ElementsAre(201, 203));
+  EXPECT_THAT(req[2], ElementsAre(202));
+}
+
+TEST(PutCoalescerTest, RequestsHoldOneDatastoreAndAtMostMaxPuts) {
+  Harness h(OneInFlight(/*max_puts=*/2));
+  std::vector<std::future<Result<PutResult>>> f;
+  f.push_back(h.Start("trips", 0, 300));
+  h.WaitHeld();
+  const std::vector<std::string> ds = {"trips", "users", "trips", "trips", "users"};
+  for (size_t i = 0; i < ds.size(); ++i) {
+    f.push_back(h.Start(ds[i], static_cast<int>(i + 1), 301 + static_cast<int64_t>(i)));
+    h.WaitQueued(i + 1);
+  }
+  h.recorder.Release();
+  ExpectOwnAnswers(f, {300, 301, 302, 303, 304, 305});
+  auto req = h.recorder.requests();
+  // FIFO by the oldest waiting put: trips 301+303, users 302+305, trips 304.
+  ASSERT_EQ(req.size(), 4u);
+  EXPECT_THAT(req[1], ElementsAre(301, 303));
+  EXPECT_THAT(req[2], ElementsAre(302, 305));
+  EXPECT_THAT(req[3], ElementsAre(304));
+}
+
+TEST(PutCoalescerTest, ARequestRefusedWholeIsResentOnePutAtATime) {
+  Harness h(OneInFlight());
+  std::vector<std::future<Result<PutResult>>> f;
+  f.push_back(h.Start("trips", 0, 400));
+  h.WaitHeld();
+  f.push_back(h.Start("trips", 1, 401));
+  h.WaitQueued(1);
+  auto bad = h.Start("trips", 2, 402, "bad");
+  h.WaitQueued(2);
+  f.push_back(h.Start("trips", 3, 403));
+  h.WaitQueued(3);
+  h.recorder.Release();
+  ExpectOwnAnswers(f, {400, 401, 403});
+  Result<PutResult> b = bad.get();
+  EXPECT_EQ(b.status().code(), StatusCode::kNotFound);
+  auto req = h.recorder.requests();
+  ASSERT_EQ(req.size(), 5u);
+  EXPECT_THAT(req[1], ElementsAre(401, 402, 403));
+  EXPECT_THAT(req[2], ElementsAre(401));
+  EXPECT_THAT(req[3], ElementsAre(402));
+  EXPECT_THAT(req[4], ElementsAre(403));
+  EXPECT_EQ(h.coalescer.stats().resent_alone, 1u);
+}
+
+TEST(PutCoalescerTest, ManyCallersEachGetTheirOwnAnswer) {
+  PutCoalescerOptions o;
+  o.requests_in_flight = 2;
+  o.max_puts_per_request = 8;
+  Harness h(o, /*hold_first=*/false);
+  h.rows.clear();
+  for (int i = 0; i < 16; ++i) h.rows.push_back(Uuid::Random());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      CellWrite cell;
+      cell.row_key = h.rows[static_cast<size_t>(t)];
+      cell.column = "BASE";
+      for (int i = 0; i < 200; ++i) {
+        cell.ref_key = t * 1000 + i;
+        auto r = h.coalescer.Put(CoalescedPut{"trips", &cell, "{}"});
+        if (!r.ok() || r->added_id != static_cast<uint64_t>(cell.ref_key)) ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  size_t puts = 0;
+  for (const auto& r : h.recorder.requests()) {
+    EXPECT_LE(r.size(), 8u);
+    puts += r.size();
+  }
+  EXPECT_EQ(puts, 16u * 200u);
+  EXPECT_EQ(h.coalescer.queued(), 0u);
+}
+
+}  // namespace
+}  // namespace cellar::internal
