@@ -29,16 +29,18 @@
 // Unavailable naming the last error.
 //
 // Puts sent together: concurrent Put() calls share requests, as the server's
-// group commit shares transactions. A put that finds fewer than
-// put_requests_in_flight requests running goes at once, alone when nothing
-// else waits (PUT .../<ref_key>); puts arriving while that many run queue,
-// and the next free slot sends up to max_puts_per_request of them (one per
-// row) as one POST .../cells:batch. Each put keeps its own answer: a row's
-// puts never share a request (the batch commits a row atomically), and a
-// request refused as a whole (a bad cell, too large; nothing written) is sent
-// again one put at a time. cellar-bench http: HTTP puts from 16 threads at
-// 0.4-0.5x of in-process puts one request each, ~0.8x sent together.
-// max_puts_per_request 1 sends every put alone.
+// group commit shares transactions. At most put_requests_in_flight put
+// requests run at once. A put that finds none running goes at once, alone
+// when nothing else waits (PUT .../<ref_key>); while requests run, puts queue,
+// and a free slot sends up to max_puts_per_request of them (one per row) as
+// one POST .../cells:batch once no request runs or the waiting puts are at
+// least the callers in Put() divided by the slots (client/internal/
+// put_coalescer.h). Each put keeps its own answer: a row's puts never share a
+// request (the batch commits a row atomically), and a request refused as a
+// whole (a bad cell, too large; nothing written) is sent again one put at a
+// time. The server counts such requests as batch requests. cellar-bench http,
+// 16 threads on 2 cores: HTTP put CPU ~180 us against ~400 one request each,
+// HTTP puts/s about 1.4x. max_puts_per_request 1 sends every put alone.
 //
 // Threading: every method is thread-safe; concurrent calls use separate
 // connections (up to max_idle_connections_per_endpoint are kept).

@@ -16,24 +16,26 @@ namespace {
 
 using ::testing::ElementsAre;
 
-// Records every request; the first one blocks until Release() so that later
-// puts queue behind it. A put's result carries its ref_key as added_id, so
-// each caller can check that the answer it got is its own.
+// Records every request as it starts; the first `holds` requests then block
+// until Release(i) (i counts from 0 in start order), so that later puts queue
+// behind them. A put's result carries its ref_key as added_id, so each caller
+// can check that the answer it got is its own.
 class Recorder {
  public:
-  explicit Recorder(bool hold_first) : hold_first_(hold_first) {}
+  explicit Recorder(int holds) {
+    for (int i = 0; i < holds; ++i) {
+      gates_.push_back(std::make_unique<std::promise<void>>());
+      released_.push_back(gates_.back()->get_future().share());
+    }
+  }
 
   Result<PutResult> One(const CoalescedPut& p) {
-    HoldIfFirst();
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back({p.cell->ref_key});
+    Start({p.cell->ref_key});
     if (p.cell->column == "bad") return NotFound("column bad is not in the config");
     return Answer(p);
   }
 
   MultiPutAnswer Many(const std::vector<const CoalescedPut*>& puts) {
-    HoldIfFirst();
-    std::lock_guard<std::mutex> lock(mu_);
     std::vector<int64_t> refs;
     MultiPutAnswer a;
     for (const CoalescedPut* p : puts) {
@@ -41,15 +43,15 @@ class Recorder {
       if (p->cell->column == "bad") a.rejected_whole = true;
       a.results.push_back(Answer(*p));
     }
-    requests_.push_back(refs);
+    Start(refs);
     if (a.rejected_whole) a.results.clear();
     return a;
   }
 
-  void Release() { gate_.set_value(); }
-  bool holding() {
+  void Release(size_t i) { gates_.at(i)->set_value(); }
+  size_t started() {
     std::lock_guard<std::mutex> lock(mu_);
-    return held_;
+    return requests_.size();
   }
   std::vector<std::vector<int64_t>> requests() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,27 +66,26 @@ class Recorder {
     r.created = true;
     return r;
   }
-  void HoldIfFirst() {
-    bool first = false;
+  // Records the request, then holds it if it is one of the first `holds`.
+  void Start(std::vector<int64_t> refs) {
+    size_t n = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      first = hold_first_ && !held_;
-      held_ = true;
+      n = requests_.size();
+      requests_.push_back(std::move(refs));
     }
-    if (first) released_.wait();
+    if (n < released_.size()) released_[n].wait();
   }
 
-  const bool hold_first_;
-  std::promise<void> gate_;
-  std::shared_future<void> released_ = gate_.get_future().share();
+  std::vector<std::unique_ptr<std::promise<void>>> gates_;
+  std::vector<std::shared_future<void>> released_;
   std::mutex mu_;
-  bool held_ = false;
   std::vector<std::vector<int64_t>> requests_;
 };
 
 struct Harness {
-  explicit Harness(PutCoalescerOptions o, bool hold_first = true)
-      : recorder(hold_first),
+  explicit Harness(PutCoalescerOptions o, int holds = 1)
+      : recorder(holds),
         coalescer(
             o, [this](const CoalescedPut& p) { return recorder.One(p); },
             [this](const std::vector<const CoalescedPut*>& p) { return recorder.Many(p); }) {}
@@ -101,10 +102,11 @@ struct Harness {
       return coalescer.Put(CoalescedPut{datastore, cell.get(), "{\"k\":1}"});
     });
   }
-  // Waits until the first request is being sent (and held open).
-  void WaitHeld() {
-    ASSERT_TRUE(testing::WaitFor([&] { return recorder.holding(); }, std::chrono::seconds(10),
-                                 std::chrono::milliseconds(1)));
+  // Waits until n requests have started (the held ones stay open).
+  void WaitStarted(size_t n) {
+    ASSERT_TRUE(testing::WaitFor([&] { return recorder.started() == n; }, std::chrono::seconds(10),
+                                 std::chrono::milliseconds(1)))
+        << "started: " << recorder.started();
   }
   void WaitQueued(size_t n) {
     ASSERT_TRUE(testing::WaitFor([&] { return coalescer.queued() == n; }, std::chrono::seconds(10),
@@ -136,7 +138,7 @@ void ExpectOwnAnswers(std::vector<std::future<Result<PutResult>>>& futures,
 }
 
 TEST(PutCoalescerTest, APutWithNothingRunningGoesAtOnceAlone) {
-  Harness h(OneInFlight(), /*hold_first=*/false);
+  Harness h(OneInFlight(), /*holds=*/0);
   std::vector<std::future<Result<PutResult>>> f;
   f.push_back(h.Start("trips", 0, 7));
   ExpectOwnAnswers(f, {7});
@@ -151,10 +153,10 @@ TEST(PutCoalescerTest, PutsQueuedBehindARunningRequestGoTogetherEachWithItsOwnAn
   Harness h(OneInFlight());
   std::vector<std::future<Result<PutResult>>> f;
   f.push_back(h.Start("trips", 0, 100));  // held open
-  h.WaitHeld();
+  h.WaitStarted(1);
   for (int i = 1; i <= 4; ++i) f.push_back(h.Start("trips", i, 100 + i));
   h.WaitQueued(4);
-  h.recorder.Release();
+  h.recorder.Release(0);
   ExpectOwnAnswers(f, {100, 101, 102, 103, 104});
   auto req = h.recorder.requests();
   ASSERT_EQ(req.size(), 2u);
@@ -168,14 +170,14 @@ TEST(PutCoalescerTest, ARowsPutsNeverShareARequest) {
   Harness h(OneInFlight());
   std::vector<std::future<Result<PutResult>>> f;
   f.push_back(h.Start("trips", 0, 200));
-  h.WaitHeld();
+  h.WaitStarted(1);
   f.push_back(h.Start("trips", 1, 201));
   h.WaitQueued(1);
   f.push_back(h.Start("trips", 1, 202));  // row 1 again
   h.WaitQueued(2);
   f.push_back(h.Start("trips", 2, 203));
   h.WaitQueued(3);
-  h.recorder.Release();
+  h.recorder.Release(0);
   ExpectOwnAnswers(f, {200, 201, 202, 203});
   auto req = h.recorder.requests();
   ASSERT_EQ(req.size(), 3u);
@@ -187,13 +189,13 @@ TEST(PutCoalescerTest, RequestsHoldOneDatastoreAndAtMostMaxPuts) {
   Harness h(OneInFlight(/*max_puts=*/2));
   std::vector<std::future<Result<PutResult>>> f;
   f.push_back(h.Start("trips", 0, 300));
-  h.WaitHeld();
+  h.WaitStarted(1);
   const std::vector<std::string> ds = {"trips", "users", "trips", "trips", "users"};
   for (size_t i = 0; i < ds.size(); ++i) {
     f.push_back(h.Start(ds[i], static_cast<int>(i + 1), 301 + static_cast<int64_t>(i)));
     h.WaitQueued(i + 1);
   }
-  h.recorder.Release();
+  h.recorder.Release(0);
   ExpectOwnAnswers(f, {300, 301, 302, 303, 304, 305});
   auto req = h.recorder.requests();
   // FIFO by the oldest waiting put: trips 301+303, users 302+305, trips 304.
@@ -207,14 +209,14 @@ TEST(PutCoalescerTest, ARequestRefusedWholeIsResentOnePutAtATime) {
   Harness h(OneInFlight());
   std::vector<std::future<Result<PutResult>>> f;
   f.push_back(h.Start("trips", 0, 400));
-  h.WaitHeld();
+  h.WaitStarted(1);
   f.push_back(h.Start("trips", 1, 401));
   h.WaitQueued(1);
   auto bad = h.Start("trips", 2, 402, "bad");
   h.WaitQueued(2);
   f.push_back(h.Start("trips", 3, 403));
   h.WaitQueued(3);
-  h.recorder.Release();
+  h.recorder.Release(0);
   ExpectOwnAnswers(f, {400, 401, 403});
   Result<PutResult> b = bad.get();
   EXPECT_EQ(b.status().code(), StatusCode::kNotFound);
@@ -227,11 +229,73 @@ TEST(PutCoalescerTest, ARequestRefusedWholeIsResentOnePutAtATime) {
   EXPECT_EQ(h.coalescer.stats().resent_alone, 1u);
 }
 
+PutCoalescerOptions TwoInFlight() {
+  PutCoalescerOptions o;
+  o.requests_in_flight = 2;
+  return o;
+}
+
+TEST(PutCoalescerTest, AFewCallersUseTheFreeSlotsAtOnce) {
+  Harness h(TwoInFlight(), /*holds=*/1);
+  std::vector<std::future<Result<PutResult>>> held;
+  held.push_back(h.Start("trips", 0, 500));
+  h.WaitStarted(1);
+  // One request runs and one caller waits: it takes the second slot at once
+  // and is answered while the first request is still held.
+  std::vector<std::future<Result<PutResult>>> second;
+  second.push_back(h.Start("trips", 1, 501));
+  ExpectOwnAnswers(second, {501});
+  h.recorder.Release(0);
+  ExpectOwnAnswers(held, {500});
+}
+
+TEST(PutCoalescerTest, UnderLoadASecondRequestWaitsForCallersPerSlotPuts) {
+  Harness h(TwoInFlight(), /*holds=*/3);
+  std::vector<std::future<Result<PutResult>>> f;
+  std::vector<int64_t> refs;
+  auto start = [&](int row, int64_t ref) {
+    f.push_back(h.Start("trips", row, ref));
+    refs.push_back(ref);
+  };
+  start(0, 600);  // request 0, held
+  h.WaitStarted(1);
+  start(1, 601);  // request 1 in the second slot, held
+  h.WaitStarted(2);
+  for (int i = 2; i <= 6; ++i) {  // both slots busy: 5 puts queue
+    start(i % 6, 600 + i);
+    h.WaitQueued(static_cast<size_t>(i - 1));
+  }
+  h.recorder.Release(0);  // a slot frees: the 5 waiting puts go as request 2 (held)
+  h.WaitStarted(3);
+  h.recorder.Release(1);
+  ASSERT_TRUE(f[0].valid() && f[1].valid());
+  f[0].wait();
+  f[1].wait();
+  // One slot is free and request 2's 5 callers are in Put(). New puts wait
+  // while queued x 2 slots < callers in Put(): 1x2 < 6 ... 4x2 < 9 ...
+  std::vector<std::future<Result<PutResult>>> later;
+  for (int i = 1; i <= 4; ++i) {
+    later.push_back(h.Start("trips", i, 606 + i));
+    h.WaitQueued(static_cast<size_t>(i));
+  }
+  EXPECT_EQ(3u, h.recorder.started());
+  // ... and the fifth starts the second request: 5 x 2 >= 10.
+  later.push_back(h.Start("trips", 5, 611));
+  h.WaitStarted(4);
+  EXPECT_EQ(0u, h.coalescer.queued());
+  auto req = h.recorder.requests();
+  EXPECT_THAT(req[2], ElementsAre(602, 603, 604, 605, 606));
+  EXPECT_THAT(req[3], ElementsAre(607, 608, 609, 610, 611));
+  h.recorder.Release(2);
+  ExpectOwnAnswers(f, refs);
+  ExpectOwnAnswers(later, {607, 608, 609, 610, 611});
+}
+
 TEST(PutCoalescerTest, ManyCallersEachGetTheirOwnAnswer) {
   PutCoalescerOptions o;
   o.requests_in_flight = 2;
   o.max_puts_per_request = 8;
-  Harness h(o, /*hold_first=*/false);
+  Harness h(o, /*holds=*/0);
   h.rows.clear();
   for (int i = 0; i < 16; ++i) h.rows.push_back(Uuid::Random());
   std::vector<std::thread> threads;

@@ -12,8 +12,9 @@ Result<PutResult> PutCoalescer::Put(const CoalescedPut& put) {
   me.put = &put;
   MutexLock lock(&mu_);
   queue_.push_back(&me);
+  ++inside_;
   while (!me.done) {
-    if (in_flight_ >= options_.requests_in_flight || queue_.empty()) {
+    if (!MayStart()) {
       cv_.Wait(&mu_);
       continue;
     }
@@ -28,7 +29,14 @@ Result<PutResult> PutCoalescer::Put(const CoalescedPut& put) {
     for (Waiting* w : batch) w->done = true;
     cv_.NotifyAll();  // the answered callers, and a waiter to use the free slot
   }
+  --inside_;
   return std::move(me.result);
+}
+
+bool PutCoalescer::MayStart() const {
+  return !queue_.empty() && in_flight_ < options_.requests_in_flight &&
+         (in_flight_ == 0 ||
+          queue_.size() * static_cast<size_t>(options_.requests_in_flight) >= inside_);
 }
 
 std::vector<PutCoalescer::Waiting*> PutCoalescer::TakeRequest() {
