@@ -399,8 +399,9 @@ std::vector<FigureRow> PutRows(const Json& j) {
 }
 
 std::vector<FigureRow> HttpRows(const Json& j) {
-  return {RateRow(j, "puts/s", "http_puts_per_s", "store_puts_per_s", "put_ratio"),
-          LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
+  FigureRow puts = RateRow(j, "puts/s", "http_puts_per_s", "store_puts_per_s", "put_ratio");
+  puts.target = Verdict(">= 0.6", AtLeast(Number(j, "put_ratio"), 0.6));
+  return {puts, LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
           LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms")};
 }
 
