@@ -102,6 +102,20 @@ struct Harness {
       return coalescer.Put(CoalescedPut{datastore, cell.get(), "{\"k\":1}"});
     });
   }
+  // Start(), then waits until the put is in the n-th request to start.
+  std::future<Result<PutResult>> StartSent(size_t n, const std::string& datastore, int row,
+                                           int64_t ref_key) {
+    auto f = Start(datastore, row, ref_key);
+    WaitStarted(n);
+    return f;
+  }
+  // Start(), then waits until it is the n-th put waiting in the queue.
+  std::future<Result<PutResult>> StartQueued(size_t n, const std::string& datastore, int row,
+                                             int64_t ref_key, const std::string& column = "BASE") {
+    auto f = Start(datastore, row, ref_key, column);
+    WaitQueued(n);
+    return f;
+  }
   // Waits until n requests have started (the held ones stay open).
   void WaitStarted(size_t n) {
     ASSERT_TRUE(testing::WaitFor([&] { return recorder.started() == n; }, std::chrono::seconds(10),
@@ -152,10 +166,9 @@ TEST(PutCoalescerTest, APutWithNothingRunningGoesAtOnceAlone) {
 TEST(PutCoalescerTest, PutsQueuedBehindARunningRequestGoTogetherEachWithItsOwnAnswer) {
   Harness h(OneInFlight());
   std::vector<std::future<Result<PutResult>>> f;
-  f.push_back(h.Start("trips", 0, 100));  // held open
-  h.WaitStarted(1);
-  for (int i = 1; i <= 4; ++i) f.push_back(h.Start("trips", i, 100 + i));
-  h.WaitQueued(4);
+  f.push_back(h.StartSent(1, "trips", 0, 100));
+  for (int i = 1; i <= 4; ++i)
+    f.push_back(h.StartQueued(static_cast<size_t>(i), "trips", i, 100 + i));
   h.recorder.Release(0);
   ExpectOwnAnswers(f, {100, 101, 102, 103, 104});
   auto req = h.recorder.requests();
@@ -169,14 +182,10 @@ TEST(PutCoalescerTest, PutsQueuedBehindARunningRequestGoTogetherEachWithItsOwnAn
 TEST(PutCoalescerTest, ARowsPutsNeverShareARequest) {
   Harness h(OneInFlight());
   std::vector<std::future<Result<PutResult>>> f;
-  f.push_back(h.Start("trips", 0, 200));
-  h.WaitStarted(1);
-  f.push_back(h.Start("trips", 1, 201));
-  h.WaitQueued(1);
-  f.push_back(h.Start("trips", 1, 202));  // row 1 again
-  h.WaitQueued(2);
-  f.push_back(h.Start("trips", 2, 203));
-  h.WaitQueued(3);
+  f.push_back(h.StartSent(1, "trips", 0, 200));
+  f.push_back(h.StartQueued(1, "trips", 1, 201));
+  f.push_back(h.StartQueued(2, "trips", 1, 202));
+  f.push_back(h.StartQueued(3, "trips", 2, 203));
   h.recorder.Release(0);
   ExpectOwnAnswers(f, {200, 201, 202, 203});
   auto req = h.recorder.requests();
@@ -188,12 +197,11 @@ TEST(PutCoalescerTest, ARowsPutsNeverShareARequest) {
 TEST(PutCoalescerTest, RequestsHoldOneDatastoreAndAtMostMaxPuts) {
   Harness h(OneInFlight(/*max_puts=*/2));
   std::vector<std::future<Result<PutResult>>> f;
-  f.push_back(h.Start("trips", 0, 300));
-  h.WaitStarted(1);
+  f.push_back(h.StartSent(1, "trips", 0, 300));
   const std::vector<std::string> ds = {"trips", "users", "trips", "trips", "users"};
   for (size_t i = 0; i < ds.size(); ++i) {
-    f.push_back(h.Start(ds[i], static_cast<int>(i + 1), 301 + static_cast<int64_t>(i)));
-    h.WaitQueued(i + 1);
+    f.push_back(
+        h.StartQueued(i + 1, ds[i], static_cast<int>(i + 1), 301 + static_cast<int64_t>(i)));
   }
   h.recorder.Release(0);
   ExpectOwnAnswers(f, {300, 301, 302, 303, 304, 305});
@@ -208,14 +216,10 @@ TEST(PutCoalescerTest, RequestsHoldOneDatastoreAndAtMostMaxPuts) {
 TEST(PutCoalescerTest, ARequestRefusedWholeIsResentOnePutAtATime) {
   Harness h(OneInFlight());
   std::vector<std::future<Result<PutResult>>> f;
-  f.push_back(h.Start("trips", 0, 400));
-  h.WaitStarted(1);
-  f.push_back(h.Start("trips", 1, 401));
-  h.WaitQueued(1);
-  auto bad = h.Start("trips", 2, 402, "bad");
-  h.WaitQueued(2);
-  f.push_back(h.Start("trips", 3, 403));
-  h.WaitQueued(3);
+  f.push_back(h.StartSent(1, "trips", 0, 400));
+  f.push_back(h.StartQueued(1, "trips", 1, 401));
+  auto bad = h.StartQueued(2, "trips", 2, 402, "bad");
+  f.push_back(h.StartQueued(3, "trips", 3, 403));
   h.recorder.Release(0);
   ExpectOwnAnswers(f, {400, 401, 403});
   Result<PutResult> b = bad.get();
@@ -238,8 +242,7 @@ PutCoalescerOptions TwoInFlight() {
 TEST(PutCoalescerTest, AFewCallersUseTheFreeSlotsAtOnce) {
   Harness h(TwoInFlight(), /*holds=*/1);
   std::vector<std::future<Result<PutResult>>> held;
-  held.push_back(h.Start("trips", 0, 500));
-  h.WaitStarted(1);
+  held.push_back(h.StartSent(1, "trips", 0, 500));
   // One request runs and one caller waits: it takes the second slot at once
   // and is answered while the first request is still held.
   std::vector<std::future<Result<PutResult>>> second;
@@ -252,19 +255,10 @@ TEST(PutCoalescerTest, AFewCallersUseTheFreeSlotsAtOnce) {
 TEST(PutCoalescerTest, UnderLoadASecondRequestWaitsForCallersPerSlotPuts) {
   Harness h(TwoInFlight(), /*holds=*/3);
   std::vector<std::future<Result<PutResult>>> f;
-  std::vector<int64_t> refs;
-  auto start = [&](int row, int64_t ref) {
-    f.push_back(h.Start("trips", row, ref));
-    refs.push_back(ref);
-  };
-  start(0, 600);  // request 0, held
-  h.WaitStarted(1);
-  start(1, 601);  // request 1 in the second slot, held
-  h.WaitStarted(2);
-  for (int i = 2; i <= 6; ++i) {  // both slots busy: 5 puts queue
-    start(i % 6, 600 + i);
-    h.WaitQueued(static_cast<size_t>(i - 1));
-  }
+  f.push_back(h.StartSent(1, "trips", 0, 600));  // request 0, held
+  f.push_back(h.StartSent(2, "trips", 1, 601));  // request 1 in the second slot, held
+  for (int i = 2; i <= 6; ++i)                   // both slots busy: 5 puts queue
+    f.push_back(h.StartQueued(static_cast<size_t>(i - 1), "trips", i % 6, 600 + i));
   h.recorder.Release(0);  // a slot frees: the 5 waiting puts go as request 2 (held)
   h.WaitStarted(3);
   h.recorder.Release(1);
@@ -275,19 +269,17 @@ TEST(PutCoalescerTest, UnderLoadASecondRequestWaitsForCallersPerSlotPuts) {
   // while queued x 2 slots < callers in Put(): 1x2 < 6 ... 4x2 < 9 ...
   std::vector<std::future<Result<PutResult>>> later;
   for (int i = 1; i <= 4; ++i) {
-    later.push_back(h.Start("trips", i, 606 + i));
-    h.WaitQueued(static_cast<size_t>(i));
+    later.push_back(h.StartQueued(static_cast<size_t>(i), "trips", i, 606 + i));
   }
   EXPECT_EQ(3u, h.recorder.started());
   // ... and the fifth starts the second request: 5 x 2 >= 10.
-  later.push_back(h.Start("trips", 5, 611));
-  h.WaitStarted(4);
+  later.push_back(h.StartSent(4, "trips", 5, 611));
   EXPECT_EQ(0u, h.coalescer.queued());
   auto req = h.recorder.requests();
   EXPECT_THAT(req[2], ElementsAre(602, 603, 604, 605, 606));
   EXPECT_THAT(req[3], ElementsAre(607, 608, 609, 610, 611));
   h.recorder.Release(2);
-  ExpectOwnAnswers(f, refs);
+  ExpectOwnAnswers(f, {600, 601, 602, 603, 604, 605, 606});
   ExpectOwnAnswers(later, {607, 608, 609, 610, 611});
 }
 

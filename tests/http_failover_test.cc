@@ -27,20 +27,11 @@ constexpr int kWriters = 8;
 constexpr int kCellsPerWriter = 150;
 
 TEST(HttpFailoverTest, KillOneServerMidLoadNoWriteLostOrDoubled) {
-  std::unique_ptr<testing::PrivateMariaDb> db;
-  try {
-    db = testing::PrivateMariaDb::Start("failover");
-  } catch (const std::exception& e) {
-    FAIL() << "cannot start MariaDB: " << e.what();
-  }
-  const std::string config_path =
-      testing::WriteTempFile(testing::MakeClusterYaml({db.get()}, kShards), ".yaml");
-  auto cfg = LoadClusterConfig(config_path);
-  ASSERT_TRUE(cfg.ok());
-  auto store = CellStore::Open(*cfg);
-  ASSERT_TRUE(store->Init().ok());
-  auto a = testing::CellardProcess::Start(config_path);
-  auto b = testing::CellardProcess::Start(config_path);
+  auto cluster = testing::InitialisedCluster::Start("failover", kShards);
+  ASSERT_NE(nullptr, cluster);
+  CellStore* store = cluster->store.get();
+  auto a = testing::CellardProcess::Start(cluster->config_path);
+  auto b = testing::CellardProcess::Start(cluster->config_path);
   ASSERT_NE(nullptr, a);
   ASSERT_NE(nullptr, b);
 

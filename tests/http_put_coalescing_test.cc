@@ -35,19 +35,10 @@ std::unique_ptr<Client> MakeClient(const std::string& url, int max_puts_per_requ
 }
 
 TEST(HttpPutCoalescingTest, ConcurrentPutsShareRequestsAndEachGetsItsAnswerAlone) {
-  std::unique_ptr<testing::PrivateMariaDb> db;
-  try {
-    db = testing::PrivateMariaDb::Start("coalesce");
-  } catch (const std::exception& e) {
-    FAIL() << "cannot start MariaDB: " << e.what();
-  }
-  const std::string config_path =
-      testing::WriteTempFile(testing::MakeClusterYaml({db.get()}, kShards), ".yaml");
-  auto cfg = LoadClusterConfig(config_path);
-  ASSERT_TRUE(cfg.ok());
-  auto store = CellStore::Open(*cfg);
-  ASSERT_TRUE(store->Init().ok());
-  auto server = testing::CellardProcess::Start(config_path);
+  auto cluster = testing::InitialisedCluster::Start("coalesce", kShards);
+  ASSERT_NE(nullptr, cluster);
+  CellStore* store = cluster->store.get();
+  auto server = testing::CellardProcess::Start(cluster->config_path);
   ASSERT_NE(nullptr, server);
   auto together = MakeClient(server->url(), 32);
   auto alone = MakeClient(server->url(), 1);
