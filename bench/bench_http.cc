@@ -2,7 +2,9 @@
 // cluster, the same work is done twice:
 //   store: C threads call CellStore::Put / CellStore::Get in process;
 //   http:  C threads call cellar::Client::Put / Get (one client, so C
-//          keep-alive connections from its pool) against an HttpServer
+//          keep-alive connections from its pool; its defaults send
+//          concurrent puts together, --puts-per-request 1 one request per
+//          put: client/cellar_client.h) against an HttpServer
 //          started in this process on a loopback port, whose backend is the
 //          very same CellStore.
 // Puts write N fresh cells (distinct random rows, ~400-byte trip-like bodies)
