@@ -1,8 +1,9 @@
 // cellar::Client sending concurrent puts together (client/cellar_client.h,
 // client/internal/put_coalescer.h) against a real `cellard` over a private
-// MariaDB: many threads put at once, among them puts the server refuses (an
-// unknown column: the whole multi-put request is refused) and puts that
-// conflict with a stored cell (refused per cell). Every put must get exactly
+// MariaDB: many threads put at once, among them puts the server refuses:
+// malformed ones (an unknown or non-UTF-8 column, a negative ref_key, a body
+// that is not an object: the whole multi-put request is refused) and puts
+// that conflict with a stored cell (refused per cell). Every put must get exactly
 // the answer it gets when sent alone, and every accepted cell must be stored
 // with the position its answer names.
 #include <atomic>
@@ -45,16 +46,28 @@ TEST(HttpPutCoalescingTest, ConcurrentPutsShareRequestsAndEachGetsItsAnswerAlone
   ASSERT_NE(nullptr, together);
   ASSERT_NE(nullptr, alone);
 
-  // What the two kinds of refused puts answer when sent alone.
+  // Puts the server refuses, and what each answers when sent alone: a
+  // conflict with a stored cell (refused per cell in a multi-put request),
+  // and malformed puts a careless caller sends (each refuses a multi-put
+  // request whole).
   const Uuid taken = Uuid::Random();
   ASSERT_TRUE(alone->Put("trips", {taken, "BASE", 1, {{"v", "first"}}}).ok());
-  const CellWrite conflicting{taken, "BASE", 1, {{"v", "second"}}};
-  const Status conflict_alone = alone->Put("trips", conflicting).status();
-  ASSERT_EQ(StatusCode::kConflict, conflict_alone.code()) << conflict_alone.ToString();
-  const CellWrite unknown_column{Uuid::Random(), "NOPE", 1, {{"v", 1}}};
-  const Status unknown_alone = alone->Put("trips", unknown_column).status();
-  ASSERT_EQ(StatusCode::kInvalidArgument, unknown_alone.code()) << unknown_alone.ToString();
-
+  const std::vector<CellWrite> refused = {
+      {taken, "BASE", 1, {{"v", "second"}}},    // conflict
+      {Uuid::Random(), "NOPE", 1, {{"v", 1}}},  // unknown column
+      {Uuid::Random(),
+       "BA\xff"
+       "SE",
+       1,
+       {{"v", 1}}},                                       // column not UTF-8
+      {Uuid::Random(), "BASE", -1, {{"v", 1}}},           // negative ref_key
+      {Uuid::Random(), "BASE", 1, json::array({1, 2})}};  // body not an object
+  std::vector<Status> refused_alone;
+  for (const CellWrite& c : refused) {
+    refused_alone.push_back(alone->Put("trips", c).status());
+    ASSERT_FALSE(refused_alone.back().ok()) << c.column << "/" << c.ref_key;
+  }
+  ASSERT_EQ(StatusCode::kConflict, refused_alone[0].code()) << refused_alone[0].ToString();
   std::vector<std::vector<CellWrite>> cells(kGoodWriters);
   std::vector<std::vector<Result<PutResult>>> results(kGoodWriters);
   std::atomic<int> wrong_refusals{0};
@@ -66,11 +79,11 @@ TEST(HttpPutCoalescingTest, ConcurrentPutsShareRequestsAndEachGetsItsAnswerAlone
         results[w].push_back(together->Put("trips", cells[w].back()));
       }
     });
-  for (const CellWrite* refused : {&conflicting, &unknown_column})
-    threads.emplace_back([&, refused] {
-      const Status expected = refused == &conflicting ? conflict_alone : unknown_alone;
+  for (size_t r = 0; r < refused.size(); ++r)
+    threads.emplace_back([&, r] {
+      const Status& expected = refused_alone[r];
       for (int i = 0; i < kPutsPerWriter; ++i) {
-        Status s = together->Put("trips", *refused).status();
+        Status s = together->Put("trips", refused[r]).status();
         if (s.code() != expected.code() || s.message() != expected.message()) {
           ADD_FAILURE() << "sent together: " << s.ToString() << "; alone: " << expected.ToString();
           ++wrong_refusals;
@@ -93,6 +106,11 @@ TEST(HttpPutCoalescingTest, ConcurrentPutsShareRequestsAndEachGetsItsAnswerAlone
       EXPECT_EQ(r->added_id, stored->added_id);
       EXPECT_EQ(r->shard, stored->shard);
     }
+  for (size_t r = 1; r < refused.size(); ++r) {
+    if (refused[r].ref_key < 0) continue;  // no address to read
+    EXPECT_FALSE(store->Get("trips", refused[r].row_key, "BASE", refused[r].ref_key).ok())
+        << "refused put " << r << " wrote a cell";
+  }
   auto first = store->Get("trips", taken, "BASE", 1);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(json({{"v", "first"}}), first->body);
