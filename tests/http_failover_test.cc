@@ -15,6 +15,7 @@
 
 #include "client/cellar_client.h"
 #include "gtest/gtest.h"
+#include "testing/store_environment.h"
 #include "tests/http_test_util.h"
 
 namespace cellar {
@@ -26,12 +27,16 @@ constexpr uint32_t kShards = 8;
 constexpr int kWriters = 8;
 constexpr int kCellsPerWriter = 150;
 
+testing::StoreEnvironment* const env = static_cast<testing::StoreEnvironment*>(
+    ::testing::AddGlobalTestEnvironment(new testing::StoreEnvironment({"failover"}, kShards)));
+
 TEST(HttpFailoverTest, KillOneServerMidLoadNoWriteLostOrDoubled) {
-  auto cluster = testing::InitialisedCluster::Start("failover", kShards);
-  ASSERT_NE(nullptr, cluster);
-  CellStore* store = cluster->store.get();
-  auto a = testing::CellardProcess::Start(cluster->config_path);
-  auto b = testing::CellardProcess::Start(cluster->config_path);
+  ASSERT_NE(nullptr, env->store) << "the MariaDB server did not start";
+  CellStore* store = env->store.get();
+  const std::string config_path =
+      testing::WriteTempFile(testing::MakeClusterYaml({env->dbs[0].get()}, kShards), ".yaml");
+  auto a = testing::CellardProcess::Start(config_path);
+  auto b = testing::CellardProcess::Start(config_path);
   ASSERT_NE(nullptr, a);
   ASSERT_NE(nullptr, b);
 

@@ -15,6 +15,7 @@
 
 #include "client/cellar_client.h"
 #include "gtest/gtest.h"
+#include "testing/store_environment.h"
 #include "tests/http_test_util.h"
 
 namespace cellar {
@@ -26,6 +27,9 @@ constexpr uint32_t kShards = 8;
 constexpr int kGoodWriters = 12;
 constexpr int kPutsPerWriter = 60;
 
+testing::StoreEnvironment* const env = static_cast<testing::StoreEnvironment*>(
+    ::testing::AddGlobalTestEnvironment(new testing::StoreEnvironment({"coalesce"}, kShards)));
+
 std::unique_ptr<Client> MakeClient(const std::string& url, int max_puts_per_request) {
   ClientOptions o;
   o.endpoints = {url};
@@ -36,10 +40,11 @@ std::unique_ptr<Client> MakeClient(const std::string& url, int max_puts_per_requ
 }
 
 TEST(HttpPutCoalescingTest, ConcurrentPutsShareRequestsAndEachGetsItsAnswerAlone) {
-  auto cluster = testing::InitialisedCluster::Start("coalesce", kShards);
-  ASSERT_NE(nullptr, cluster);
-  CellStore* store = cluster->store.get();
-  auto server = testing::CellardProcess::Start(cluster->config_path);
+  ASSERT_NE(nullptr, env->store) << "the MariaDB server did not start";
+  CellStore* store = env->store.get();
+  const std::string config_path =
+      testing::WriteTempFile(testing::MakeClusterYaml({env->dbs[0].get()}, kShards), ".yaml");
+  auto server = testing::CellardProcess::Start(config_path);
   ASSERT_NE(nullptr, server);
   auto together = MakeClient(server->url(), 32);
   auto alone = MakeClient(server->url(), 1);

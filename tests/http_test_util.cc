@@ -89,27 +89,4 @@ int CellardProcess::Stop() {
   return code;
 }
 
-std::unique_ptr<InitialisedCluster> InitialisedCluster::Start(const std::string& name,
-                                                              uint32_t shards) {
-  auto c = std::make_unique<InitialisedCluster>();
-  try {
-    c->db = PrivateMariaDb::Start(name);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "cannot start MariaDB: " << e.what();
-    return nullptr;
-  }
-  c->config_path = WriteTempFile(MakeClusterYaml({c->db.get()}, shards), ".yaml");
-  auto cfg = LoadClusterConfig(c->config_path);
-  if (!cfg.ok()) {
-    ADD_FAILURE() << cfg.status().ToString();
-    return nullptr;
-  }
-  c->store = CellStore::Open(*cfg);
-  if (Status s = c->store->Init(); !s.ok()) {
-    ADD_FAILURE() << "init: " << s.ToString();
-    return nullptr;
-  }
-  return c;
-}
-
 }  // namespace cellar::testing

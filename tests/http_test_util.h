@@ -53,14 +53,4 @@ class CellardProcess {
   std::string log_path_;
 };
 
-// A private MariaDB (named `name`) holding an initialised cluster of
-// `shards` logical shards, and the config file a cellard is started with.
-// Start() returns null after a test failure saying why.
-struct InitialisedCluster {
-  std::unique_ptr<PrivateMariaDb> db;
-  std::string config_path;
-  std::unique_ptr<CellStore> store;  // open on the cluster
-  static std::unique_ptr<InitialisedCluster> Start(const std::string& name, uint32_t shards);
-};
-
 }  // namespace cellar::testing
