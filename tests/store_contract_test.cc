@@ -32,7 +32,8 @@ using json = nlohmann::json;
 constexpr uint32_t kShards = 8;
 
 // One MariaDB, a CellStore, a cellard and a Client over it, the in-memory
-// model: started on first use (on the main thread), stopped at exit.
+// model: started on first use (on the main thread), stopped and the MariaDB's
+// directory removed once every test has run (Teardown below).
 struct Implementations {
   std::unique_ptr<testing::PrivateMariaDb> db;
   ClusterConfig config;
@@ -43,11 +44,19 @@ struct Implementations {
   std::string error;  // why something did not start
 
   static Implementations& Get() {
-    static Implementations* all = Start();
-    return *all;
+    if (instance == nullptr) instance = Start();
+    return *instance;
+  }
+  // Members go in reverse order: the client, cellard, the store, then the
+  // MariaDB, which removes its directory.
+  static void Stop() {
+    delete instance;
+    instance = nullptr;
   }
 
  private:
+  static inline Implementations* instance = nullptr;
+
   static Implementations* Start() {
     auto* all = new Implementations;
     try {
@@ -80,6 +89,15 @@ struct Implementations {
     return all;
   }
 };
+
+// Without it the servers died only with the process (PR_SET_PDEATHSIG) and
+// every run left its MariaDB directory (~94 MB) in TMPDIR.
+class Teardown : public ::testing::Environment {
+ public:
+  void TearDown() override { Implementations::Stop(); }
+};
+[[maybe_unused]] ::testing::Environment* const kTeardown =
+    ::testing::AddGlobalTestEnvironment(new Teardown);
 
 struct MysqlStore {
   static constexpr const char* kName = "CellStore";
