@@ -28,6 +28,10 @@ class Uuid {
   const std::array<uint8_t, 16>& bytes() const { return bytes_; }
   std::string ToString() const;  // lower-case canonical form
   std::string ToBytes() const;   // 16 raw bytes
+  // The 16 raw bytes without a copy; valid while this Uuid lives.
+  std::string_view BytesView() const {
+    return std::string_view(reinterpret_cast<const char*>(bytes_.data()), bytes_.size());
+  }
 
   friend bool operator==(const Uuid&, const Uuid&) = default;
   friend auto operator<=>(const Uuid&, const Uuid&) = default;

@@ -51,12 +51,21 @@ class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
 namespace {
 // Depth of `value`, counting no further than `limit` + 1 levels below the
 // caller's, so the recursion stays bounded whatever the input.
+// Walks the containers themselves: nlohmann's generic iterator steps a map
+// through std::advance and a type switch per element, which made this check
+// cost as much as the MessagePack encoding after it.
 int DepthUpTo(const nlohmann::json& value, int limit) {
   if (!value.is_structured()) return 0;
   int deepest = 0;
-  if (limit > 0)
-    for (const auto& child : value)
-      if (child.is_structured()) deepest = std::max(deepest, DepthUpTo(child, limit - 1));
+  auto visit = [&](const nlohmann::json& child) {
+    if (child.is_structured()) deepest = std::max(deepest, DepthUpTo(child, limit - 1));
+  };
+  if (limit > 0) {
+    if (const auto* object = value.get_ptr<const nlohmann::json::object_t*>())
+      for (const auto& member : *object) visit(member.second);
+    else
+      for (const auto& element : *value.get_ptr<const nlohmann::json::array_t*>()) visit(element);
+  }
   return deepest + 1;
 }
 }  // namespace

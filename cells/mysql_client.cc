@@ -279,19 +279,25 @@ void MysqlConnection::EvictLeastRecentlyUsed(size_t n) {
 }
 
 namespace {
-void Bind(sql::PreparedStatement* ps, const std::vector<SqlParam>& params) {
+template <typename Param>
+void Bind(sql::PreparedStatement* ps, const std::vector<Param>& params) {
   unsigned i = 1;
   for (const auto& p : params) {
-    if (std::holds_alternative<std::nullptr_t>(p))
-      ps->setNull(i, 0);
-    else if (auto* v = std::get_if<int64_t>(&p))
-      ps->setInt64(i, *v);
-    else if (auto* u = std::get_if<uint64_t>(&p))
-      ps->setUInt64(i, *u);
-    else if (auto* d = std::get_if<double>(&p))
-      ps->setDouble(i, *d);
-    else
-      ps->setString(i, sql::SQLString(std::get<std::string>(p)));
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::nullptr_t>)
+            ps->setNull(i, 0);
+          else if constexpr (std::is_same_v<T, int64_t>)
+            ps->setInt64(i, v);
+          else if constexpr (std::is_same_v<T, uint64_t>)
+            ps->setUInt64(i, v);
+          else if constexpr (std::is_same_v<T, double>)
+            ps->setDouble(i, v);
+          else  // std::string or std::string_view: bytes, binary safe
+            ps->setString(i, sql::SQLString(v.data(), v.size()));
+        },
+        p);
     ++i;
   }
 }
@@ -308,8 +314,9 @@ Result<uint64_t> MysqlConnection::Execute(const std::string& sql,
   return affected;
 }
 
-Result<std::vector<SqlRow>> MysqlConnection::Query(const std::string& sql,
-                                                   const std::vector<SqlParam>& params) {
+template <typename Param>
+Result<std::vector<SqlRow>> MysqlConnection::QueryWith(const std::string& sql,
+                                                       const std::vector<Param>& params) {
   CELLAR_ASSIGN_OR_RETURN(sql::PreparedStatement * ps, Prepare(sql));
   std::vector<SqlRow> rows;
   CELLAR_RETURN_IF_ERROR(Guard("query", [&] {
@@ -330,6 +337,16 @@ Result<std::vector<SqlRow>> MysqlConnection::Query(const std::string& sql,
     }
   }));
   return rows;
+}
+
+Result<std::vector<SqlRow>> MysqlConnection::Query(const std::string& sql,
+                                                   const std::vector<SqlParam>& params) {
+  return QueryWith(sql, params);
+}
+
+Result<std::vector<SqlRow>> MysqlConnection::QueryBorrowed(
+    const std::string& sql, const std::vector<SqlParamView>& params) {
+  return QueryWith(sql, params);
 }
 
 Status MysqlConnection::ExecuteDdl(const std::string& sql) {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -41,6 +42,10 @@ namespace cellar {
 
 // A bound parameter. std::string is sent as bytes (binary safe).
 using SqlParam = std::variant<std::nullptr_t, int64_t, uint64_t, double, std::string>;
+// A bound parameter that refers to the caller's bytes instead of owning a
+// copy (QueryBorrowed): for statements that carry many large values, such as
+// a group commit's bodies.
+using SqlParamView = std::variant<std::nullptr_t, int64_t, uint64_t, double, std::string_view>;
 
 // One result row; every value is read as its text (or raw bytes for BLOBs).
 class SqlRow {
@@ -91,6 +96,10 @@ class MysqlConnection {
   // Runs a query and returns all its rows.
   Result<std::vector<SqlRow>> Query(const std::string& sql,
                                     const std::vector<SqlParam>& params = {});
+  // As Query, with parameters that view the caller's bytes.
+  // REQUIRES: every viewed byte stays alive and unchanged until it returns.
+  Result<std::vector<SqlRow>> QueryBorrowed(const std::string& sql,
+                                            const std::vector<SqlParamView>& params);
   // Runs a non-prepared statement (DDL, SET). REQUIRES: `sql` contains no user data.
   Status ExecuteDdl(const std::string& sql);
 
@@ -126,6 +135,8 @@ class MysqlConnection {
   void EvictLeastRecentlyUsed(size_t n);
   template <typename Fn>
   Status Guard(const std::string& what, Fn&& fn);
+  template <typename Param>
+  Result<std::vector<SqlRow>> QueryWith(const std::string& sql, const std::vector<Param>& params);
 
   MysqlEndpoint endpoint_;
   std::unique_ptr<sql::Connection> conn_;

@@ -123,6 +123,31 @@ class HostLogTest : public ::testing::Test {
   }
 };
 
+// The group commit binds its cells' bytes as views (QueryBorrowed): binary
+// bytes with NULs keep their length, and every kind of parameter binds as
+// the owning Query binds it.
+TEST(MysqlConnectionTest, BorrowedParametersBindAsOwnedOnesDo) {
+  auto conn = Connect();
+  ASSERT_NE(conn, nullptr);
+  const std::string bytes("\0a\xff\0b", 5);
+  const std::string sql = "SELECT ?, ?, ?, ?, ?, LENGTH(?)";
+  auto borrowed = conn->QueryBorrowed(sql, {nullptr, int64_t{-5}, UINT64_MAX, 1.5,
+                                            std::string_view(bytes), std::string_view(bytes)});
+  auto owned = conn->Query(sql, {nullptr, int64_t{-5}, UINT64_MAX, 1.5, bytes, bytes});
+  ASSERT_TRUE(borrowed.ok()) << borrowed.status().ToString();
+  ASSERT_TRUE(owned.ok()) << owned.status().ToString();
+  for (const auto* rows : {&*borrowed, &*owned}) {
+    ASSERT_EQ(rows->size(), 1u);
+    const SqlRow& r = (*rows)[0];
+    EXPECT_TRUE(r.IsNull(0));
+    EXPECT_EQ(r.Int(1), -5);
+    EXPECT_EQ(r.Uint(2), UINT64_MAX);
+    EXPECT_EQ(r.Double(3), 1.5);
+    EXPECT_EQ(r.Bytes(4), bytes);
+    EXPECT_EQ(r.Int(5), 5);
+  }
+}
+
 TEST_F(HostLogTest, OneBatchOverEveryShardIsOneTransactionAndKeepsItsBytes) {
   std::mt19937 rng(3);
   std::vector<CellWrite> writes;

@@ -1,9 +1,9 @@
 #include "cells/internal/batch_transaction.h"
 
 #include <algorithm>
-#include <map>
 #include <optional>
-#include <tuple>
+#include <string_view>
+#include <unordered_map>
 
 #include "cells/body_codec.h"
 #include "cells/internal/cells_table.h"
@@ -17,7 +17,28 @@ std::vector<size_t> InsertRowCounts(size_t cells) {
 
 namespace {
 
-using Address = std::tuple<std::string, std::string, int64_t>;  // raw row bytes, column, ref
+// A cell's address in one datastore's table. The column is a view of a string
+// that outlives the map holding the key (a unit's cell, a look-up row kept in
+// the function's scope): planning a batch copies no strings and allocates
+// nothing per cell but the hash maps' nodes.
+struct Address {
+  Uuid row;
+  std::string_view column;
+  int64_t ref = 0;
+  bool operator==(const Address&) const = default;
+};
+struct AddressHash {
+  size_t operator()(const Address& a) const {
+    size_t h = UuidHash{}(a.row);
+    h ^= std::hash<std::string_view>{}(a.column) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h ^= static_cast<size_t>(a.ref) * 0xC2B2AE3D27D4EB4Full + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+template <typename V>
+using AddressMap = std::unordered_map<Address, V, AddressHash>;
+
+Address AddressOf(const PendingCell& c) { return Address{c.row_key, c.column, c.ref_key}; }
 
 struct Existing {
   std::string encoded_body;
@@ -43,8 +64,11 @@ bool SameBody(const PendingCell& want, const std::string& stored_encoded, bool s
 
 constexpr size_t kLookupChunk = 128;  // addresses per look-up SELECT, at most
 
+// Fills `out` with the stored cells at the units' addresses; the keys' views
+// point into `rows_kept`, which must outlive `out`.
 Status LoadExisting(MysqlConnection& conn, const std::string& table,
-                    const std::vector<WriteUnit*>& units, std::map<Address, Existing>* out) {
+                    const std::vector<WriteUnit*>& units, std::vector<SqlRow>* rows_kept,
+                    AddressMap<Existing>* out) {
   std::vector<const PendingCell*> all;
   for (auto* u : units)
     if (!u->erase)
@@ -65,11 +89,13 @@ Status LoadExisting(MysqlConnection& conn, const std::string& table,
       params.emplace_back(all[i]->ref_key);
     }
     CELLAR_ASSIGN_OR_RETURN(auto rows, conn.Query(sql, params));
-    for (const auto& r : rows) {
-      Existing e{r.Bytes(3), r.Int(4) != 0, r.Uint(5), r.Int(6)};
-      out->emplace(Address{r.Bytes(0), r.Bytes(1), r.Int(2)}, std::move(e));
-    }
+    for (auto& r : rows) rows_kept->push_back(std::move(r));
     begin = end;
+  }
+  out->reserve(rows_kept->size());
+  for (const auto& r : *rows_kept) {
+    Existing e{r.Bytes(3), r.Int(4) != 0, r.Uint(5), r.Int(6)};
+    out->emplace(Address{Uuid::FromBytes(r.Bytes(0)), r.Bytes(1), r.Int(2)}, std::move(e));
   }
   return Status::Ok();
 }
@@ -102,7 +128,7 @@ std::string Kind(const EraseCandidate& v) { return v.tombstone ? "a tombstone" :
 // a stale latest.
 Result<EraseDecision> DecideErase(MysqlConnection& conn, const std::string& table,
                                   const std::string& datastore, const WriteUnit& u,
-                                  const std::map<Address, Planned>& planned, MicrosSinceEpoch now) {
+                                  const AddressMap<Planned>& planned, MicrosSinceEpoch now) {
   const PendingCell& t = u.cells[0];
   const std::string row = t.row_key.ToBytes();
   const MicrosSinceEpoch visible_since = u.ttl_ms > 0 ? now - u.ttl_ms * 1000 : 0;
@@ -128,9 +154,9 @@ Result<EraseDecision> DecideErase(MysqlConnection& conn, const std::string& tabl
     if (!m.empty() && !m[0].IsNull(0)) max_ref = std::max(max_ref.value_or(0), m[0].Int(0));
   }
   for (const auto& [addr, p] : planned)
-    if (std::get<0>(addr) == row && std::get<1>(addr) == t.column) {
+    if (addr.row == t.row_key && addr.column == t.column) {
       EraseCandidate v;
-      v.ref_key = std::get<2>(addr);
+      v.ref_key = addr.ref;
       v.tombstone = p.cell->tombstone;
       v.planned_index = static_cast<long>(p.insert_index);
       max_ref = std::max(max_ref.value_or(v.ref_key), v.ref_key);
@@ -180,18 +206,25 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
   auto fail = [&](Status s) { return s; };
   std::vector<uint32_t> insert_shard;  // shard of inserts[i]
 
-  std::map<Address, Existing> existing;
+  std::vector<SqlRow> existing_rows;  // the keys of `existing` view into these
+  AddressMap<Existing> existing;
   const size_t erases = static_cast<size_t>(
       std::count_if(units.begin(), units.end(), [](auto* u) { return u->erase; }));
   const bool has_erase = erases > 0;
   if (look_up_existing || has_erase)
-    if (Status s = LoadExisting(conn, table, units, &existing); !s.ok()) return fail(s);
+    if (Status s = LoadExisting(conn, table, units, &existing_rows, &existing); !s.ok())
+      return fail(s);
+  size_t total_cells = 0;
+  for (const WriteUnit* u : units) total_cells += u->cells.size();
 
   // Tombstones get their ref_key here. Reserved, so inserts' pointers to them stay valid.
   std::vector<PendingCell> erase_cells;
   erase_cells.reserve(erases);
   std::vector<const PendingCell*> inserts;
-  std::map<Address, Planned> planned;
+  inserts.reserve(total_cells);
+  insert_shard.reserve(total_cells);
+  AddressMap<Planned> planned;
+  planned.reserve(total_cells);
   // Per unit: for each cell, either an existing match (index -1 into inserts) or a planned insert.
   struct Decision {
     std::vector<long> insert_index;  // -1: existed already
@@ -235,9 +268,10 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     std::vector<std::pair<size_t, Address>> new_cells;
     for (size_t ci = 0; ci < cells.size() && unit_error.ok(); ++ci) {
       const PendingCell& c = *cells[ci];
-      Address addr{c.row_key.ToBytes(), c.column, c.ref_key};
+      const Address addr = AddressOf(c);
       auto where = [&] { return CellAddress(datastore, c.row_key, c.column, c.ref_key); };
-      if (auto it = existing.find(addr); it != existing.end()) {
+      auto it = existing.empty() ? existing.end() : existing.find(addr);
+      if (it != existing.end()) {
         if (!SameBody(c, it->second.encoded_body, it->second.tombstone)) {
           unit_error = Conflict("cell " + where() + " already exists with a different body");
           bad_cell = ci;
@@ -295,7 +329,8 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
     std::string sql =
         "INSERT INTO " + table +
         " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
-    std::vector<SqlParam> params;
+    // The cells' bytes are bound without copies: the units outlive the call.
+    std::vector<SqlParamView> params;
     params.reserve(count * 7);
     for (size_t i = start; i < start + count; ++i) {
       // The first row locks the write fence before any added_id exists (in
@@ -303,22 +338,22 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
       sql += i > start ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?," + FencedCreatedAt(database) + ")";
       const PendingCell& c = *inserts[i];
       params.emplace_back(uint64_t{insert_shard[i]});
-      params.emplace_back(c.row_key.ToBytes());
-      params.emplace_back(c.column);
+      params.emplace_back(c.row_key.BytesView());
+      params.emplace_back(std::string_view(c.column));
       params.emplace_back(c.ref_key);
-      params.emplace_back(c.encoded_body);
+      params.emplace_back(std::string_view(c.encoded_body));
       params.emplace_back(int64_t{c.tombstone ? 1 : 0});
       params.emplace_back(now);
     }
     sql += " RETURNING row_key, column_name, ref_key, added_id";
     // Conflict here (duplicate key) means a cell exists that was not looked
     // up: the caller retries the transaction with look_up_existing.
-    auto rows = conn.Query(sql, params);
+    auto rows = conn.QueryBorrowed(sql, params);
     if (!rows.ok()) return FencedInsertStatus(rows.status(), database);
     // MariaDB returns a multi-row INSERT's rows in VALUES order; each row's
     // address is still checked, and any other order is matched by address.
     auto same_address = [](const SqlRow& r, const PendingCell& c) {
-      return r.Int(2) == c.ref_key && r.Bytes(1) == c.column && r.Bytes(0) == c.row_key.ToBytes();
+      return r.Int(2) == c.ref_key && r.Bytes(1) == c.column && r.Bytes(0) == c.row_key.BytesView();
     };
     bool in_order = rows->size() == count;
     for (size_t i = 0; in_order && i < count; ++i) {
@@ -326,11 +361,11 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
       if (in_order) ids[start + i] = (*rows)[i].Uint(3);
     }
     if (!in_order) {
-      std::map<Address, uint64_t> by_address;
-      for (const auto& r : *rows) by_address[Address{r.Bytes(0), r.Bytes(1), r.Int(2)}] = r.Uint(3);
+      AddressMap<uint64_t> by_address;
+      for (const auto& r : *rows)
+        by_address[Address{Uuid::FromBytes(r.Bytes(0)), r.Bytes(1), r.Int(2)}] = r.Uint(3);
       for (size_t i = start; i < start + count; ++i) {
-        auto it = by_address.find(
-            Address{inserts[i]->row_key.ToBytes(), inserts[i]->column, inserts[i]->ref_key});
+        auto it = by_address.find(AddressOf(*inserts[i]));
         if (it == by_address.end()) return Internal("INSERT ... RETURNING missed a row");
         ids[i] = it->second;
       }
