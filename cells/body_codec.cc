@@ -50,10 +50,9 @@ class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
 
 namespace {
 // Depth of `value`, counting no further than `limit` + 1 levels below the
-// caller's, so the recursion stays bounded whatever the input.
-// Walks the containers themselves: nlohmann's generic iterator steps a map
-// through std::advance and a type switch per element, which made this check
-// cost as much as the MessagePack encoding after it.
+// caller's, so the recursion stays bounded whatever the input. It walks the
+// containers themselves: nlohmann's generic iterator (std::advance and a type
+// switch per element) made this check cost as much as the encoding after it.
 int DepthUpTo(const nlohmann::json& value, int limit) {
   if (!value.is_structured()) return 0;
   int deepest = 0;
