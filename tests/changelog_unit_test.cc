@@ -192,7 +192,10 @@ class StderrCapture {
     ::dup2(fd, 2);
     ::close(fd);
   }
-  ~StderrCapture() { Restore(); }
+  ~StderrCapture() {
+    Restore();
+    std::remove(path_.c_str());
+  }
   std::string Restore() {
     if (saved_ >= 0) {
       std::fflush(stderr);
