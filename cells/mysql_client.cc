@@ -61,18 +61,19 @@ std::string QualifiedTable(const std::string& database, const std::string& table
 
 namespace {
 // The largest ladder count <= n (n >= 1).
-size_t LadderFloor(size_t n, size_t exact_rows) {
+size_t LadderFloor(size_t n, size_t exact_rows, size_t large_step) {
   if (n <= std::max<size_t>(exact_rows, 8)) return n;
   if (n <= 64) return n / 8 * 8;
-  return n / 32 * 32;
+  return n / large_step * large_step;
 }
 }  // namespace
 
-std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows, size_t exact_rows) {
+std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows, size_t exact_rows,
+                                       size_t large_step) {
   std::vector<size_t> counts;
-  const size_t cap = LadderFloor(std::max<size_t>(1, max_rows), exact_rows);
+  const size_t cap = LadderFloor(std::max<size_t>(1, max_rows), exact_rows, large_step);
   while (rows > 0) {
-    const size_t n = LadderFloor(std::min(rows, cap), exact_rows);
+    const size_t n = LadderFloor(std::min(rows, cap), exact_rows, large_step);
     counts.push_back(n);
     rows -= n;
   }

@@ -195,16 +195,18 @@ std::string QualifiedTable(const std::string& database, const std::string& table
 
 // The row counts of the multi-row statements that carry `rows` rows, largest
 // first, each at most `max_rows` and each on a fixed ladder: 1 to
-// `exact_rows`, multiples of 8 up to 64, then multiples of 32; at most three
-// statements per max_rows rows. Why: a connection prepares every distinct
+// `exact_rows`, multiples of 8 up to 64, then multiples of `large_step`; at
+// most three statements per max_rows rows. Why: a connection prepares every distinct
 // statement text it runs, and the server keeps each one (parsing takes a few
 // milliseconds for a 500-row statement; a cells INSERT holds about 3.6 KB of
 // server memory per row of placeholders). With exact counts a batch writer
 // prepares one text per batch size it ever meets, up to max_rows of them per
 // connection and shape (120 MB for cells INSERTs of up to 256 rows). On the
 // ladder a shape has at most 28 texts for max_rows 500 (exact_rows 8).
-// Empty for rows == 0. REQUIRES: max_rows >= 1, 8 <= exact_rows <= 64.
-std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows, size_t exact_rows = 8);
+// Empty for rows == 0.
+// REQUIRES: max_rows >= 1, 8 <= exact_rows <= 64, large_step 8, 16 or 32.
+std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows, size_t exact_rows = 8,
+                                       size_t large_step = 32);
 
 // Runs `prefix` + `rows` row texts joined by `separator` + `suffix` on `conn`
 // as multi-row statements sized by StatementRowCounts(rows, max_rows), in row

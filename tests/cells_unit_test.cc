@@ -188,15 +188,23 @@ TEST(StatementRowCountsTest, SplitsEveryCountIntoFewLadderSizesThatAddUp) {
   }
 }
 
+// The ladder's step above 64 rows is a parameter.
+TEST(StatementRowCountsTest, LargeStepSetsTheLadderAbove64Rows) {
+  EXPECT_THAT(StatementRowCounts(255, 500, 8, 16), ::testing::ElementsAre(240, 8, 7));
+  EXPECT_THAT(StatementRowCounts(255, 500, 8, 8), ::testing::ElementsAre(248, 7));
+  EXPECT_THAT(StatementRowCounts(60, 500, 8, 16), ::testing::ElementsAre(56, 4));
+}
+
 // Cells INSERTs: exact up to 32 cells (one statement for a typical group
-// commit of single puts), then the ladder; 42 texts at most.
+// commit of single puts), then the ladder in steps of 16; 48 texts at most.
 TEST(StatementRowCountsTest, CellsInsertsAreExactUpTo32ThenOnTheLadder) {
   EXPECT_THAT(internal::InsertRowCounts(0), ::testing::IsEmpty());
   EXPECT_THAT(internal::InsertRowCounts(17), ::testing::ElementsAre(17));
   EXPECT_THAT(internal::InsertRowCounts(32), ::testing::ElementsAre(32));
   EXPECT_THAT(internal::InsertRowCounts(45), ::testing::ElementsAre(40, 5));
-  EXPECT_THAT(internal::InsertRowCounts(255), ::testing::ElementsAre(224, 31));
-  EXPECT_THAT(internal::InsertRowCounts(600), ::testing::ElementsAre(256, 256, 64, 24));
+  EXPECT_THAT(internal::InsertRowCounts(112), ::testing::ElementsAre(112));
+  EXPECT_THAT(internal::InsertRowCounts(255), ::testing::ElementsAre(240, 15));
+  EXPECT_THAT(internal::InsertRowCounts(600), ::testing::ElementsAre(256, 256, 80, 8));
   std::set<size_t> sizes;
   for (size_t cells = 1; cells <= 2000; ++cells) {
     size_t sum = 0;
@@ -210,7 +218,53 @@ TEST(StatementRowCountsTest, CellsInsertsAreExactUpTo32ThenOnTheLadder) {
       EXPECT_EQ(1u, internal::InsertRowCounts(cells).size());
     }
   }
-  EXPECT_EQ(42u, sizes.size());
+  EXPECT_EQ(48u, sizes.size());
+}
+
+// Units of `cells_each` cells; units[i].joins_previous for i in `joined`.
+std::vector<internal::WriteUnit> UnitsOf(std::vector<size_t> cells_each,
+                                         std::set<size_t> joined = {}) {
+  std::vector<internal::WriteUnit> units(cells_each.size());
+  for (size_t i = 0; i < units.size(); ++i) {
+    units[i].cells.resize(cells_each[i]);
+    units[i].joins_previous = joined.count(i) > 0;
+  }
+  return units;
+}
+
+size_t TakeFor(std::vector<internal::WriteUnit>& units) {
+  std::vector<internal::WriteUnit*> ptrs;
+  for (auto& u : units) ptrs.push_back(&u);
+  return internal::UnitsForOneStatement(ptrs);
+}
+
+// A group transaction takes the longest run of waiting units whose cells fit
+// one INSERT, unless that leaves more than a quarter behind or splits units
+// submitted together.
+TEST(UnitsForOneStatementTest, TakesTheLongestPrefixThatFitsOneInsert) {
+  auto ten_cell_rows = [](size_t n) { return std::vector<size_t>(n, 10); };
+  auto none = UnitsOf({});
+  EXPECT_EQ(0u, TakeFor(none));
+  auto one = UnitsOf({300});  // one unit, however large, is taken
+  EXPECT_EQ(1u, TakeFor(one));
+  auto small = UnitsOf(std::vector<size_t>(31, 1));  // 31 cells: exact
+  EXPECT_EQ(31u, TakeFor(small));
+  auto on_ladder = UnitsOf(ten_cell_rows(8));  // 80 cells: on the ladder
+  EXPECT_EQ(8u, TakeFor(on_ladder));
+  auto ninety = UnitsOf(ten_cell_rows(9));  // 90 = 80 + 10 left
+  EXPECT_EQ(8u, TakeFor(ninety));
+  auto hundred_ten = UnitsOf(ten_cell_rows(11));  // 80 would leave 30 > 110 / 4
+  EXPECT_EQ(11u, TakeFor(hundred_ten));
+  auto singles = UnitsOf(std::vector<size_t>(70, 1));  // 70 = 64 + 6 left
+  EXPECT_EQ(64u, TakeFor(singles));
+  // Units 7 and 8 came in one Submit (a put_batch): 80 cells would separate
+  // them, and the next prefix on the ladder (40) would leave too much.
+  auto batch = UnitsOf(ten_cell_rows(10), {8});
+  EXPECT_EQ(10u, TakeFor(batch));
+  auto batch_given_back_whole = UnitsOf(ten_cell_rows(10), {9});  // 80 + units 8-9
+  EXPECT_EQ(8u, TakeFor(batch_given_back_whole));
+  auto batch_at_end = UnitsOf(ten_cell_rows(9), {8});
+  EXPECT_EQ(9u, TakeFor(batch_at_end));
 }
 
 TEST(LogPositionTest, TokensRoundTripAndForeignOrMalformedOnesAreRefusedByName) {

@@ -12,7 +12,20 @@
 namespace cellar::internal {
 
 std::vector<size_t> InsertRowCounts(size_t cells) {
-  return StatementRowCounts(cells, kMaxInsertRows, kExactInsertRows);
+  return StatementRowCounts(cells, kMaxInsertRows, kExactInsertRows, kInsertLargeStep);
+}
+
+size_t UnitsForOneStatement(const std::vector<WriteUnit*>& units) {
+  size_t total = 0;
+  for (const WriteUnit* u : units) total += u->cells.size();
+  if (InsertRowCounts(total).size() <= 1) return units.size();
+  size_t prefix = total;
+  for (size_t k = units.size() - 1; k >= 1; --k) {
+    prefix -= units[k]->cells.size();
+    if (total - prefix > total / 4) break;
+    if (!units[k]->joins_previous && InsertRowCounts(prefix).size() == 1) return k;
+  }
+  return units.size();
 }
 
 namespace {

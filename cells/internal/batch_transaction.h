@@ -15,14 +15,26 @@ namespace cellar::internal {
 // Cells INSERTs carry at most this many rows each, and exactly as many as
 // there are cells up to kExactInsertRows (a group commit of single puts is
 // usually one statement); larger batches are split on the ladder of
-// StatementRowCounts (mysql_client.h), so a writer connection prepares at
-// most ~42 INSERT texts (~6.5 MB of server memory) instead of one per batch
-// size (measured: 120 MB for sizes up to 256).
+// StatementRowCounts (mysql_client.h) with steps of kInsertLargeStep above
+// 64, so a writer connection prepares at most 48 INSERT texts (~10 MB of
+// server memory) instead of one per batch size (measured: 120 MB for sizes up
+// to 256). The step is 16, not the ladder's default 32, so that more batch
+// sizes fit one statement (UnitsForOneStatement).
 inline constexpr size_t kMaxInsertRows = 256;
 inline constexpr size_t kExactInsertRows = 32;
+inline constexpr size_t kInsertLargeStep = 16;
 
 // The row counts of the INSERT statements that write `cells` cells.
 std::vector<size_t> InsertRowCounts(size_t cells);
+
+// How many of `units` (in queue order) one transaction should take so that
+// its cells fit one INSERT: a cell count off the ladder costs BEGIN, two
+// INSERTs and COMMIT, four round trips where one would do. All of them when
+// their count is on the ladder (or none shorter is); otherwise the longest
+// prefix whose count is, provided it leaves at most a quarter of the cells
+// for the next transaction and does not separate units submitted together
+// (WriteUnit::joins_previous). Never 0 for non-empty `units`.
+size_t UnitsForOneStatement(const std::vector<WriteUnit*>& units);
 
 // The units of one datastore in a group transaction (any shards of the host).
 struct DatastoreBatch {

@@ -55,7 +55,10 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
     refused = stopping_;
     if (!refused) {
       queue_.insert(queue_.end(), units.begin(), units.end());
-      for (WriteUnit* u : units) queued_cells_ += u->cells.size();
+      for (size_t i = 0; i < units.size(); ++i) {
+        units[i]->joins_previous = i > 0;
+        queued_cells_ += units[i]->cells.size();
+      }
       wake = WriterMayStart() && (lingering_for_ == 0 || queue_.size() >= lingering_for_);
     }
   }
@@ -102,6 +105,11 @@ void GroupCommitter::WriterLoop() {
         cells += queue_.front()->cells.size();
         units.push_back(queue_.front());
         queue_.pop_front();
+      }
+      // The rest of an odd-sized batch leads the next transaction.
+      for (size_t keep = UnitsForOneStatement(units); units.size() > keep; units.pop_back()) {
+        cells -= units.back()->cells.size();
+        queue_.push_front(units.back());
       }
       queued_cells_ -= cells;
       ++in_flight_;

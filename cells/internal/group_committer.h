@@ -3,7 +3,8 @@
 // Units of every shard and datastore of the host wait in one queue. A fixed
 // pool of writer threads, each with its own MySQL connection (a registered
 // writer of the host's write fence), takes everything waiting (up to
-// max_batch_cells cells) and commits it as ONE transaction: one multi-row
+// max_batch_cells cells; short of the units past the last count that fits one
+// INSERT, see UnitsForOneStatement) and commits it as ONE transaction: one multi-row
 // INSERT ... RETURNING per datastore and a single COMMIT (one fsync; a batch of one datastore is a
 // single autocommit INSERT, see batch_transaction.h). While one thread commits, new arrivals
 // accumulate for the next, so batches grow with load (the Tera tablet-writer idea). A second

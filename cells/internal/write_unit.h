@@ -45,6 +45,9 @@ struct WriteUnit {
   // Filled by the committer, one per cell, before `completion` is told.
   std::vector<Result<PutResult>> results;
   UnitCompletion* completion = nullptr;  // not owned; set before Submit
+  // Set by GroupCommitter::Submit: queued by the same call as the unit before
+  // it (a put_batch's next row), so the two go in one transaction if they fit.
+  bool joins_previous = false;
 };
 
 }  // namespace cellar::internal
