@@ -184,10 +184,9 @@ void AddStorePhaseRows(Table& t, const StorePhase& p, const std::string& call) {
   t.Add(call + " latency p50 ms", FormatNumber(p.p50, 2));
   t.Add(call + " latency p99 ms", FormatNumber(p.p99, 2));
   t.Add(call + " latency max ms", FormatNumber(p.max_ms, 2));
-  t.Add("transactions (one INSERT each)",
-        std::to_string(r.transactions) + " (" +
-            FormatNumber(r.seconds > 0 ? r.transactions / r.seconds : 0, 0) + "/s, " +
-            FormatNumber(CellsPerTransaction(r), 2) + " cells each)");
+  t.Add("transactions", std::to_string(r.transactions) + " (" +
+                            FormatNumber(r.seconds > 0 ? r.transactions / r.seconds : 0, 0) +
+                            "/s, " + FormatNumber(CellsPerTransaction(r), 2) + " cells each)");
   t.Add("cells per transaction (as seen by a cell)", FormatNumber(r.cell_weighted_transaction, 2));
   t.Add("largest transaction", std::to_string(r.max_transaction) + " cells");
   t.Add("single-cell transactions",

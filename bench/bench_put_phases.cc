@@ -6,8 +6,8 @@
 namespace cellar::bench {
 namespace {
 
-const std::vector<std::string> kStatusNames = {"QUESTIONS", "INNODB_DATA_FSYNCS",
-                                               "COM_STMT_PREPARE"};
+const std::vector<std::string> kStatusNames = {
+    "QUESTIONS", "INNODB_DATA_FSYNCS", "COM_STMT_PREPARE", "COM_STMT_EXECUTE", "COM_COMMIT"};
 
 }  // namespace
 
@@ -41,6 +41,9 @@ void AddUsageRows(Table& t, const UsageDelta& u, double rows, double seconds) {
     auto get = [&](const char* name) { return static_cast<double>(u.status.at(name)); };
     t.Add("SQL statements per row", FormatNumber(get("QUESTIONS") / rows, 2));
     t.Add("statement prepares", FormatNumber(get("COM_STMT_PREPARE"), 0));
+    // A group transaction of one INSERT runs it with autocommit: no COMMIT.
+    t.Add("prepared executions, COMMITs",
+          FormatNumber(get("COM_STMT_EXECUTE"), 0) + ", " + FormatNumber(get("COM_COMMIT"), 0));
     const double fsyncs = get("INNODB_DATA_FSYNCS");
     t.Add("InnoDB fsyncs", FormatNumber(fsyncs, 0) + " (" +
                                FormatNumber(fsyncs > 0 ? rows / fsyncs : 0, 2) + " rows each)");
