@@ -273,7 +273,9 @@ struct KeyedConsumer::Impl {
 
   // Pool thread, one event at a time.
   void DecodeAndRun(ConsumedRecord& rec, const PartitionRef& part) {
-    if (stopping || paused || !partitions.Current(part)) return;  // abandoned
+    // Abandoned when revoked, or at a stop unless a later event of its
+    // partition started (else that one would be delivered again).
+    if (!partitions.TryStart(part, rec.offset, [this] { return stopping || paused; })) return;
     auto decoded = DecodeOrPassBy(rec, part);
     if (!decoded) return;
     KeyedEvent e;

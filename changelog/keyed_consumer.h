@@ -34,7 +34,9 @@
 // the event is never committed past and is delivered again after a restart or
 // a rebalance. It must not throw (a throw is logged and counts as kAbandoned).
 // Events not yet started when Stop() ends its drain, after Pause(), or whose
-// partition was revoked meanwhile are abandoned without a handler call.
+// partition was revoked meanwhile are abandoned without a handler call; at a
+// stop or pause (one handler mode, not handle_batch), an event still starts
+// when a later offset of its partition started, so the commit covers that one.
 //
 // Omitted bodies. The cell is read with CellStore::Get(datastore, row,
 // column, ref_key); on success the event reaches the handler with the body

@@ -76,6 +76,29 @@ TEST(AssignedPartitionsTest, ARevokedAssignmentNoLongerMovesThePartition) {
   EXPECT_EQ(5, OnlyCandidate(parts).committable);
 }
 
+// At a stop, an event is abandoned only when nothing after it in its
+// partition started: otherwise the commit would stop before it and the later
+// events, already handled, would be delivered again (seen once in CI as two
+// events handled twice across a clean trigger stop).
+TEST(AssignedPartitionsTest, AtAStopOnlyEventsPastEveryStartedOneAreAbandoned) {
+  const auto kRunning = [] { return false; };
+  const auto kStopping = [] { return true; };
+  AssignedPartitions parts;
+  auto p = parts.Track(kTp, 0, 0);
+  for (int64_t offset = 1; offset <= 4; ++offset) parts.Track(kTp, offset, 0);
+  EXPECT_TRUE(parts.TryStart(p, 0, kRunning));
+  EXPECT_TRUE(parts.TryStart(p, 2, kRunning));  // another row's event, taken first
+  parts.MarkDone(p, 0);
+  parts.MarkDone(p, 2);
+  EXPECT_TRUE(parts.TryStart(p, 1, kStopping)) << "2 started: 1 must run too";
+  parts.MarkDone(p, 1);
+  EXPECT_FALSE(parts.TryStart(p, 3, kStopping)) << "nothing after 3 started";
+  EXPECT_FALSE(parts.TryStart(p, 4, kStopping));
+  EXPECT_EQ(2, OnlyCandidate(parts).committable) << "every handled event is committed";
+  parts.Revoke({kTp});
+  EXPECT_FALSE(parts.TryStart(p, 3, kRunning)) << "revoked";
+}
+
 TEST(AssignedPartitionsTest, APartitionStuckWithNothingInHandHasItsNextRecordLookedUp) {
   AssignedPartitions parts;
   auto p = parts.Track(kTp, 0, 0);

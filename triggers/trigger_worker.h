@@ -59,7 +59,9 @@
 // - Stopping is bounded. Stop() (SIGTERM in run()) ends every retry backoff
 //   at once: an event waiting to be retried makes no new attempt, its offset
 //   stays uncommitted and it is delivered again after a restart. Events not
-//   started yet are not started (delivered again too). Stop() then waits for
+//   started yet are not started (delivered again too), except those before
+//   one of their partition that started: an event handled before a clean
+//   stop is never delivered again. Stop() then waits for
 //   the handler calls in flight (each attempt is waited for, never cut: a
 //   webhook's is bounded by its timeout_ms), commits and leaves the group.
 //   Bound: the longest handler call in flight + about 1 s (the last commit

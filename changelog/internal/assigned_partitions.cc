@@ -20,6 +20,7 @@ constexpr int kRetryLookupRounds = 25;
 struct AssignedPartitions::Partition {
   PartitionOffsets offsets;
   bool revoked = false;
+  int64_t highest_started = -1;  // TryStart
   int64_t first_received = -1;
   int64_t committed = -1;  // next offset, as last committed
   int64_t end = -1;
@@ -50,6 +51,14 @@ void AssignedPartitions::MarkDone(const Ref& p, int64_t offset) {
 bool AssignedPartitions::Current(const Ref& p) const {
   MutexLock lock(&mu_);
   return !p->revoked;
+}
+
+bool AssignedPartitions::TryStart(const Ref& p, int64_t offset,
+                                  const std::function<bool()>& stopping) {
+  MutexLock lock(&mu_);
+  if (p->revoked || (p->highest_started < offset && stopping())) return false;
+  p->highest_started = std::max(p->highest_started, offset);
+  return true;
 }
 
 std::vector<PartitionProgress> AssignedPartitions::Progress() const {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,6 +43,14 @@ class AssignedPartitions {
 
   // False once `p` was revoked (its events are no longer this member's).
   bool Current(const Ref& p) const;
+
+  // Whether the event at `offset` of `p` may start, recording it as started:
+  // false once `p` is revoked, and, when `stopping()` (the consumer stops or
+  // is paused), false unless a later offset of `p` started already. So the
+  // handled events of a partition stay a prefix through a stop, and the last
+  // commit covers every one of them (none is delivered again). `stopping` is
+  // read under the lock: a start it allowed is seen by every later call.
+  bool TryStart(const Ref& p, int64_t offset, const std::function<bool()>& stopping);
 
   // Each assigned partition's commit, end, lag, open events and the
   // timestamp of its oldest unprocessed record (PartitionProgress).
