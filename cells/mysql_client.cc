@@ -1,16 +1,15 @@
 #include "cells/mysql_client.h"
 
-#include <cppconn/exception.h>
-#include <cppconn/prepared_statement.h>
-#include <cppconn/resultset.h>
-#include <cppconn/resultset_metadata.h>
-#include <cppconn/statement.h>
-#include <mysql_connection.h>
-#include <mysql_driver.h>
+#include <mysql.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "cells/internal/mysql_binding.h"
 
 namespace cellar {
 namespace {
@@ -33,10 +32,11 @@ bool IsConnectionError(int code) {
   }
 }
 
-sql::mysql::MySQL_Driver* Driver() {
-  // get_mysql_driver_instance() is not thread-safe on its first call.
-  static sql::mysql::MySQL_Driver* driver = sql::mysql::get_mysql_driver_instance();
-  return driver;
+// mysql_library_init() is not thread-safe; mysql_init() calls it when it was
+// not called, so the first connections of two threads would race.
+void InitClientLibrary() {
+  static std::once_flag once;
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
 }
 
 }  // namespace
@@ -80,6 +80,11 @@ std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows, size_t exac
   return counts;
 }
 
+bool FitsOneStatement(size_t rows, size_t max_rows, size_t exact_rows, size_t large_step) {
+  const size_t cap = LadderFloor(std::max<size_t>(1, max_rows), exact_rows, large_step);
+  return rows >= 1 && rows <= cap && LadderFloor(rows, exact_rows, large_step) == rows;
+}
+
 Status ExecuteRows(MysqlConnection& conn, const std::string& prefix, size_t rows, size_t max_rows,
                    const std::string& separator, const std::string& suffix,
                    const std::function<std::string(size_t, std::vector<SqlParam>&)>& row) {
@@ -111,16 +116,180 @@ MysqlEndpoint EndpointFor(const ClusterConfig& config, const MysqlHostConfig& ho
   return e;
 }
 
-MysqlConnection::MysqlConnection(MysqlEndpoint endpoint, std::unique_ptr<sql::Connection> conn)
-    : endpoint_(std::move(endpoint)), conn_(std::move(conn)) {}
-
-MysqlConnection::~MysqlConnection() {
-  statements_.clear();  // statements reference the connection: drop them first
-  try {
-    conn_.reset();
-  } catch (...) {
+struct MysqlConnection::Impl {
+  explicit Impl(std::string host_label) : label(std::move(host_label)) {}
+  ~Impl() {
+    for (auto& [sql, cached] : statements) mysql_stmt_close(cached.statement);
+    if (mysql) mysql_close(mysql);
   }
-}
+
+  // The Status for a failure `code` (`text` from the client library) while
+  // doing `what`; marks the connection broken for connection errors.
+  Status Fail(const std::string& what, unsigned code_in, const char* text) {
+    const int code = static_cast<int>(code_in);
+    last_error_code = code;
+    std::string msg = what + " on MySQL host " + label + ": " + (text ? text : "") + " (error " +
+                      std::to_string(code) + ")";
+    if (IsConnectionError(code)) {
+      broken = true;
+      return Unavailable(std::move(msg));
+    }
+    if (code == kStatementLimitReached)
+      return Unavailable(std::move(msg) +
+                         "; the server's max_prepared_stmt_count counts every connection's "
+                         "statements: retry (they free up as connections evict or close), or "
+                         "raise it");
+    if (code == 1062) return Conflict(std::move(msg));
+    if (code == 1213 || code == 1205 || code == 3572) return Aborted(std::move(msg));
+    return Internal(std::move(msg));
+  }
+  Status FailConnection(const std::string& what) {
+    return Fail(what, mysql_errno(mysql), mysql_error(mysql));
+  }
+  Status FailStatement(const std::string& what, MYSQL_STMT* stmt) {
+    return Fail(what, mysql_stmt_errno(stmt), mysql_stmt_error(stmt));
+  }
+  Status BrokenStatus() const {
+    return Unavailable("connection to MySQL host " + label + " is broken");
+  }
+
+  // Runs a statement without preparing it; appends its rows (as text) to
+  // `rows` when it returns any and `rows` is not null.
+  Status RunText(const std::string& what, const std::string& sql, std::vector<SqlRow>* rows) {
+    if (broken) return BrokenStatus();
+    if (mysql_real_query(mysql, sql.data(), sql.size()) != 0) return FailConnection(what);
+    if (mysql_field_count(mysql) == 0) return Status::Ok();
+    MYSQL_RES* res = mysql_store_result(mysql);
+    if (!res) return FailConnection(what);
+    const unsigned n = mysql_num_fields(res);
+    while (MYSQL_ROW row = mysql_fetch_row(res)) {
+      if (!rows) continue;
+      const unsigned long* lengths = mysql_fetch_lengths(res);
+      std::vector<std::optional<std::string>> values;
+      values.reserve(n);
+      for (unsigned c = 0; c < n; ++c) {
+        if (row[c])
+          values.emplace_back(std::string(row[c], lengths[c]));
+        else
+          values.emplace_back(std::nullopt);
+      }
+      rows->emplace_back(std::move(values));
+    }
+    mysql_free_result(res);
+    return Status::Ok();
+  }
+
+  // The cached statement for `sql`, prepared on first use. At the server's
+  // max_prepared_stmt_count (shared by all its connections) it closes the
+  // older half of this connection's statements and prepares once more.
+  Result<MYSQL_STMT*> Prepare(const std::string& sql) {
+    if (broken) return BrokenStatus();
+    auto it = statements.find(sql);
+    if (it != statements.end()) {
+      lru.splice(lru.begin(), lru, it->second.lru);  // most recently used first
+      return it->second.statement;
+    }
+    Result<MYSQL_STMT*> prepared = PrepareUncached(sql);
+    if (!prepared.ok() && !broken && last_error_code == kStatementLimitReached &&
+        !statements.empty()) {
+      // The server's limit counts all connections: give back the older half
+      // of ours (at least one) and try once more.
+      EvictLeastRecentlyUsed(statements.size() - statements.size() / 2);
+      prepared = PrepareUncached(sql);
+    }
+    if (!prepared.ok()) return prepared.status();
+    // Bound the server-side statements per connection: evict the least recently used.
+    if (statements.size() >= kMaxPreparedStatements)
+      EvictLeastRecentlyUsed(statements.size() - kMaxPreparedStatements + 1);
+    lru.push_front(sql);
+    statements.emplace(sql, CachedStatement{*prepared, lru.begin()});
+    return *prepared;
+  }
+
+  Result<MYSQL_STMT*> PrepareUncached(const std::string& sql) {
+    MYSQL_STMT* stmt = mysql_stmt_init(mysql);
+    if (!stmt) return FailConnection("prepare");
+    if (mysql_stmt_prepare(stmt, sql.data(), sql.size()) != 0) {
+      Status s = FailStatement("prepare", stmt);
+      mysql_stmt_close(stmt);
+      return s;
+    }
+    return stmt;
+  }
+
+  void EvictLeastRecentlyUsed(size_t n) {
+    for (; n > 0 && !lru.empty(); --n) {
+      auto it = statements.find(lru.back());
+      mysql_stmt_close(it->second.statement);  // closes the server-side statement
+      statements.erase(it);
+      lru.pop_back();
+    }
+  }
+
+  // Binds `params` to `stmt` (reusing this connection's bind array) and sends
+  // the long ones ahead of the execution.
+  template <typename Param>
+  Status BindParams(MYSQL_STMT* stmt, const std::vector<Param>& params) {
+    const unsigned long expected = mysql_stmt_param_count(stmt);
+    if (expected != params.size())
+      return Internal("statement on MySQL host " + label + " has " + std::to_string(expected) +
+                      " placeholders but was given " + std::to_string(params.size()) +
+                      " parameters");
+    if (params.empty()) return Status::Ok();
+    internal::FillParamBinds(params, &param_binds);
+    if (mysql_stmt_bind_param(stmt, param_binds.data()) != 0 ||
+        !internal::SendLongParams(stmt, param_binds))
+      return FailStatement("statement", stmt);
+    return Status::Ok();
+  }
+
+  // Reads every row of the executed `stmt` (the cached statement of `sql`)
+  // into `rows`. A statement whose rows ended in an error (the server sends
+  // an INSERT ... RETURNING's metadata before a row fails, e.g. a NULL in a
+  // NOT NULL column) is closed and dropped from the cache: libmariadb
+  // (3.3) leaves it in a state where mysql_stmt_free_result() or the next
+  // execution waits for result packets that never come, until the read
+  // timeout breaks the connection.
+  Status ReadRows(const std::string& sql, MYSQL_STMT* stmt, std::vector<SqlRow>* rows) {
+    if (result_reader.Read(stmt, rows)) return Status::Ok();
+    Status s = FailStatement("query", stmt);
+    Forget(sql);
+    return s;
+  }
+
+  // Closes the cached statement of `sql`, if any.
+  void Forget(const std::string& sql) {
+    auto it = statements.find(sql);
+    if (it == statements.end()) return;
+    mysql_stmt_close(it->second.statement);
+    lru.erase(it->second.lru);
+    statements.erase(it);
+  }
+
+  static constexpr size_t kMaxPreparedStatements = 1024;
+  static constexpr int kStatementLimitReached = 1461;  // ER_MAX_PREPARED_STMT_COUNT_REACHED
+
+  MYSQL* mysql = nullptr;
+  std::string label;  // the host's name, for messages
+  bool broken = false;
+  int last_error_code = 0;  // of the last failure (Fail)
+  struct CachedStatement {
+    MYSQL_STMT* statement;
+    std::list<std::string>::iterator lru;
+  };
+  std::unordered_map<std::string, CachedStatement> statements;
+  std::list<std::string> lru;  // SQL texts, most recently used first
+  // Reused by every execution: a group commit binds thousands of parameters.
+  std::vector<MYSQL_BIND> param_binds;
+  internal::ResultReader result_reader;
+};
+
+MysqlConnection::MysqlConnection(MysqlEndpoint endpoint, std::unique_ptr<Impl> impl)
+    : endpoint_(std::move(endpoint)), impl_(std::move(impl)) {}
+
+MysqlConnection::~MysqlConnection() = default;
+
+bool MysqlConnection::broken() const { return impl_->broken; }
 
 bool IsSupportedEngine(const std::string& version) {
   if (version.find("MariaDB") == std::string::npos) return false;
@@ -131,18 +300,20 @@ bool IsSupportedEngine(const std::string& version) {
 
 namespace {
 
-// Connector/C++ 1.1 (built on libmariadb here) options for `tls`: sslEnforce
-// makes the handshake fail unless TLS is on; libmariadb checks the server's
-// chain whenever a CA is set (so `required` passes none) and its name against
-// the address with sslVerify (MYSQL_OPT_SSL_VERIFY_SERVER_CERT).
-void SetTlsOptions(const MysqlTlsConfig& tls, sql::ConnectOptionsMap* opts) {
+// libmariadb options for `tls`: MYSQL_OPT_SSL_ENFORCE makes the handshake
+// fail unless TLS is on; libmariadb checks the server's chain whenever a CA is
+// set (so `required` passes none) and its name against the address with
+// MYSQL_OPT_SSL_VERIFY_SERVER_CERT.
+void SetTlsOptions(const MysqlTlsConfig& tls, MYSQL* mysql) {
   if (!tls.enabled()) return;
-  (*opts)["sslEnforce"] = true;
+  const my_bool enforce = 1;
+  mysql_optionsv(mysql, MYSQL_OPT_SSL_ENFORCE, &enforce);
   if (tls.mode != MysqlTlsMode::kRequired && !tls.ca.empty())
-    (*opts)["sslCA"] = sql::SQLString(tls.ca);
-  if (!tls.cert.empty()) (*opts)["sslCert"] = sql::SQLString(tls.cert);
-  if (!tls.key.empty()) (*opts)["sslKey"] = sql::SQLString(tls.key);
-  (*opts)["sslVerify"] = tls.mode == MysqlTlsMode::kVerifyIdentity;
+    mysql_optionsv(mysql, MYSQL_OPT_SSL_CA, tls.ca.c_str());
+  if (!tls.cert.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_CERT, tls.cert.c_str());
+  if (!tls.key.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_KEY, tls.key.c_str());
+  const my_bool verify = tls.mode == MysqlTlsMode::kVerifyIdentity;
+  mysql_optionsv(mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
 }
 
 // What a failed connect should tell the operator beyond the driver's text.
@@ -168,205 +339,95 @@ std::string ConnectFailure(const MysqlEndpoint& e, const std::string& where,
 Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEndpoint& e) {
   const std::string where =
       "MySQL host " + e.label + " (" + e.address + ":" + std::to_string(e.port) + ")";
-  try {
-    sql::ConnectOptionsMap opts;
-    opts["hostName"] = sql::SQLString(e.address);
-    opts["port"] = e.port;
-    opts["userName"] = sql::SQLString(e.user);
-    opts["password"] = sql::SQLString(e.password);
-    opts["OPT_CONNECT_TIMEOUT"] = std::max(1, (e.connect_timeout_ms + 999) / 1000);
-    opts["OPT_READ_TIMEOUT"] = std::max(1, (e.io_timeout_ms + 999) / 1000);
-    opts["OPT_WRITE_TIMEOUT"] = std::max(1, (e.io_timeout_ms + 999) / 1000);
-    opts["OPT_RECONNECT"] = false;
-    opts["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
-    SetTlsOptions(e.tls, &opts);
-    std::unique_ptr<sql::Connection> conn(Driver()->connect(opts));
-    std::unique_ptr<sql::Statement> st(conn->createStatement());
-    st->execute("SET time_zone = '+00:00'");
-    st->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-    // A lock wait must end with an error (1205, retryable) before the client's
-    // read timeout drops the connection.
-    st->execute("SET SESSION innodb_lock_wait_timeout = " +
-                std::to_string(std::max(1, e.io_timeout_ms / 1000 - 1)));
-    std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SELECT VERSION()"));
-    std::string version = rs->next() ? rs->getString(1).asStdString() : "";
-    rs.reset();
-    st.reset();
-    // INSERT ... RETURNING (10.5) gives every inserted cell its added_id in
-    // one round trip; MySQL has no equivalent, and no test could run it here.
-    if (!IsSupportedEngine(version))
-      return FailedPrecondition(where + " runs '" + version +
-                                "': Cellar supports MariaDB 10.5 or newer only");
-    auto c = std::unique_ptr<MysqlConnection>(new MysqlConnection(e, std::move(conn)));
-    return c;
-  } catch (const sql::SQLException& ex) {
+  InitClientLibrary();
+  auto impl = std::make_unique<Impl>(e.label);
+  impl->mysql = mysql_init(nullptr);
+  if (!impl->mysql) return Unavailable(ConnectFailure(e, where, "out of memory (mysql_init)"));
+  MYSQL* m = impl->mysql;
+  const unsigned connect_s =
+      static_cast<unsigned>(std::max(1, (e.connect_timeout_ms + 999) / 1000));
+  const unsigned io_s = static_cast<unsigned>(std::max(1, (e.io_timeout_ms + 999) / 1000));
+  const my_bool reconnect = 0;  // a silent reconnect would lose the session's transaction
+  mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
+  mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &io_s);
+  mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
+  mysql_optionsv(m, MYSQL_OPT_RECONNECT, &reconnect);
+  mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  SetTlsOptions(e.tls, m);
+  if (!mysql_real_connect(m, e.address.c_str(), e.user.c_str(), e.password.c_str(), nullptr,
+                          static_cast<unsigned>(e.port), nullptr, CLIENT_MULTI_RESULTS))
     return Unavailable(ConnectFailure(
-        e, where, std::string(ex.what()) + " (error " + std::to_string(ex.getErrorCode()) + ")"));
-  } catch (const std::exception& ex) {
-    return Unavailable(ConnectFailure(e, where, ex.what()));
+        e, where, std::string(mysql_error(m)) + " (error " + std::to_string(mysql_errno(m)) + ")"));
+  std::vector<SqlRow> version_rows;
+  for (const std::string& sql :
+       {std::string("SET time_zone = '+00:00'"),
+        std::string("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"),
+        // A lock wait must end with an error (1205, retryable) before the
+        // client's read timeout drops the connection.
+        "SET SESSION innodb_lock_wait_timeout = " +
+            std::to_string(std::max(1, e.io_timeout_ms / 1000 - 1)),
+        std::string("SELECT VERSION()")}) {
+    Status s = impl->RunText("session set-up", sql, &version_rows);
+    if (!s.ok()) return Unavailable(ConnectFailure(e, where, s.message()));
   }
+  const std::string version =
+      version_rows.empty() || version_rows[0].size() == 0 ? "" : version_rows[0].Bytes(0);
+  // INSERT ... RETURNING (10.5) gives every inserted cell its added_id in one
+  // round trip; MySQL has no equivalent, and no test could run it here.
+  if (!IsSupportedEngine(version))
+    return FailedPrecondition(where + " runs '" + version +
+                              "': Cellar supports MariaDB 10.5 or newer only");
+  return std::unique_ptr<MysqlConnection>(new MysqlConnection(e, std::move(impl)));
 }
 
 Result<std::string> MysqlConnection::TlsCipher() {
-  std::string cipher;
-  CELLAR_RETURN_IF_ERROR(Guard("query", [&] {
-    std::unique_ptr<sql::Statement> st(conn_->createStatement());
-    std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SHOW SESSION STATUS LIKE 'Ssl_cipher'"));
-    if (rs->next()) cipher = rs->getString(2).asStdString();
-  }));
-  return cipher;
+  std::vector<SqlRow> rows;
+  CELLAR_RETURN_IF_ERROR(impl_->RunText("query", "SHOW SESSION STATUS LIKE 'Ssl_cipher'", &rows));
+  return rows.empty() || rows[0].size() < 2 ? std::string() : rows[0].Bytes(1);
 }
 
-template <typename Fn>
-Status MysqlConnection::Guard(const std::string& what, Fn&& fn) {
-  if (broken_) return Unavailable("connection to MySQL host " + endpoint_.label + " is broken");
-  try {
-    fn();
-    return Status::Ok();
-  } catch (const sql::SQLException& ex) {
-    const int code = ex.getErrorCode();
-    last_error_code_ = code;
-    std::string msg = what + " on MySQL host " + endpoint_.label + ": " + ex.what() + " (error " +
-                      std::to_string(code) + ")";
-    if (IsConnectionError(code)) {
-      broken_ = true;
-      return Unavailable(std::move(msg));
-    }
-    if (code == kStatementLimitReached)
-      return Unavailable(std::move(msg) +
-                         "; the server's max_prepared_stmt_count counts every connection's "
-                         "statements: retry (they free up as connections evict or close), or "
-                         "raise it");
-    if (code == 1062) return Conflict(std::move(msg));
-    if (code == 1213 || code == 1205 || code == 3572) return Aborted(std::move(msg));
-    return Internal(std::move(msg));
-  } catch (const std::exception& ex) {
-    broken_ = true;  // state unknown: do not reuse
-    return Internal(what + " on MySQL host " + endpoint_.label + ": " + ex.what());
-  }
-}
-
-Result<sql::PreparedStatement*> MysqlConnection::Prepare(const std::string& sql) {
-  auto it = statements_.find(sql);
-  if (it != statements_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second.lru);  // most recently used first
-    return it->second.statement.get();
-  }
-  sql::PreparedStatement* raw = nullptr;
-  auto prepare = [&] { return Guard("prepare", [&] { raw = conn_->prepareStatement(sql); }); };
-  Status prepared = prepare();
-  if (!prepared.ok() && !broken_ && last_error_code_ == kStatementLimitReached &&
-      !statements_.empty()) {
-    // The server's limit counts all connections: give back the older half of
-    // ours (at least one) and try once more.
-    EvictLeastRecentlyUsed(statements_.size() - statements_.size() / 2);
-    prepared = prepare();
-  }
-  CELLAR_RETURN_IF_ERROR(prepared);
-  // Bound the server-side statements per connection: evict the least recently used.
-  if (statements_.size() >= kMaxPreparedStatements)
-    EvictLeastRecentlyUsed(statements_.size() - kMaxPreparedStatements + 1);
-  lru_.push_front(sql);
-  statements_.emplace(sql,
-                      CachedStatement{std::unique_ptr<sql::PreparedStatement>(raw), lru_.begin()});
-  return raw;
-}
-
-void MysqlConnection::EvictLeastRecentlyUsed(size_t n) {
-  for (; n > 0 && !lru_.empty(); --n) {
-    statements_.erase(lru_.back());  // closes the server-side statement
-    lru_.pop_back();
-  }
-}
-
-namespace {
 template <typename Param>
-void Bind(sql::PreparedStatement* ps, const std::vector<Param>& params) {
-  unsigned i = 1;
-  for (const auto& p : params) {
-    std::visit(
-        [&](const auto& v) {
-          using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, std::nullptr_t>)
-            ps->setNull(i, 0);
-          else if constexpr (std::is_same_v<T, int64_t>)
-            ps->setInt64(i, v);
-          else if constexpr (std::is_same_v<T, uint64_t>)
-            ps->setUInt64(i, v);
-          else if constexpr (std::is_same_v<T, double>)
-            ps->setDouble(i, v);
-          else  // std::string or std::string_view: bytes, binary safe
-            ps->setString(i, sql::SQLString(v.data(), v.size()));
-        },
-        p);
-    ++i;
+Result<std::vector<SqlRow>> MysqlConnection::Run(const std::string& sql,
+                                                 const std::vector<Param>& params,
+                                                 uint64_t* affected) {
+  CELLAR_ASSIGN_OR_RETURN(MYSQL_STMT * stmt, impl_->Prepare(sql));
+  CELLAR_RETURN_IF_ERROR(impl_->BindParams(stmt, params));
+  if (mysql_stmt_execute(stmt) != 0) return impl_->FailStatement("statement", stmt);
+  std::vector<SqlRow> rows;
+  if (mysql_stmt_field_count(stmt) > 0) {
+    CELLAR_RETURN_IF_ERROR(impl_->ReadRows(sql, stmt, &rows));
+  } else if (affected) {
+    *affected = mysql_stmt_affected_rows(stmt);
   }
+  return rows;
 }
-}  // namespace
 
 Result<uint64_t> MysqlConnection::Execute(const std::string& sql,
                                           const std::vector<SqlParam>& params) {
-  CELLAR_ASSIGN_OR_RETURN(sql::PreparedStatement * ps, Prepare(sql));
   uint64_t affected = 0;
-  CELLAR_RETURN_IF_ERROR(Guard("statement", [&] {
-    Bind(ps, params);
-    affected = static_cast<uint64_t>(ps->executeUpdate());
-  }));
+  CELLAR_RETURN_IF_ERROR(Run(sql, params, &affected).status());
   return affected;
-}
-
-template <typename Param>
-Result<std::vector<SqlRow>> MysqlConnection::QueryWith(const std::string& sql,
-                                                       const std::vector<Param>& params) {
-  CELLAR_ASSIGN_OR_RETURN(sql::PreparedStatement * ps, Prepare(sql));
-  std::vector<SqlRow> rows;
-  CELLAR_RETURN_IF_ERROR(Guard("query", [&] {
-    Bind(ps, params);
-    std::unique_ptr<sql::ResultSet> rs(ps->executeQuery());
-    const unsigned n = rs->getMetaData()->getColumnCount();
-    while (rs->next()) {
-      std::vector<std::optional<std::string>> values;
-      values.reserve(n);
-      for (unsigned c = 1; c <= n; ++c) {
-        sql::SQLString s = rs->getString(c);
-        if (rs->wasNull())
-          values.emplace_back(std::nullopt);
-        else
-          values.emplace_back(s.asStdString());
-      }
-      rows.emplace_back(std::move(values));
-    }
-  }));
-  return rows;
 }
 
 Result<std::vector<SqlRow>> MysqlConnection::Query(const std::string& sql,
                                                    const std::vector<SqlParam>& params) {
-  return QueryWith(sql, params);
+  return Run(sql, params, nullptr);
 }
 
 Result<std::vector<SqlRow>> MysqlConnection::QueryBorrowed(
     const std::string& sql, const std::vector<SqlParamView>& params) {
-  return QueryWith(sql, params);
+  return Run(sql, params, nullptr);
 }
 
 Status MysqlConnection::ExecuteDdl(const std::string& sql) {
-  return Guard("statement", [&] {
-    std::unique_ptr<sql::Statement> st(conn_->createStatement());
-    st->execute(sql);
-  });
+  return impl_->RunText("statement", sql, nullptr);
 }
 
-// Transactions are driven with plain statements: Connector/C++ 1.1's
-// Connection::commit(), rollback() and setAutoCommit() ignore the server's
-// reply, so a COMMIT that failed (server gone, connection killed) would look
-// successful and an acknowledged write could be lost.
+// Transactions are driven with plain statements whose replies are checked,
+// so that a COMMIT that failed (server gone, connection killed) is reported.
 Status MysqlConnection::Begin() {
   if (implicit_transactions_) return Status::Ok();
-  return Guard("begin", [&] {
-    std::unique_ptr<sql::Statement> st(conn_->createStatement());
-    st->execute("START TRANSACTION");
-  });
+  return impl_->RunText("begin", "START TRANSACTION", nullptr);
 }
 
 Status MysqlConnection::UseImplicitTransactions() {
@@ -375,19 +436,11 @@ Status MysqlConnection::UseImplicitTransactions() {
   return Status::Ok();
 }
 
-Status MysqlConnection::Commit() {
-  return Guard("commit", [&] {
-    std::unique_ptr<sql::Statement> st(conn_->createStatement());
-    st->execute("COMMIT");
-  });
-}
+Status MysqlConnection::Commit() { return impl_->RunText("commit", "COMMIT", nullptr); }
 
 void MysqlConnection::Rollback() {
-  Status s = Guard("rollback", [&] {
-    std::unique_ptr<sql::Statement> st(conn_->createStatement());
-    st->execute("ROLLBACK");
-  });
-  if (!s.ok()) broken_ = true;
+  Status s = impl_->RunText("rollback", "ROLLBACK", nullptr);
+  if (!s.ok()) impl_->broken = true;
 }
 
 MysqlHostPool::MysqlHostPool(MysqlEndpoint endpoint, int max_idle)

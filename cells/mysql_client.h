@@ -1,10 +1,10 @@
-// MySQL adapter: the only code in Cellar that talks to MySQL Connector/C++.
+// MySQL adapter: the only code in Cellar that talks to the MariaDB client
+// library (MariaDB Connector/C, libmariadb).
 //
 // Every statement that carries data is a server-side prepared statement with
-// bound parameters; identifiers (database and table names) are spliced in only
-// after the caller validated them against the config. Connector/C++ exceptions
-// never leave this adapter: each call returns a Status whose code says what
-// happened:
+// bound parameters (binary protocol); identifiers (database and table names)
+// are spliced in only after the caller validated them against the config.
+// Each call returns a Status whose code says what happened:
 //   Unavailable  the server could not be reached or the connection broke
 //                (the connection is then marked broken and must be dropped);
 //                or the server's max_prepared_stmt_count is reached by all its
@@ -19,12 +19,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -32,11 +30,6 @@
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "config/cluster_config.h"
-
-namespace sql {
-class Connection;
-class PreparedStatement;
-}  // namespace sql
 
 namespace cellar {
 
@@ -47,7 +40,10 @@ using SqlParam = std::variant<std::nullptr_t, int64_t, uint64_t, double, std::st
 // a group commit's bodies.
 using SqlParamView = std::variant<std::nullptr_t, int64_t, uint64_t, double, std::string_view>;
 
-// One result row; every value is read as its text (or raw bytes for BLOBs).
+// One result row. Every value is held as text, as the server's text protocol
+// would show it (integers in decimal, DOUBLEs with 17 significant digits,
+// DATETIMEs as "YYYY-MM-DD HH:MM:SS[.ffffff]"), or as raw bytes for strings
+// and BLOBs.
 class SqlRow {
  public:
   explicit SqlRow(std::vector<std::optional<std::string>> values) : values_(std::move(values)) {}
@@ -122,35 +118,22 @@ class MysqlConnection {
   Result<std::string> TlsCipher();
 
   // True after an Unavailable error: the caller must drop this connection.
-  bool broken() const { return broken_; }
+  bool broken() const;
   const MysqlEndpoint& endpoint() const { return endpoint_; }
 
  private:
-  MysqlConnection(MysqlEndpoint endpoint, std::unique_ptr<sql::Connection> conn);
-  // The cached statement for `sql`, prepared on first use. At the server's
-  // max_prepared_stmt_count (shared by all its connections) it closes the
-  // older half of this connection's statements and prepares once more.
-  Result<sql::PreparedStatement*> Prepare(const std::string& sql);
-  // Closes the `n` least recently used cached statements (fewer if it holds fewer).
-  void EvictLeastRecentlyUsed(size_t n);
-  template <typename Fn>
-  Status Guard(const std::string& what, Fn&& fn);
+  // The libmariadb handle, the statement cache and the reusable bind arrays
+  // (mysql_client.cc): kept out of this header so that it names no
+  // client-library type.
+  struct Impl;
+  MysqlConnection(MysqlEndpoint endpoint, std::unique_ptr<Impl> impl);
   template <typename Param>
-  Result<std::vector<SqlRow>> QueryWith(const std::string& sql, const std::vector<Param>& params);
+  Result<std::vector<SqlRow>> Run(const std::string& sql, const std::vector<Param>& params,
+                                  uint64_t* affected);
 
   MysqlEndpoint endpoint_;
-  std::unique_ptr<sql::Connection> conn_;
-  static constexpr size_t kMaxPreparedStatements = 1024;
-  static constexpr int kStatementLimitReached = 1461;  // ER_MAX_PREPARED_STMT_COUNT_REACHED
-  int last_error_code_ = 0;                            // of the last failed call (Guard)
-  struct CachedStatement {
-    std::unique_ptr<sql::PreparedStatement> statement;
-    std::list<std::string>::iterator lru;
-  };
-  std::unordered_map<std::string, CachedStatement> statements_;
-  std::list<std::string> lru_;  // SQL texts, most recently used first
+  std::unique_ptr<Impl> impl_;
   bool implicit_transactions_ = false;
-  bool broken_ = false;
 };
 
 // A pool of connections to one MySQL host.
@@ -207,6 +190,12 @@ std::string QualifiedTable(const std::string& database, const std::string& table
 // REQUIRES: max_rows >= 1, 8 <= exact_rows <= 64, large_step 8, 16 or 32.
 std::vector<size_t> StatementRowCounts(size_t rows, size_t max_rows, size_t exact_rows = 8,
                                        size_t large_step = 32);
+
+// True when StatementRowCounts(rows, ...) is a single statement (rows on the
+// ladder and within max_rows); false for rows == 0. Allocates nothing: a
+// group committer asks it for many prefixes under its lock.
+// REQUIRES: as StatementRowCounts.
+bool FitsOneStatement(size_t rows, size_t max_rows, size_t exact_rows = 8, size_t large_step = 32);
 
 // Runs `prefix` + `rows` row texts joined by `separator` + `suffix` on `conn`
 // as multi-row statements sized by StatementRowCounts(rows, max_rows), in row

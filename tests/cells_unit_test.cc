@@ -197,6 +197,23 @@ TEST(StatementRowCountsTest, LargeStepSetsTheLadderAbove64Rows) {
 
 // Cells INSERTs: exact up to 32 cells (one statement for a typical group
 // commit of single puts), then the ladder in steps of 16; 48 texts at most.
+// FitsOneStatement is StatementRowCounts(...).size() == 1 without the vector.
+TEST(StatementRowCountsTest, FitsOneStatementAgreesWithTheCounts) {
+  for (size_t large_step : {8, 16, 32})
+    for (size_t exact_rows : {8, 32, 64})
+      for (size_t max_rows : {1, 7, 64, 100, 256, 500})
+        for (size_t rows = 0; rows <= 2 * max_rows + 70; ++rows)
+          ASSERT_EQ(StatementRowCounts(rows, max_rows, exact_rows, large_step).size() == 1,
+                    FitsOneStatement(rows, max_rows, exact_rows, large_step))
+              << rows << " rows, max " << max_rows << ", exact " << exact_rows << ", step "
+              << large_step;
+  EXPECT_FALSE(internal::FitsOneInsert(0));
+  EXPECT_TRUE(internal::FitsOneInsert(17));
+  EXPECT_TRUE(internal::FitsOneInsert(112));
+  EXPECT_FALSE(internal::FitsOneInsert(113));
+  EXPECT_FALSE(internal::FitsOneInsert(600));
+}
+
 TEST(StatementRowCountsTest, CellsInsertsAreExactUpTo32ThenOnTheLadder) {
   EXPECT_THAT(internal::InsertRowCounts(0), ::testing::IsEmpty());
   EXPECT_THAT(internal::InsertRowCounts(17), ::testing::ElementsAre(17));

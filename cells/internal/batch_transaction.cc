@@ -15,15 +15,19 @@ std::vector<size_t> InsertRowCounts(size_t cells) {
   return StatementRowCounts(cells, kMaxInsertRows, kExactInsertRows, kInsertLargeStep);
 }
 
+bool FitsOneInsert(size_t cells) {
+  return FitsOneStatement(cells, kMaxInsertRows, kExactInsertRows, kInsertLargeStep);
+}
+
 size_t UnitsForOneStatement(const std::vector<WriteUnit*>& units) {
   size_t total = 0;
   for (const WriteUnit* u : units) total += u->cells.size();
-  if (InsertRowCounts(total).size() <= 1) return units.size();
+  if (total == 0 || FitsOneInsert(total)) return units.size();
   size_t prefix = total;
   for (size_t k = units.size() - 1; k >= 1; --k) {
     prefix -= units[k]->cells.size();
     if (total - prefix > total / 4) break;
-    if (!units[k]->joins_previous && InsertRowCounts(prefix).size() == 1) return k;
+    if (!units[k]->joins_previous && FitsOneInsert(prefix)) return k;
   }
   return units.size();
 }
@@ -429,7 +433,7 @@ bool SingleStatement(const std::vector<DatastoreBatch>& batches, bool look_up) {
     if (u->erase) return false;
     cells += u->cells.size();
   }
-  return cells <= kExactInsertRows || InsertRowCounts(cells).size() == 1;
+  return cells <= kExactInsertRows || FitsOneInsert(cells);
 }
 
 // One transaction over `batches`; with look_up, existing cells are read first.

@@ -27,6 +27,8 @@ inline constexpr size_t kInsertLargeStep = 16;
 
 // The row counts of the INSERT statements that write `cells` cells.
 std::vector<size_t> InsertRowCounts(size_t cells);
+// InsertRowCounts(cells).size() == 1, without allocating.
+bool FitsOneInsert(size_t cells);
 
 // How many of `units` (in queue order) one transaction should take so that
 // its cells fit one INSERT: a cell count off the ladder costs BEGIN, two
