@@ -41,9 +41,9 @@ using SqlParam = std::variant<std::nullptr_t, int64_t, uint64_t, double, std::st
 using SqlParamView = std::variant<std::nullptr_t, int64_t, uint64_t, double, std::string_view>;
 
 // One result row. Every value is held as text, as the server's text protocol
-// would show it (integers in decimal, DOUBLEs with 17 significant digits,
-// DATETIMEs as "YYYY-MM-DD HH:MM:SS[.ffffff]"), or as raw bytes for strings
-// and BLOBs.
+// shows it (integers in decimal, DOUBLEs in the shortest form that reads back
+// as the same double, DATETIMEs as "YYYY-MM-DD HH:MM:SS[.ffffff]" to the
+// column's decimals), or as raw bytes for strings and BLOBs.
 class SqlRow {
  public:
   explicit SqlRow(std::vector<std::optional<std::string>> values) : values_(std::move(values)) {}

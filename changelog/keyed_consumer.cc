@@ -425,8 +425,12 @@ struct KeyedConsumer::Impl {
   void WakeLingeringLanes() { lanes.WakeAll(); }
 
   // One call's events: handle_batch in calls split at events whose body must
-  // be re-read. Events of revoked partitions are not handed on; after
-  // stopping, Pause() or an abandoned call the rest is abandoned.
+  // be re-read. Events of revoked partitions are not handed on; at a stop or
+  // Pause() an event is abandoned unless a later event of its partition
+  // started (TryStart, as DecodeAndRun: another lane may have handed on a
+  // later offset just before the stop, and without this one the last commit
+  // would stop short of it and it would be delivered again); after an
+  // abandoned call the rest is abandoned.
   void RunBatch(std::vector<QueuedEvent>& batch) {
     std::vector<KeyedEvent*> ready;
     std::vector<const QueuedEvent*> ready_q;
@@ -440,8 +444,7 @@ struct KeyedConsumer::Impl {
       return d == Disposition::kDone;
     };
     for (QueuedEvent& q : batch) {
-      if (stopping || paused) return;
-      if (!partitions.Current(q.part)) continue;
+      if (!partitions.TryStart(q.part, q.e.offset, [this] { return stopping || paused; })) continue;
       if (q.e.event.body_omitted && !q.e.event.cell.tombstone) {
         if (!flush()) return;
         Disposition d = Disposition::kDone;
@@ -454,8 +457,7 @@ struct KeyedConsumer::Impl {
       ready.push_back(&q.e);
       ready_q.push_back(&q);
     }
-    if (stopping || paused) return;
-    flush();
+    flush();  // every event in it has started: handled even at a stop
   }
 
   bool WaitUnlessStopping(int ms) {

@@ -35,7 +35,7 @@
 // a rebalance. It must not throw (a throw is logged and counts as kAbandoned).
 // Events not yet started when Stop() ends its drain, after Pause(), or whose
 // partition was revoked meanwhile are abandoned without a handler call; at a
-// stop or pause (one handler mode, not handle_batch), an event still starts
+// stop or pause an event still starts (alone, or in a handle_batch call)
 // when a later offset of its partition started, so the commit covers that one.
 //
 // Omitted bodies. The cell is read with CellStore::Get(datastore, row,
