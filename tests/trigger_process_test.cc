@@ -173,7 +173,10 @@ TEST(TriggerProcessTest, SigkillBillingMidStreamThenRestartBillsEveryTripAtLeast
   ASSERT_GE(post, 0) << second.Log();
   // The restart resumed from committed offsets rather than from the beginning.
   EXPECT_LT(post, static_cast<double>(base.size()));
-  EXPECT_GT(committed_records, 0) << "nothing was committed before the kill";
+  // Its log says why (offset commits failing show as warnings): seen once,
+  // under ctest -j2, and not reproduced.
+  EXPECT_GT(committed_records, 0) << "nothing was committed before the kill; first process:\n"
+                                  << first->Log();
   // handled before the kill >= pre (scraped just before SIGKILL), so:
   const double duplicates_at_least = pre + post - static_cast<double>(base.size());
   EXPECT_GE(pre + post, static_cast<double>(base.size()) - 0.5)
