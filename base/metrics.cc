@@ -1,7 +1,8 @@
 #include "base/metrics.h"
 
 #include <algorithm>
-#include <charconv>
+
+#include "base/number_text.h"
 
 namespace cellar {
 
@@ -113,11 +114,7 @@ Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::str
 }
 
 namespace {
-std::string Num(double v) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
-  return std::string(buf, r.ptr);
-}
+std::string Num(double v) { return DecimalText(v); }
 // Inserts `extra` (e.g. le="0.5") into rendered labels.
 std::string WithLabel(const std::string& labels, const std::string& extra) {
   if (labels.empty()) return "{" + extra + "}";

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -21,6 +22,17 @@ std::optional<T> ParseDecimalInteger(std::string_view text) {
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
   return value;
+}
+
+// `v` in decimal: integers plainly, doubles in the shortest form that reads
+// back as the same double ("0.1", "1e+300"). For machine-read text
+// (Prometheus samples, SQL values as the server's text protocol shows them).
+template <typename T>
+std::string DecimalText(T v) {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);
+  char buf[32];  // longest: a double's shortest form, 24 chars
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string();
 }
 
 // A finite decimal number: an optional '-', digits with an optional '.', an

@@ -113,6 +113,18 @@ TEST(NumberTextTest, DecimalIntegersOnlyAndTheyMustFit) {
   EXPECT_EQ(ParseDecimalInteger<uint32_t>("4294967296"), std::nullopt);
 }
 
+// DecimalText is what ParseDecimal* reads back: integers plainly, doubles in
+// their shortest round-trip form.
+TEST(NumberTextTest, DecimalTextIsTheShortestFormThatReadsBack) {
+  EXPECT_EQ("-9223372036854775808", DecimalText(INT64_MIN));
+  EXPECT_EQ("18446744073709551615", DecimalText(UINT64_MAX));
+  EXPECT_EQ("0.1", DecimalText(0.1));
+  EXPECT_EQ("1.5", DecimalText(1.5));
+  EXPECT_EQ("1e+300", DecimalText(1e300));
+  for (double v : {0.1, 1.0 / 3, -2.5e-300, 123456789.125})
+    EXPECT_EQ(ParseDecimalDouble(DecimalText(v)), v) << DecimalText(v);
+}
+
 TEST(NumberTextTest, DecimalDoublesAreFiniteAndTellOverflowApart) {
   EXPECT_EQ(ParseDecimalDouble("1.5"), 1.5);
   EXPECT_EQ(ParseDecimalDouble(".5"), 0.5);

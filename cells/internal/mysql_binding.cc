@@ -1,8 +1,9 @@
 #include "cells/internal/mysql_binding.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
+
+#include "base/number_text.h"
 
 namespace cellar::internal {
 namespace {
@@ -28,13 +29,6 @@ ResultReader::Kind KindOf(const MYSQL_FIELD& field) {
     default:  // strings, BLOBs, DECIMAL, BIT, JSON
       return Kind::kBytes;
   }
-}
-
-template <typename T>
-std::string NumberText(T v) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // doubles: shortest round trip
-  return ec == std::errc() ? std::string(buf, end) : std::string();
 }
 
 }  // namespace
@@ -126,13 +120,13 @@ bool ResultReader::ReadRow(MYSQL_STMT* stmt, std::vector<SqlRow>* rows) {
     }
     switch (col.kind) {
       case Kind::kSigned:
-        values.emplace_back(NumberText(col.int_value));
+        values.emplace_back(DecimalText(col.int_value));
         break;
       case Kind::kUnsigned:
-        values.emplace_back(NumberText(static_cast<uint64_t>(col.int_value)));
+        values.emplace_back(DecimalText(static_cast<uint64_t>(col.int_value)));
         break;
       case Kind::kDouble:
-        values.emplace_back(NumberText(col.double_value));
+        values.emplace_back(DecimalText(col.double_value));
         break;
       case Kind::kTemporal:
         values.emplace_back(FormatTemporal(col));
