@@ -95,6 +95,18 @@ double ScrapeHandled(int port, const std::string& trigger) {
   return v < 0 ? 0 : v;
 }
 
+// The lines of the log at `path` at level warn or error (the whole log, not
+// ChildProcess::Log()'s tail, which a chatty handler fills).
+std::string WarningsOf(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.find("level=warn") != std::string::npos ||
+        line.find("level=error") != std::string::npos)
+      out += line + "\n";
+  return out.empty() ? "(none)\n" : out;
+}
+
 TEST(TriggerProcessTest, SigkillBillingMidStreamThenRestartBillsEveryTripAtLeastOnce) {
   auto c = MakeCluster("tg_kill", Broker());
   ASSERT_TRUE(c);
@@ -173,10 +185,11 @@ TEST(TriggerProcessTest, SigkillBillingMidStreamThenRestartBillsEveryTripAtLeast
   ASSERT_GE(post, 0) << second.Log();
   // The restart resumed from committed offsets rather than from the beginning.
   EXPECT_LT(post, static_cast<double>(base.size()));
-  // Its log says why (offset commits failing show as warnings): seen once,
-  // under ctest -j2, and not reproduced.
-  EXPECT_GT(committed_records, 0) << "nothing was committed before the kill; first process:\n"
-                                  << first->Log();
+  // Its log's warnings and errors say why (an offset commit that failed is
+  // one); seen twice under load, not reproduced alone.
+  EXPECT_GT(committed_records, 0) << "nothing was committed before the kill; first process's "
+                                     "warnings and errors:\n"
+                                  << WarningsOf(logs.File("billing-1.log"));
   // handled before the kill >= pre (scraped just before SIGKILL), so:
   const double duplicates_at_least = pre + post - static_cast<double>(base.size());
   EXPECT_GE(pre + post, static_cast<double>(base.size()) - 0.5)
