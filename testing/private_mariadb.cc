@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "testing/child_process.h"
+#include "testing/free_port.h"
 
 namespace cellar::testing {
 namespace {
@@ -145,25 +146,6 @@ int RunCaptured(const std::vector<std::string>& args, std::string* out, std::str
 
 namespace {
 
-// Asks the kernel for a currently free loopback port. Another process may
-// take it before we bind it; callers retry with a new port in that case.
-int PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int e = errno;
-    close(fd);
-    throw std::runtime_error(std::string("picking a free port: ") + strerror(e));
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 bool TcpConnects(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -240,7 +222,7 @@ std::unique_ptr<PrivateMariaDb> PrivateMariaDb::Start(const std::string& label,
 
   std::string error;
   for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
-    db->port_ = PickFreePort();
+    db->port_ = FreeLoopbackPort();
     bool port_in_use = false;
     error = db->Launch(&port_in_use);
     if (error.empty()) return db;

@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "testing/cluster_environment.h"
+#include "testing/free_port.h"
 #include "testing/test_cluster.h"
 #include "testing/wait_for.h"
 
@@ -83,21 +84,7 @@ std::unique_ptr<Relay> StartRelay(CellStore* store, const std::string& id) {
   return relay;
 }
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
-  EXPECT_GT(port, 0) << "no free port";
-  return port;
-}
+int FreePort() { return testing::FreeLoopbackPort(); }
 
 CellAddr AddrOf(const Cell& c) { return {c.row_key.ToString(), c.column, c.ref_key}; }
 
