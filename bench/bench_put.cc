@@ -126,14 +126,18 @@ struct StorePhase {
   double p50 = 0, p99 = 0, max_ms = 0;
   bool ran = false;
   std::vector<double> round_rates;  // cells/s of every round (TimeStoreRounds)
+  // Writer thread time per transaction, in us (WriterTime::PerTransactionUs).
+  WriterTime writer_us;
 };
 
 template <typename Run>
-StorePhase TimeStorePhase(const BenchCluster& cluster, Run run) {
+StorePhase TimeStorePhase(const BenchCluster& cluster, const MetricsRegistry& metrics, Run run) {
   StorePhase p;
+  const WriterTime writer_before = WriterTime::Take(metrics);
   Usage before = TakeUsage(cluster);
   p.r = run();
   Usage after = TakeUsage(cluster);
+  p.writer_us = WriterTime::PerTransactionUs(writer_before, WriterTime::Take(metrics));
   p.ran = true;
   p.usage.Add(before, after);
   p.cells_per_s = p.r.seconds > 0 ? p.r.rows / p.r.seconds : 0;
@@ -148,10 +152,11 @@ StorePhase TimeStorePhase(const BenchCluster& cluster, Run run) {
 // cells/s (the lower middle one of an even count), with every round's rate in
 // round_rates and every round's errors counted. Stops at an interrupted round.
 template <typename Run>
-StorePhase TimeStoreRounds(const BenchCluster& cluster, int rounds, Run run) {
+StorePhase TimeStoreRounds(const BenchCluster& cluster, const MetricsRegistry& metrics, int rounds,
+                           Run run) {
   std::vector<StorePhase> done;
   for (int i = 0; i < std::max(1, rounds); ++i) {
-    done.push_back(TimeStorePhase(cluster, [&] { return run(static_cast<size_t>(i)); }));
+    done.push_back(TimeStorePhase(cluster, metrics, [&] { return run(static_cast<size_t>(i)); }));
     if (done.back().r.interrupted) return done.back();
   }
   std::vector<double> rates;
@@ -192,6 +197,11 @@ void AddStorePhaseRows(Table& t, const StorePhase& p, const std::string& call) {
   t.Add("single-cell transactions",
         FormatNumber(r.transactions ? 100.0 * r.single_cell_transactions / r.transactions : 0, 1) +
             " %");
+  if (p.writer_us.transactions > 0)
+    t.Add("writer thread time per transaction (us)",
+          "waiting " + FormatNumber(p.writer_us.waiting_s, 0) + ", committing " +
+              FormatNumber(p.writer_us.committing_s, 0) + ", answering callers " +
+              FormatNumber(p.writer_us.answering_s, 0));
   if (r.rows > 0) AddUsageRows(t, p.usage, static_cast<double>(r.rows), r.seconds);
 }
 
@@ -403,6 +413,13 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
   j["batch_cells_per_s"] = Round(run.batch.cells_per_s, 1);
   j["batch_ratio"] = Round(batch_ratio, 3);
   j["batch_p99_ms"] = Round(run.batch.p99, 3);
+  // Where phase B's and D's writer threads spent a transaction, in us.
+  j["writer_waiting_us_per_tx"] = Round(run.put.writer_us.waiting_s, 1);
+  j["writer_committing_us_per_tx"] = Round(run.put.writer_us.committing_s, 1);
+  j["writer_answering_us_per_tx"] = Round(run.put.writer_us.answering_s, 1);
+  j["batch_writer_waiting_us_per_tx"] = Round(run.batch.writer_us.waiting_s, 1);
+  j["batch_writer_committing_us_per_tx"] = Round(run.batch.writer_us.committing_s, 1);
+  j["batch_writer_answering_us_per_tx"] = Round(run.batch.writer_us.answering_s, 1);
   if (run.half.ran) {
     j["half_rate_cells_per_s"] = Round(run.half.cells_per_s, 1);
     j["half_rate_p50_ms"] = Round(run.half.p50, 3);
@@ -505,7 +522,7 @@ int RunRawPhases(const BenchCluster& cluster, const PutOptions& o, std::mt19937_
 
 // Phases B, D and E (the store). 0, or 130 when interrupted.
 int RunStorePhases(const BenchCluster& cluster, const PutOptions& o, CellStore& store,
-                   std::mt19937_64& rng, PutRun& run) {
+                   const MetricsRegistry& metrics, std::mt19937_64& rng, PutRun& run) {
   const ClusterConfig& cfg = cluster.config;
   const std::string datastore = cfg.datastores[0].name;
   const std::string column = cfg.datastores[0].columns[0].name;
@@ -545,7 +562,7 @@ int RunStorePhases(const BenchCluster& cluster, const PutOptions& o, CellStore& 
   }
   Progress("phase B: " + std::to_string(o.callers) + " callers doing single puts, " +
            std::to_string(rounds) + " round(s)");
-  run.put = TimeStoreRounds(cluster, o.store_rounds, [&](size_t round) {
+  run.put = TimeStoreRounds(cluster, metrics, o.store_rounds, [&](size_t round) {
     return RunPutPhase(store, datastore, cells[round], o.callers);
   });
   if (run.put.r.interrupted) return 130;
@@ -553,7 +570,7 @@ int RunStorePhases(const BenchCluster& cluster, const PutOptions& o, CellStore& 
   Progress("phase D: " + std::to_string(o.callers) + " callers doing put_batch of " +
            std::to_string(o.batch_cells_per_row) + " cells per row, " + std::to_string(rounds) +
            " round(s)");
-  run.batch = TimeStoreRounds(cluster, o.store_rounds, [&](size_t round) {
+  run.batch = TimeStoreRounds(cluster, metrics, o.store_rounds, [&](size_t round) {
     return RunPutBatchPhase(store, datastore, batch_rows[round], o.callers);
   });
   if (run.batch.r.interrupted) return 130;
@@ -562,7 +579,7 @@ int RunStorePhases(const BenchCluster& cluster, const PutOptions& o, CellStore& 
   if (run.half_rate <= 0) return 0;
   Progress("phase E: " + std::to_string(half_cells) + " single puts paced at " +
            FormatNumber(run.half_rate, 0) + " cells/s");
-  run.half = TimeStorePhase(cluster, [&] {
+  run.half = TimeStorePhase(cluster, metrics, [&] {
     return RunPutPhase(store, datastore, half_cells_v, o.callers, run.half_rate);
   });
   if (run.half.r.interrupted) return 130;
@@ -572,7 +589,7 @@ int RunStorePhases(const BenchCluster& cluster, const PutOptions& o, CellStore& 
       MakeTripCells(o.cells, 1, column, o.body_bytes, rng, &unused_json, &unused_encoded);
   Progress("phase F: " + std::to_string(o.callers) + " callers doing PutAsync, up to " +
            std::to_string(o.async_window) + " in flight each");
-  run.async = TimeStorePhase(cluster, [&] {
+  run.async = TimeStorePhase(cluster, metrics, [&] {
     return RunPutAsyncPhase(store, datastore, async_cells, o.callers, o.async_window);
   });
   return run.async.r.interrupted ? 130 : 0;
@@ -587,7 +604,8 @@ int RunPut(const PutOptions& o) {
   BenchCluster cluster = std::move(cluster_or).value();
   const ClusterConfig& cfg = cluster.config;
 
-  std::unique_ptr<CellStore> store = CellStore::Open(cfg);
+  MetricsRegistry metrics;  // the group commit's writer time per phase
+  std::unique_ptr<CellStore> store = CellStore::Open(cfg, &metrics);
   Progress("creating host databases and tables (" + std::to_string(cfg.mysql.hosts.size()) +
            " host(s), " + std::to_string(cfg.shards) + " shards)");
   if (Status s = store->Init(); !s.ok()) {
@@ -599,7 +617,7 @@ int RunPut(const PutOptions& o) {
   std::mt19937_64 rng(std::random_device{}());
   PutRun run;
   if (int rc = RunRawPhases(cluster, o, rng, run); rc != 0) return rc;
-  if (int rc = RunStorePhases(cluster, o, *store, rng, run); rc != 0) {
+  if (int rc = RunStorePhases(cluster, o, *store, metrics, rng, run); rc != 0) {
     Progress("interrupted");
     return rc;
   }

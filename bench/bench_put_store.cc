@@ -13,6 +13,7 @@
 #include "base/uuid.h"
 #include "bench/bench_common.h"
 #include "cells/body_codec.h"
+#include "testing/metric_value.h"
 
 namespace cellar::bench {
 namespace {
@@ -99,6 +100,29 @@ std::vector<CellWrite> MakeTripCells(int cells, int cells_per_row, const std::st
     *encoded_bytes += EncodeBody(c.body).size();
   }
   return out;
+}
+
+WriterTime WriterTime::Take(const MetricsRegistry& metrics) {
+  const std::string text = metrics.Render();
+  auto value = [&](const char* name, const char* phase) {
+    return std::max(0.0, testing::MetricValue(text, name, {{"phase", phase}}));
+  };
+  WriterTime w;
+  w.transactions = value("cellar_group_commit_writer_seconds_count", "committing");
+  w.waiting_s = value("cellar_group_commit_writer_seconds_sum", "waiting");
+  w.committing_s = value("cellar_group_commit_writer_seconds_sum", "committing");
+  w.answering_s = value("cellar_group_commit_writer_seconds_sum", "answering");
+  return w;
+}
+
+WriterTime WriterTime::PerTransactionUs(const WriterTime& before, const WriterTime& after) {
+  WriterTime d;
+  d.transactions = after.transactions - before.transactions;
+  if (d.transactions <= 0) return WriterTime{};
+  d.waiting_s = (after.waiting_s - before.waiting_s) * 1e6 / d.transactions;
+  d.committing_s = (after.committing_s - before.committing_s) * 1e6 / d.transactions;
+  d.answering_s = (after.answering_s - before.answering_s) * 1e6 / d.transactions;
+  return d;
 }
 
 StorePhaseResult RunPutPhase(CellStore& store, const std::string& datastore,

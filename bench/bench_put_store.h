@@ -16,11 +16,25 @@
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "bench/bench_put_raw.h"
 #include "cells/cell.h"
 #include "cells/cell_store.h"
 
 namespace cellar::bench {
+
+// The group commit's writer threads' time (cellar_group_commit_writer_seconds,
+// cells/internal/group_commit_probe.h, summed over hosts and writers).
+struct WriterTime {
+  double transactions = 0;
+  double waiting_s = 0, committing_s = 0, answering_s = 0;
+
+  // The totals in `metrics` now.
+  static WriterTime Take(const MetricsRegistry& metrics);
+  // Microseconds per transaction of each phase between `before` and `after`
+  // (in the *_s fields); all 0 when no transaction ended in between.
+  static WriterTime PerTransactionUs(const WriterTime& before, const WriterTime& after);
+};
 
 struct StorePhaseResult : PhaseResult {
   std::vector<double> latencies_ms;  // one per call (a Put, or a PutBatch of one row)

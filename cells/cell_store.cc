@@ -25,8 +25,10 @@ using internal::WriteUnit;
 
 struct CellStore::Impl {
   ClusterConfig config;
-  std::vector<std::unique_ptr<MysqlHostPool>> pools;        // one per host
-  std::vector<std::unique_ptr<GroupCommitter>> committers;  // one per host
+  std::vector<std::unique_ptr<MysqlHostPool>> pools;                // one per host
+  MetricsRegistry own_metrics;                                      // when Open() was given none
+  std::vector<std::unique_ptr<internal::GroupCommitProbe>> probes;  // one per host
+  std::vector<std::unique_ptr<GroupCommitter>> committers;          // one per host
   std::vector<uint32_t> host_of_shard;
 
   std::string Table(uint32_t shard, const std::string& datastore) const {
@@ -98,8 +100,9 @@ struct CellStore::Impl {
 CellStore::CellStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CellStore::~CellStore() { Close(); }
 
-std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config) {
+std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsRegistry* metrics) {
   auto impl = std::make_unique<Impl>();
+  if (!metrics) metrics = &impl->own_metrics;
   impl->config = config;
   impl->host_of_shard.assign(config.shards, 0);
   for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
@@ -112,7 +115,9 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config) {
     opts.min_pipelined_cells = config.group_commit.min_pipelined_cells;
     opts.linger_us = config.group_commit.linger_us;
     opts.database = config.HostDatabase(host);
-    impl->committers.push_back(std::make_unique<GroupCommitter>(ep, opts));
+    impl->probes.push_back(std::make_unique<internal::GroupCommitProbe>(metrics, host.name));
+    impl->committers.push_back(
+        std::make_unique<GroupCommitter>(ep, opts, impl->probes.back().get()));
     for (uint32_t s : host.shards) impl->host_of_shard[s] = static_cast<uint32_t>(h);
   }
   return std::unique_ptr<CellStore>(new CellStore(std::move(impl)));

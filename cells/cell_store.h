@@ -52,6 +52,8 @@
 
 namespace cellar {
 
+class MetricsRegistry;  // base/metrics.h
+
 class MysqlHostPool;
 
 // How a log read returns bodies.
@@ -107,8 +109,12 @@ struct PurgeOptions {
 class CellStore : public CellService {
  public:
   // Connects lazily: opening never fails because a host is down.
-  // The config is copied; the store keeps no reference to it.
-  static std::unique_ptr<CellStore> Open(const ClusterConfig& config);
+  // The config is copied; the store keeps no reference to it. The group
+  // commit's metrics (cellar_group_commit_*{host}, cells/internal/
+  // group_commit_probe.h) go to `metrics`, which is not owned and must
+  // outlive the store; nullptr: a registry of the store's own, not exported.
+  static std::unique_ptr<CellStore> Open(const ClusterConfig& config,
+                                         MetricsRegistry* metrics = nullptr);
   ~CellStore() override;
 
   // Creates every host database and its tables, idempotently. Unavailable

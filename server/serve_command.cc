@@ -64,7 +64,8 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
   options.tls_key_file = f.tls_key;
   options.threads = f.threads;
   options.read_timeout_ms = f.read_timeout_ms;
-  // One registry for GET /metrics: the server's and the index queries' metrics.
+  // One registry for GET /metrics: the server's, the group commit's and the
+  // index queries' metrics. Declared before the store, which updates it until destroyed.
   MetricsRegistry metrics;
   options.metrics = &metrics;
 
@@ -90,7 +91,7 @@ int RunServe(const ClusterConfig& config, const ServeFlags& f) {
     indexes = std::move(defs).value();
   }
 
-  std::unique_ptr<CellStore> store = CellStore::Open(config);
+  std::unique_ptr<CellStore> store = CellStore::Open(config, &metrics);
   // A cluster still in the per-shard layout is refused (a host that is down
   // is not: the node starts and answers Unavailable for its shards).
   if (Status layout = store->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition) {

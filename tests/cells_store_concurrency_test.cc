@@ -12,12 +12,16 @@
 #include <tuple>
 #include <vector>
 
+#include "base/metrics.h"
 #include "cells/cell_store.h"
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/free_port.h"
+#include "testing/metric_value.h"
 #include "testing/status_printing.h"
 #include "testing/store_environment.h"
+#include "testing/wait_for.h"
 #include "tests/cells_store_fixture.h"
 
 namespace cellar {
@@ -31,6 +35,8 @@ namespace {
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using testing::MetricValue;
+using namespace std::chrono_literals;
 
 constexpr uint32_t kShards = kStoreTestShards;
 
@@ -232,6 +238,96 @@ TEST_F(StoreTest, ConcurrentErasesOfOneColumnWriteOneTombstone) {
   Result<std::vector<Cell>> versions = store_->Versions("trips", row, "BASE", VersionQuery{});
   ASSERT_TRUE(versions.ok()) << versions.status().ToString();
   EXPECT_EQ(2u, versions->size());
+}
+
+// A row key whose shard `host` of `config` owns.
+Uuid RowOnHost(const ClusterConfig& config, size_t host) {
+  for (;;) {
+    Uuid row = Uuid::Random();
+    if (config.mysql.hosts[host].Owns(ShardForRow(row, config.shards))) return row;
+  }
+}
+
+TEST_F(StoreTest, GroupCommitMetricsCountTransactionsCellsAndWriterTime) {
+  MetricsRegistry metrics;
+  auto store = CellStore::Open(store_env->config, &metrics);
+  const std::string host_a = store_env->config.mysql.hosts[0].name;
+  const std::string host_b = store_env->config.mysql.hosts[1].name;
+  // Registered at open: a scrape before any write shows each host at 0.
+  for (const std::string& h : {host_a, host_b})
+    EXPECT_EQ(
+        0, MetricValue(metrics.Render(), "cellar_group_commit_transactions_total", {{"host", h}}));
+
+  // 8 threads x 5 single puts, a put_batch of 3 rows x 2 cells, a repeated
+  // put and a conflicting one: 48 cells, every one answered by a transaction.
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i)
+        if (!store->Put("trips", W(Uuid::Random(), "BASE", i, {{"i", i}})).ok()) ++failures;
+    });
+  for (auto& t : threads) t.join();
+  std::vector<CellWrite> batch;
+  for (int r = 0; r < 3; ++r) {
+    const Uuid row = Uuid::Random();
+    for (int ref = 0; ref < 2; ++ref) batch.push_back(W(row, "BASE", ref, {{"ref", ref}}));
+  }
+  for (const auto& r : store->PutBatch("trips", batch))
+    if (!r.ok()) ++failures;
+  const Uuid row = Uuid::Random();
+  ASSERT_TRUE(store->Put("trips", W(row, "BASE", 1, {{"v", 1}})).ok());
+  EXPECT_TRUE(store->Put("trips", W(row, "BASE", 1, {{"v", 1}})).ok());  // a retry
+  EXPECT_EQ(StatusCode::kConflict,
+            store->Put("trips", W(row, "BASE", 1, {{"v", 2}})).status().code());
+  EXPECT_EQ(0, failures.load());
+
+  std::string text = metrics.Render();
+  const double tx = MetricValue(text, "cellar_group_commit_transactions_total");
+  EXPECT_EQ(49, MetricValue(text, "cellar_group_commit_cells_total"));
+  // 44 calls; a put_batch spanning both hosts is one transaction on each.
+  EXPECT_GE(tx, 3);
+  EXPECT_LE(tx, 45);
+  EXPECT_EQ(0, MetricValue(text, "cellar_group_commit_failed_transactions_total"));
+  EXPECT_EQ(0, MetricValue(text, "cellar_group_commit_queued_cells"));
+  // One observation per transaction and phase; "answering" is observed once
+  // the callers were woken, so a caller may return just before it.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        text = metrics.Render();
+        return MetricValue(text, "cellar_group_commit_writer_seconds_count",
+                           {{"phase", "answering"}}) == tx;
+      },
+      10s))
+      << text;
+  for (const char* phase : {"waiting", "committing", "answering"})
+    EXPECT_EQ(tx, MetricValue(text, "cellar_group_commit_writer_seconds_count", {{"phase", phase}}))
+        << phase;
+  EXPECT_GT(MetricValue(text, "cellar_group_commit_writer_seconds_sum", {{"phase", "committing"}}),
+            0);
+}
+
+TEST_F(StoreTest, GroupCommitMetricsCountAFailedTransactionOnTheDownHostOnly) {
+  ClusterConfig config = store_env->config;
+  config.mysql.hosts[1].port = testing::FreeLoopbackPort();  // nothing listens there
+  MetricsRegistry metrics;
+  auto store = CellStore::Open(config, &metrics);
+  const std::string host_a = config.mysql.hosts[0].name, host_b = config.mysql.hosts[1].name;
+
+  EXPECT_EQ(StatusCode::kUnavailable,
+            store->Put("trips", W(RowOnHost(config, 1), "BASE", 0, {{"v", 0}})).status().code());
+  ASSERT_TRUE(store->Put("trips", W(RowOnHost(config, 0), "BASE", 0, {{"v", 0}})).ok());
+
+  const std::string text = metrics.Render();
+  auto value = [&](const std::string& name, const std::string& host) {
+    return MetricValue(text, name, {{"host", host}});
+  };
+  EXPECT_EQ(1, value("cellar_group_commit_failed_transactions_total", host_b)) << text;
+  EXPECT_EQ(0, value("cellar_group_commit_transactions_total", host_b));
+  EXPECT_EQ(0, value("cellar_group_commit_cells_total", host_b));
+  EXPECT_EQ(0, value("cellar_group_commit_failed_transactions_total", host_a));
+  EXPECT_EQ(1, value("cellar_group_commit_transactions_total", host_a));
+  EXPECT_EQ(1, value("cellar_group_commit_cells_total", host_a));
 }
 
 }  // namespace

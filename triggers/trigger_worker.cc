@@ -26,9 +26,10 @@ using internal::TriggerSpec;
 struct TriggerWorker::Impl {
   ClusterConfig config;
   TriggerWorkerOptions options;
-  std::unique_ptr<CellStore> store;
+  // Before the store: its group commit updates metrics until it is destroyed.
   MetricsRegistry own_metrics;
   MetricsRegistry* metrics = &own_metrics;
+  std::unique_ptr<CellStore> store;
   std::unique_ptr<TriggerProbe> probe;
   std::unique_ptr<KafkaRecordWriter> writer;
   std::vector<TriggerSpec> specs;
@@ -150,8 +151,8 @@ TriggerWorker::TriggerWorker(const ClusterConfig& config, TriggerWorkerOptions o
     : impl_(std::make_unique<Impl>()) {
   impl_->config = config;
   impl_->options = std::move(options);
-  impl_->store = CellStore::Open(impl_->config);
   if (impl_->options.metrics) impl_->metrics = impl_->options.metrics;
+  impl_->store = CellStore::Open(impl_->config, impl_->metrics);
   impl_->probe = std::make_unique<TriggerProbe>(impl_->metrics);
 }
 

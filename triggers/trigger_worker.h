@@ -180,9 +180,9 @@ struct TriggerStatus {
 };
 
 struct TriggerWorkerOptions {
-  // Where the worker registers its metrics (TriggerProbe, trigger_probe.h, and
-  // the consumer's); not owned, must outlive the worker. Null: a registry of
-  // the worker's own. The worker serves nothing: a program exports the
+  // Where the worker registers its metrics (TriggerProbe, trigger_probe.h, the
+  // consumer's and its store's group commit, cells/cell_store.h); not owned, must outlive the
+  // worker. Null: a registry of the worker's own. The worker serves nothing: a program exports the
   // registry itself (server/metrics_endpoint.h).
   MetricsRegistry* metrics = nullptr;
   std::string client_id = "cellar-trigger";

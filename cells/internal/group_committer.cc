@@ -19,10 +19,17 @@ void Finish(WriteUnit* u, const Status& error) {
 
 constexpr int kDeadlockRetries = 3;
 
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
 }  // namespace
 
-GroupCommitter::GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options)
-    : endpoint_(std::move(endpoint)), options_(std::move(options)) {
+GroupCommitter::GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options,
+                               GroupCommitProbe* probe)
+    : endpoint_(std::move(endpoint)), options_(std::move(options)), probe_(probe) {
   for (int i = 0; i < options_.threads; ++i)
     threads_.push_back(NamedThread("commit-writer", [this] { WriterLoop(); }));
 }
@@ -60,6 +67,7 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
         queued_cells_ += units[i]->cells.size();
       }
       wake = WriterMayStart() && (lingering_for_ == 0 || queue_.size() >= lingering_for_);
+      if (probe_) probe_->SetQueuedCells(queued_cells_);
     }
   }
   if (refused) {
@@ -78,16 +86,17 @@ void GroupCommitter::WriterLoop() {
   std::unique_ptr<MysqlConnection> conn;
   std::vector<WriteUnit*> units;
   size_t expect = 0;
-  std::chrono::steady_clock::time_point linger_until;
+  Clock::time_point linger_until;
   while (true) {
     units.clear();
+    const Clock::time_point waiting_since = Clock::now();
     {
       MutexLock lock(&mu_);
       for (;;) {
         if (stopping_) return;
         if (WriterMayStart()) {
           if (in_flight_ == 0 && expect > 1 && queue_.size() < expect &&
-              std::chrono::steady_clock::now() < linger_until) {
+              Clock::now() < linger_until) {
             lingering_for_ = expect;
             cv_.WaitUntil(&mu_, linger_until);
             lingering_for_ = 0;
@@ -112,13 +121,15 @@ void GroupCommitter::WriterLoop() {
         queue_.push_front(units.back());
       }
       queued_cells_ -= cells;
+      if (probe_) probe_->SetQueuedCells(queued_cells_);
       ++in_flight_;
       // Another writer may start too if enough is still waiting.
       if (WriterMayStart()) cv_.NotifyOne();
     }
     expect = units.size();
+    if (probe_) probe_->waiting().Observe(SecondsSince(waiting_since, Clock::now()));
     Commit(conn, units);
-    linger_until = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.linger_us);
+    linger_until = Clock::now() + std::chrono::microseconds(options_.linger_us);
     // This thread loops back and takes whatever waited for the commit to end.
     MutexLock lock(&mu_);
     --in_flight_;
@@ -134,7 +145,15 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
     if (added) batches.push_back(DatastoreBatch{u->datastore, {}});
     batches[it->second].units.push_back(u);
   }
+  const Clock::time_point start = Clock::now();
   Status status = CommitWithRetries(conn, batches);
+  const Clock::time_point committed = Clock::now();
+  if (probe_) {
+    size_t cells = 0;
+    for (const WriteUnit* u : units) cells += u->cells.size();
+    probe_->committing().Observe(SecondsSince(start, committed));
+    probe_->TransactionEnded(status.ok(), cells);
+  }
   if (!status.ok() && status.message().find("cellar-frozen-shard") != std::string::npos && conn &&
       !conn->broken()) {
     // A shard is frozen on this host while it moves (cells/shard_move.h): its
@@ -157,6 +176,7 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
                             "; retry once the config names its new host"));
     }
     if (!frozen.empty() && rest.size() < units.size()) {
+      if (probe_) probe_->answering().Observe(SecondsSince(committed, Clock::now()));
       if (!rest.empty()) Commit(conn, rest);
       return;
     }
@@ -168,6 +188,7 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
             : Status(status.code(), "shard " + std::to_string(u->shard) + ": " + status.message());
     Finish(u, mine);
   }
+  if (probe_) probe_->answering().Observe(SecondsSince(committed, Clock::now()));
 }
 
 Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,

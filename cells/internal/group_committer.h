@@ -26,6 +26,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "cells/internal/batch_transaction.h"
+#include "cells/internal/group_commit_probe.h"
 #include "cells/internal/write_unit.h"
 #include "cells/mysql_client.h"
 
@@ -46,7 +47,9 @@ struct GroupCommitterOptions {
 
 class GroupCommitter {
  public:
-  GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options);
+  // `probe` (nullable: no metrics) is not owned and outlives the committer.
+  GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options,
+                 GroupCommitProbe* probe = nullptr);
   ~GroupCommitter();
 
   // Queues `units` together (a put_batch's rows land in one transaction when
@@ -74,6 +77,7 @@ class GroupCommitter {
 
   const MysqlEndpoint endpoint_;
   const GroupCommitterOptions options_;
+  GroupCommitProbe* const probe_;
   Mutex mu_;
   CondVar cv_;
   std::deque<WriteUnit*> queue_ GUARDED_BY(mu_);
