@@ -6,7 +6,9 @@
 //       answered with the error
 //   cellar_group_commit_cells_total{host}                cells of committed transactions (new,
 //       idempotent repeats and conflicts alike: what the transactions answered)
-//   cellar_group_commit_queued_cells{host}               cells waiting for a writer (gauge)
+//   cellar_group_commit_queued_cells{host}               cells waiting for a writer (gauge;
+//       set when a writer takes a transaction, and at each submit while more than
+//       max_batch_cells wait)
 //   cellar_group_commit_writer_seconds{host,phase}       a writer thread's time per
 //       transaction (histogram): phase="waiting" for cells to take, "committing" the
 //       transaction (round trips, the server's work and fsync, retries), "answering" its
