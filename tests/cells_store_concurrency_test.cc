@@ -14,6 +14,7 @@
 
 #include "base/metrics.h"
 #include "cells/cell_store.h"
+#include "cells/mysql_client.h"
 #include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -328,6 +329,43 @@ TEST_F(StoreTest, GroupCommitMetricsCountAFailedTransactionOnTheDownHostOnly) {
   EXPECT_EQ(0, value("cellar_group_commit_failed_transactions_total", host_a));
   EXPECT_EQ(1, value("cellar_group_commit_transactions_total", host_a));
   EXPECT_EQ(1, value("cellar_group_commit_cells_total", host_a));
+}
+
+TEST_F(StoreTest, GroupCommitQueuedCellsGaugeShowsTheBacklogOfAStalledHost) {
+  const ClusterConfig& config = store_env->config;
+  const MysqlHostConfig& host = config.mysql.hosts[0];
+  MetricsRegistry metrics;
+  auto store = CellStore::Open(config, &metrics);
+  auto queued = [&] {
+    return MetricValue(metrics.Render(), "cellar_group_commit_queued_cells", {{"host", host.name}});
+  };
+  // The host's cells table locked: its writers' INSERTs wait, puts pile up.
+  auto locker = MysqlConnection::Connect(EndpointFor(config, host));
+  ASSERT_TRUE(locker.ok()) << locker.status().ToString();
+  ASSERT_TRUE((*locker)
+                  ->Execute("LOCK TABLES " +
+                            QualifiedTable(config.HostDatabase(host), "cells_trips") + " WRITE")
+                  .ok());
+  constexpr int kPuts = 1000;
+  std::atomic<int> ok{0}, answered{0};
+  for (int i = 0; i < kPuts; ++i)
+    store->PutAsync("trips", W(RowOnHost(config, 0), "BASE", 0, {{"i", i}}),
+                    [&](Result<PutResult> r) {
+                      if (r.ok()) ++ok;
+                      ++answered;
+                    });
+  // Each writer holds at most max_batch_cells in its stalled transaction.
+  const int held =
+      config.group_commit.writer_threads_per_host * config.group_commit.max_batch_cells;
+  ASSERT_LT(held, kPuts);
+  EXPECT_TRUE(WaitFor([&] { return queued() >= kPuts - held; }, 10s))
+      << "queued cells " << queued() << ", answered " << answered.load();
+  EXPECT_EQ(0, answered.load());
+  ASSERT_TRUE((*locker)->Execute("UNLOCK TABLES").ok());
+  EXPECT_TRUE(WaitFor([&] { return answered.load() == kPuts; }, 60s))
+      << answered.load() << " of " << kPuts << " answered";
+  EXPECT_EQ(kPuts, ok.load());
+  EXPECT_TRUE(WaitFor([&] { return queued() == 0; }, 10s)) << queued();
 }
 
 }  // namespace
