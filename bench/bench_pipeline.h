@@ -81,7 +81,7 @@ constexpr const char* kIndexName = "driver_partner_index";
 // Kafka client's librdkafka threads; the broker's own rdk:mock is taken out.
 inline const std::vector<std::pair<std::string, std::string>> kThreadGroups = {
     {"relay", "relay-"},
-    {"commit_writers", "commit-writer"},
+    {"commit_writers", "commit-"},  // commit-writer and commit-answer
     {"triggers", "trigger-"},
     {"index_worker", "index-"},
     {"kafka_clients", "rdk:"}};

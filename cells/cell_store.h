@@ -139,10 +139,10 @@ class CellStore : public CellService {
   //  - on this thread, before PutAsync returns, for invalid input
   //    (InvalidArgument, nothing written) and when the store is closed
   //    (Unavailable);
-  //  - otherwise on a committer thread of the cell's host, after the
-  //    transaction committed or failed.
-  // `done` must not block (it holds up the host's commits) and must not call
-  // Put()/PutBatch()/Erase() (a committer waiting on itself); it may call
+  //  - otherwise on the answering thread of the cell's host's group commit,
+  //    after the transaction committed or failed.
+  // `done` must not block (it holds up every answer of the host) and must not
+  // call Put()/PutBatch()/Erase() (the answering thread waiting on itself); it may call
   // PutAsync(). Close() returns only after every accepted put was answered.
   // Puts in flight together commit in any order; each put's result is
   // final when `done` runs.

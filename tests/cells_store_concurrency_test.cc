@@ -292,7 +292,7 @@ TEST_F(StoreTest, GroupCommitMetricsCountTransactionsCellsAndWriterTime) {
   EXPECT_EQ(0, MetricValue(text, "cellar_group_commit_failed_transactions_total"));
   EXPECT_EQ(0, MetricValue(text, "cellar_group_commit_queued_cells"));
   // One observation per transaction and phase; "answering" is observed once
-  // the callers were woken, so a caller may return just before it.
+  // the answers were handed on, so a woken caller may return before it.
   EXPECT_TRUE(WaitFor(
       [&] {
         text = metrics.Render();

@@ -11,10 +11,10 @@
 //       max_batch_cells wait)
 //   cellar_group_commit_writer_seconds{host,phase}       a writer thread's time per
 //       transaction (histogram): phase="waiting" for cells to take, "committing" the
-//       transaction (round trips, the server's work and fsync, retries), "answering" its
-//       callers (waking them). The sums over time show where the writers go: a host whose
-//       writers mostly commit is bound by the database, one whose writers mostly wait is
-//       bound by its callers.
+//       transaction (round trips, the server's work and fsync, retries), "answering":
+//       handing its callers' answers to the answering thread, which wakes them. The sums over time
+//       show where the writers go: a host whose writers mostly commit is bound by the database, one
+//       whose writers mostly wait is bound by its callers.
 // Ownership: the registry is not owned and outlives the probe. Threading: all
 // methods are thread-safe.
 #pragma once

@@ -30,6 +30,7 @@ double SecondsSince(Clock::time_point start, Clock::time_point end) {
 GroupCommitter::GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options,
                                GroupCommitProbe* probe)
     : endpoint_(std::move(endpoint)), options_(std::move(options)), probe_(probe) {
+  answerer_ = NamedThread("commit-answer", [this] { AnswerLoop(); });
   for (int i = 0; i < options_.threads; ++i)
     threads_.push_back(NamedThread("commit-writer", [this] { WriterLoop(); }));
 }
@@ -45,6 +46,12 @@ void GroupCommitter::Stop() {
   cv_.NotifyAll();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  {
+    MutexLock lock(&answer_mu_);
+    answer_stop_ = true;
+  }
+  answer_cv_.NotifyAll();
+  if (answerer_.joinable()) answerer_.join();
   std::deque<WriteUnit*> left;
   {
     MutexLock lock(&mu_);
@@ -160,6 +167,8 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
     probe_->committing().Observe(SecondsSince(start, committed));
     probe_->TransactionEnded(status.ok(), cells);
   }
+  std::vector<std::pair<WriteUnit*, Status>> answers;
+  answers.reserve(units.size());
   if (!status.ok() && status.message().find("cellar-frozen-shard") != std::string::npos && conn &&
       !conn->broken()) {
     // A shard is frozen on this host while it moves (cells/shard_move.h): its
@@ -177,11 +186,12 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
         rest.push_back(u);
         continue;
       }
-      Finish(u, Unavailable("shard " + std::to_string(u->shard) +
-                            " is frozen while it moves to host " + it->second +
-                            "; retry once the config names its new host"));
+      answers.emplace_back(u, Unavailable("shard " + std::to_string(u->shard) +
+                                          " is frozen while it moves to host " + it->second +
+                                          "; retry once the config names its new host"));
     }
     if (!frozen.empty() && rest.size() < units.size()) {
+      Answer(std::move(answers));
       if (probe_) probe_->answering().Observe(SecondsSince(committed, Clock::now()));
       if (!rest.empty()) Commit(conn, rest);
       return;
@@ -192,9 +202,38 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
         status.ok()
             ? status
             : Status(status.code(), "shard " + std::to_string(u->shard) + ": " + status.message());
-    Finish(u, mine);
+    answers.emplace_back(u, std::move(mine));
   }
+  Answer(std::move(answers));
   if (probe_) probe_->answering().Observe(SecondsSince(committed, Clock::now()));
+}
+
+void GroupCommitter::Answer(std::vector<std::pair<WriteUnit*, Status>> answers) {
+  bool was_empty;
+  {
+    MutexLock lock(&answer_mu_);
+    was_empty = answers_.empty();
+    if (was_empty) {
+      answers_ = std::move(answers);
+    } else {
+      for (auto& a : answers) answers_.push_back(std::move(a));
+    }
+  }
+  if (was_empty) answer_cv_.NotifyOne();  // it waits only on an empty list
+}
+
+void GroupCommitter::AnswerLoop() {
+  std::vector<std::pair<WriteUnit*, Status>> mine;
+  while (true) {
+    {
+      MutexLock lock(&answer_mu_);
+      while (answers_.empty() && !answer_stop_) answer_cv_.Wait(&answer_mu_);
+      if (answers_.empty()) return;  // stopping, nothing left
+      mine.swap(answers_);
+    }
+    for (auto& [u, st] : mine) Finish(u, st);
+    mine.clear();
+  }
 }
 
 Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,

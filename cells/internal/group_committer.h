@@ -12,15 +12,25 @@
 // small batches cost the server far more per cell than the wait for the running commit. In flight
 // transactions never wait for each other's commit (write_fence.h).
 //
-// Threading: Submit() is thread-safe. Stop() (and the destructor) lets the
-// running transactions end, then fails still-queued units with Unavailable:
-// once it returns, every submitted unit's completion has been told.
+// A writer does not answer its units itself: it hands them to the host's one
+// answering thread and goes back for the next batch. Waking 16 blocked callers
+// took a writer ~120 us per transaction (each woken caller tends to preempt
+// it), 12% of its cycle; handing them on costs ~20 us, and measured +6% single
+// puts and +15% put_batch (6 alternating pairs of `cellar-bench put`).
+//
+// Threading: Submit() is thread-safe. Completions are told on the answering
+// thread (or on Submit's/Stop()'s thread for refused and stopped units), so
+// a completion that blocks holds up every answer of the host. Stop() (and the
+// destructor) lets the running transactions end and their answers be told,
+// then fails still-queued units with Unavailable: once it returns, every
+// submitted unit's completion has been told.
 #pragma once
 
 #include <deque>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -88,6 +98,18 @@ class GroupCommitter {
   // only once that many wait.
   size_t lingering_for_ GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
+
+  // Hands `answers` (each unit with its transaction's outcome; OK: its
+  // results are filled) to the answering thread, which tells their
+  // completions in order. Any thread.
+  void Answer(std::vector<std::pair<WriteUnit*, Status>> answers);
+  // The answering thread: tells completions until Stop() and nothing is left.
+  void AnswerLoop();
+  Mutex answer_mu_;
+  CondVar answer_cv_;
+  std::vector<std::pair<WriteUnit*, Status>> answers_ GUARDED_BY(answer_mu_);
+  bool answer_stop_ GUARDED_BY(answer_mu_) = false;
+  std::thread answerer_;
 };
 
 }  // namespace cellar::internal
