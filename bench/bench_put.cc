@@ -126,8 +126,7 @@ struct StorePhase {
   double p50 = 0, p99 = 0, max_ms = 0;
   bool ran = false;
   std::vector<double> round_rates;  // cells/s of every round (TimeStoreRounds)
-  // Writer thread time per transaction, in us (WriterTime::PerTransactionUs).
-  WriterTime writer_us;
+  WriterTimePerTransaction writer;
 };
 
 template <typename Run>
@@ -137,7 +136,7 @@ StorePhase TimeStorePhase(const BenchCluster& cluster, const MetricsRegistry& me
   Usage before = TakeUsage(cluster);
   p.r = run();
   Usage after = TakeUsage(cluster);
-  p.writer_us = WriterTime::PerTransactionUs(writer_before, WriterTime::Take(metrics));
+  p.writer = WriterTimePerTransaction::Between(writer_before, WriterTime::Take(metrics));
   p.ran = true;
   p.usage.Add(before, after);
   p.cells_per_s = p.r.seconds > 0 ? p.r.rows / p.r.seconds : 0;
@@ -197,11 +196,11 @@ void AddStorePhaseRows(Table& t, const StorePhase& p, const std::string& call) {
   t.Add("single-cell transactions",
         FormatNumber(r.transactions ? 100.0 * r.single_cell_transactions / r.transactions : 0, 1) +
             " %");
-  if (p.writer_us.transactions > 0)
+  if (p.writer.transactions > 0)
     t.Add("writer thread time per transaction (us)",
-          "waiting " + FormatNumber(p.writer_us.waiting_s, 0) + ", committing " +
-              FormatNumber(p.writer_us.committing_s, 0) + ", answering callers " +
-              FormatNumber(p.writer_us.answering_s, 0));
+          "waiting " + FormatNumber(p.writer.waiting_us, 0) + ", committing " +
+              FormatNumber(p.writer.committing_us, 0) + ", answering " +
+              FormatNumber(p.writer.answering_us, 0));
   if (r.rows > 0) AddUsageRows(t, p.usage, static_cast<double>(r.rows), r.seconds);
 }
 
@@ -414,12 +413,12 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
   j["batch_ratio"] = Round(batch_ratio, 3);
   j["batch_p99_ms"] = Round(run.batch.p99, 3);
   // Where phase B's and D's writer threads spent a transaction, in us.
-  j["writer_waiting_us_per_tx"] = Round(run.put.writer_us.waiting_s, 1);
-  j["writer_committing_us_per_tx"] = Round(run.put.writer_us.committing_s, 1);
-  j["writer_answering_us_per_tx"] = Round(run.put.writer_us.answering_s, 1);
-  j["batch_writer_waiting_us_per_tx"] = Round(run.batch.writer_us.waiting_s, 1);
-  j["batch_writer_committing_us_per_tx"] = Round(run.batch.writer_us.committing_s, 1);
-  j["batch_writer_answering_us_per_tx"] = Round(run.batch.writer_us.answering_s, 1);
+  j["writer_waiting_us_per_tx"] = Round(run.put.writer.waiting_us, 1);
+  j["writer_committing_us_per_tx"] = Round(run.put.writer.committing_us, 1);
+  j["writer_answering_us_per_tx"] = Round(run.put.writer.answering_us, 1);
+  j["batch_writer_waiting_us_per_tx"] = Round(run.batch.writer.waiting_us, 1);
+  j["batch_writer_committing_us_per_tx"] = Round(run.batch.writer.committing_us, 1);
+  j["batch_writer_answering_us_per_tx"] = Round(run.batch.writer.answering_us, 1);
   if (run.half.ran) {
     j["half_rate_cells_per_s"] = Round(run.half.cells_per_s, 1);
     j["half_rate_p50_ms"] = Round(run.half.p50, 3);

@@ -115,13 +115,14 @@ WriterTime WriterTime::Take(const MetricsRegistry& metrics) {
   return w;
 }
 
-WriterTime WriterTime::PerTransactionUs(const WriterTime& before, const WriterTime& after) {
-  WriterTime d;
+WriterTimePerTransaction WriterTimePerTransaction::Between(const WriterTime& before,
+                                                           const WriterTime& after) {
+  WriterTimePerTransaction d;
   d.transactions = after.transactions - before.transactions;
-  if (d.transactions <= 0) return WriterTime{};
-  d.waiting_s = (after.waiting_s - before.waiting_s) * 1e6 / d.transactions;
-  d.committing_s = (after.committing_s - before.committing_s) * 1e6 / d.transactions;
-  d.answering_s = (after.answering_s - before.answering_s) * 1e6 / d.transactions;
+  if (d.transactions <= 0) return WriterTimePerTransaction{};
+  d.waiting_us = (after.waiting_s - before.waiting_s) * 1e6 / d.transactions;
+  d.committing_us = (after.committing_s - before.committing_s) * 1e6 / d.transactions;
+  d.answering_us = (after.answering_s - before.answering_s) * 1e6 / d.transactions;
   return d;
 }
 

@@ -31,9 +31,15 @@ struct WriterTime {
 
   // The totals in `metrics` now.
   static WriterTime Take(const MetricsRegistry& metrics);
-  // Microseconds per transaction of each phase between `before` and `after`
-  // (in the *_s fields); all 0 when no transaction ended in between.
-  static WriterTime PerTransactionUs(const WriterTime& before, const WriterTime& after);
+};
+
+// Writer time per transaction between two WriterTime::Take()s, in us; all 0
+// when no transaction ended in between.
+struct WriterTimePerTransaction {
+  double transactions = 0;
+  double waiting_us = 0, committing_us = 0, answering_us = 0;
+
+  static WriterTimePerTransaction Between(const WriterTime& before, const WriterTime& after);
 };
 
 struct StorePhaseResult : PhaseResult {

@@ -20,7 +20,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "base/metrics.h"
 
@@ -54,9 +53,5 @@ class GroupCommitProbe {
   Histogram& committing_;
   Histogram& answering_;
 };
-
-// Bounds of the writer-time histograms, in seconds: 20 us .. 30 s. A group
-// transaction's phases are sub-millisecond, finer than LatencyBuckets().
-std::vector<double> WriterPhaseBuckets();
 
 }  // namespace cellar::internal
