@@ -93,7 +93,8 @@ const std::vector<BenchSpec>& AllBenches() {
        "RETURNING per transaction, its first row locking the writer's fence row: what the group "
        "commit sends); the closed-loop ceiling is the same SQL with only as many rows in flight "
        "as there are callers (what callers blocked in Put() can offer), over one connection or "
-       "the writer threads' count, whichever is faster; async "
+       "the writer threads' count, whichever is faster (the put_batch closed-loop ceiling "
+       "likewise, with the C x 10 rows put_batch callers offer); async "
        "puts are the same callers each keeping 8 PutAsync calls in flight."},
       {"http",
        {},
@@ -374,6 +375,12 @@ std::vector<FigureRow> PutRows(const Json& j) {
               "raw_rows_per_s", "closed_loop_ceiling_ratio");
   FigureRow of_closed =
       PlainRow(j, "cells/s / closed-loop ceiling rows/s", "ratio_to_closed_loop_ceiling", 3);
+  // The same SQL with the C x 10 rows callers blocked in put_batch offer at once.
+  FigureRow batch_closed = RateRow(
+      j, "put_batch closed-loop ceiling rows/s (C x 10 rows in flight)",
+      "batch_closed_loop_ceiling_rows_per_s", "raw_rows_per_s", "batch_closed_loop_ceiling_ratio");
+  FigureRow batch_of_closed = PlainRow(j, "put_batch cells/s / its closed-loop ceiling rows/s",
+                                       "batch_ratio_to_closed_loop_ceiling", 3);
   FigureRow async = RateRow(j, "async cells/s (PutAsync, 8 in flight per caller)",
                             "async_cells_per_s", "raw_rows_per_s", "async_ratio");
   async.target = Verdict(">= 0.5", AtLeast(Number(j, "async_ratio"), 0.5));
@@ -388,6 +395,8 @@ std::vector<FigureRow> PutRows(const Json& j) {
           of_ceiling,
           closed,
           of_closed,
+          batch_closed,
+          batch_of_closed,
           async,
           async_single,
           PlainRow(j, "async put latency p99 ms", "async_p99_ms", 2),

@@ -38,6 +38,12 @@
 // rows with one fsync, which on a slow disk beats two connections of C / 2.
 // cells/s against it is Cellar's own overhead for blocking callers.
 //
+// Phase D' (put_batch's closed-loop ceiling, plain SQL): as phase C', with the
+// C x --batch-cells-per-row rows that C callers blocked in PutBatch offer at
+// once, at most group_commit.max_batch_cells per transaction (what one group
+// commit takes). cells/s of phase D against it is Cellar's own overhead for
+// put_batch.
+//
 // Phase B (the store): C caller threads each call CellStore::Put for one cell
 // at a time (distinct random rows, trip-like bodies). The clock covers the
 // whole Put: validation, encoding, queueing and the group-committed
@@ -206,18 +212,26 @@ void AddStorePhaseRows(Table& t, const StorePhase& p, const std::string& call) {
 
 // ---- The run --------------------------------------------------------------------
 
-struct PutRun {
-  RawRounds raw, ceiling;
-  // Phase C': one entry per connection count tried; closed_loop is the faster.
-  struct ClosedLoop {
+// A closed-loop ceiling in plain SQL (phases C' and D'): a fixed number of rows
+// in flight per host, over W connections of (rows in flight) / W rows per
+// transaction, for W = 1 and W = the writer threads per host; the faster counts.
+struct ClosedLoopCeiling {
+  struct Try {
     int connections = 0;
-    int rows_per_tx = 0;  // callers / connections
+    int rows_per_tx = 0;
     RawRounds rounds;
   };
-  std::vector<ClosedLoop> closed_loops;
-  RawRounds closed_loop;
-  int closed_loop_rows_per_tx = 0;
-  int closed_loop_connections = 0;
+  std::vector<Try> tried;
+  RawRounds best;
+  int rows_per_tx = 0;  // of the faster
+  int connections = 0;  // of the faster
+  int rows_in_flight = 0;
+};
+
+struct PutRun {
+  RawRounds raw, ceiling;
+  ClosedLoopCeiling closed_loop;          // phase C': C rows in flight
+  ClosedLoopCeiling batch_closed_loop;    // phase D': C x k rows in flight
   std::vector<ClosedLoopDesign> designs;  // phase G (--closed-loop-designs)
   std::optional<PhaseResult> single;      // with --single-row-baseline
   StorePhase put, batch, half, async;
@@ -232,6 +246,23 @@ double SingleRowRate(const PutRun& run) {
 // "0.612 (target >= 0.5: met)".
 std::string Judged(double value, int digits, const std::string& target, bool met) {
   return FormatNumber(value, digits) + " (target " + target + ": " + (met ? "met" : "missed") + ")";
+}
+
+void AddClosedLoopRows(Table& t, const std::string& section, const std::string& who,
+                       const ClosedLoopCeiling& c) {
+  t.Section(section);
+  t.Add("transactions",
+        "fenced INSERT ... RETURNING on W connection(s) per host, the rows in "
+        "flight shared among them: what " +
+            who + " can offer at once");
+  for (const ClosedLoopCeiling::Try& w : c.tried)
+    t.Add("W=" + std::to_string(w.connections) + ", " + std::to_string(w.rows_per_tx) +
+              " rows/tx, rows/s",
+          FormatNumber(w.rounds.median_rows_per_s, 0) + " (rounds: " + JoinRates(w.rounds.rates) +
+              ")");
+  t.Add("closed-loop ceiling rows/s (median round)",
+        FormatNumber(c.best.median_rows_per_s, 0) + " (W=" + std::to_string(c.connections) + ")");
+  AddUsageRows(t, c.best.usage, static_cast<double>(c.best.total.rows), c.best.total.seconds);
 }
 
 void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& run) {
@@ -283,21 +314,15 @@ void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& 
   AddUsageRows(t, run.ceiling.usage, static_cast<double>(run.ceiling.total.rows),
                run.ceiling.total.seconds);
 
-  t.Section("phase C': closed-loop ceiling in plain SQL (as phase C, " + std::to_string(o.callers) +
-            " rows in flight per host)");
-  t.Add("transactions",
-        "C / W-row fenced INSERT ... RETURNING on W connection(s) per host: what "
-        "C blocked callers can offer at once");
-  for (const PutRun::ClosedLoop& c : run.closed_loops)
-    t.Add("W=" + std::to_string(c.connections) + ", " + std::to_string(c.rows_per_tx) +
-              " rows/tx, rows/s",
-          FormatNumber(c.rounds.median_rows_per_s, 0) + " (rounds: " + JoinRates(c.rounds.rates) +
-              ")");
-  t.Add("closed-loop ceiling rows/s (median round)",
-        FormatNumber(run.closed_loop.median_rows_per_s, 0) +
-            " (W=" + std::to_string(run.closed_loop_connections) + ")");
-  AddUsageRows(t, run.closed_loop.usage, static_cast<double>(run.closed_loop.total.rows),
-               run.closed_loop.total.seconds);
+  AddClosedLoopRows(t,
+                    "phase C': closed-loop ceiling in plain SQL (as phase C, " +
+                        std::to_string(o.callers) + " rows in flight per host)",
+                    "C blocked callers", run.closed_loop);
+  AddClosedLoopRows(t,
+                    "phase D': put_batch's closed-loop ceiling in plain SQL (as phase C, " +
+                        std::to_string(run.batch_closed_loop.rows_in_flight) +
+                        " rows in flight per host)",
+                    "C callers blocked in put_batch", run.batch_closed_loop);
   AddClosedLoopDesignRows(t, run.designs, run.raw.median_rows_per_s);
 
   t.Section("phase B: CellStore::Put, group commit, " + std::to_string(o.callers) + " callers");
@@ -352,11 +377,18 @@ void PrintTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& 
   t.Section("result");
   t.Add("ratio (cells/s / raw rows/s)", FormatNumber(ratio, 3));
   t.Add("closed-loop ceiling / raw rows/s",
-        FormatNumber(run.closed_loop.median_rows_per_s / raw, 3) + " (the best " +
+        FormatNumber(run.closed_loop.best.median_rows_per_s / raw, 3) + " (the best " +
             std::to_string(o.callers) + " blocked callers can get, in plain SQL)");
   t.Add("cells/s / closed-loop ceiling",
-        FormatNumber(run.put.cells_per_s / run.closed_loop.median_rows_per_s, 3) +
+        FormatNumber(run.put.cells_per_s / run.closed_loop.best.median_rows_per_s, 3) +
             " (1 - this = Cellar's own overhead for blocking callers)");
+  const double batch_closed = run.batch_closed_loop.best.median_rows_per_s;
+  t.Add("put_batch closed-loop ceiling / raw rows/s",
+        FormatNumber(batch_closed / raw, 3) + " (the best " + std::to_string(o.callers) +
+            " callers blocked in put_batch can get, in plain SQL)");
+  t.Add("put_batch cells/s / its closed-loop ceiling",
+        FormatNumber(run.batch.cells_per_s / batch_closed, 3) +
+            " (1 - this = Cellar's own overhead for put_batch)");
   t.Add("ceiling / raw rows/s", FormatNumber(ceiling / raw, 3) + " (the design's own best, at " +
                                     std::to_string(o.ceiling_rows_per_tx) +
                                     " cells per transaction)");
@@ -424,12 +456,18 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
     j["half_rate_p50_ms"] = Round(run.half.p50, 3);
     j["half_rate_p99_ms"] = Round(run.half.p99, 3);
   }
-  const double closed = run.closed_loop.median_rows_per_s;
+  const double closed = run.closed_loop.best.median_rows_per_s;
   j["closed_loop_ceiling_rows_per_s"] = Round(closed, 1);
   j["closed_loop_ceiling_ratio"] = Round(closed / raw, 3);
-  j["closed_loop_rows_per_transaction"] = run.closed_loop_rows_per_tx;
-  j["closed_loop_connections"] = run.closed_loop_connections;
+  j["closed_loop_rows_per_transaction"] = run.closed_loop.rows_per_tx;
+  j["closed_loop_connections"] = run.closed_loop.connections;
   j["ratio_to_closed_loop_ceiling"] = Round(run.put.cells_per_s / closed, 3);
+  const double batch_closed = run.batch_closed_loop.best.median_rows_per_s;
+  j["batch_closed_loop_ceiling_rows_per_s"] = Round(batch_closed, 1);
+  j["batch_closed_loop_ceiling_ratio"] = Round(batch_closed / raw, 3);
+  j["batch_closed_loop_rows_per_transaction"] = run.batch_closed_loop.rows_per_tx;
+  j["batch_closed_loop_connections"] = run.batch_closed_loop.connections;
+  j["batch_ratio_to_closed_loop_ceiling"] = Round(run.batch.cells_per_s / batch_closed, 3);
   j["warm_up_cells"] = o.warm_up_cells;
   j["store_rounds"] = o.store_rounds;
   if (run.async.ran) {
@@ -446,6 +484,44 @@ void PrintJson(const BenchCluster& cluster, const PutOptions& o, const PutRun& r
   j["targets_met"] = met;
   j["errors"] = put.errors + run.batch.r.errors + run.half.r.errors + run.async.r.errors;
   PrintJsonLine(j);
+}
+
+// `rows_in_flight` rows per host in plain SQL (fenced autocommit INSERT ...
+// RETURNING, as `fused`) over 1 and over the writer threads' count of
+// connections, at most `max_rows_per_tx` per transaction. 0, or the exit code
+// of a failed round.
+int MeasureClosedLoopCeiling(const BenchCluster& cluster, const PutOptions& o,
+                             const std::string& label, int rows_in_flight,
+                             const RawPhaseOptions& fused, std::mt19937_64& rng,
+                             ClosedLoopCeiling& out, int max_rows_per_tx = 0) {
+  const ClusterConfig& cfg = cluster.config;
+  const std::string datastore = cfg.datastores[0].name;
+  const std::string column = cfg.datastores[0].columns[0].name;
+  out.rows_in_flight = rows_in_flight;
+  const int writers = std::max(1, cfg.group_commit.writer_threads_per_host);
+  std::vector<int> connection_counts = {1};
+  if (writers > 1) connection_counts.push_back(writers);
+  for (int w : connection_counts) {
+    if (w > rows_in_flight) continue;
+    ClosedLoopCeiling::Try c;
+    c.connections = w;
+    c.rows_per_tx = std::max(1, rows_in_flight / w);
+    if (max_rows_per_tx > 0) c.rows_per_tx = std::min(c.rows_per_tx, max_rows_per_tx);
+    RawPhaseOptions options = fused;
+    options.connections_per_host = w;
+    c.rounds = RunRawRounds(cluster, label + " W=" + std::to_string(w), o.raw_rounds, options, [&] {
+      return PlanFusedFenceStatements(cfg, datastore, column, o.cells, c.rows_per_tx, o.body_bytes,
+                                      rng);
+    });
+    if (c.rounds.exit_code != 0) return c.rounds.exit_code;
+    if (c.rounds.median_rows_per_s > out.best.median_rows_per_s) {
+      out.best = c.rounds;
+      out.rows_per_tx = c.rows_per_tx;
+      out.connections = w;
+    }
+    out.tried.push_back(std::move(c));
+  }
+  return 0;
 }
 
 // Phases A, C and A' (raw SQL). 0, or the exit code of a failed phase.
@@ -472,28 +548,15 @@ int RunRawPhases(const BenchCluster& cluster, const PutOptions& o, std::mt19937_
   });
   if (run.ceiling.exit_code != 0) return run.ceiling.exit_code;
 
-  const int writers = std::max(1, cfg.group_commit.writer_threads_per_host);
-  std::vector<int> connection_counts = {1};
-  if (writers > 1) connection_counts.push_back(writers);
-  for (int w : connection_counts) {
-    if (w > o.callers) continue;
-    PutRun::ClosedLoop c;
-    c.connections = w;
-    c.rows_per_tx = std::max(1, o.callers / w);
-    RawPhaseOptions options = fused;
-    options.connections_per_host = w;
-    c.rounds = RunRawRounds(cluster, "phase C' W=" + std::to_string(w), o.raw_rounds, options, [&] {
-      return PlanFusedFenceStatements(cfg, datastore, column, o.cells, c.rows_per_tx, o.body_bytes,
-                                      rng);
-    });
-    if (c.rounds.exit_code != 0) return c.rounds.exit_code;
-    if (c.rounds.median_rows_per_s > run.closed_loop.median_rows_per_s) {
-      run.closed_loop = c.rounds;
-      run.closed_loop_rows_per_tx = c.rows_per_tx;
-      run.closed_loop_connections = w;
-    }
-    run.closed_loops.push_back(std::move(c));
-  }
+  if (int rc =
+          MeasureClosedLoopCeiling(cluster, o, "phase C'", o.callers, fused, rng, run.closed_loop);
+      rc != 0)
+    return rc;
+  if (int rc =
+          MeasureClosedLoopCeiling(cluster, o, "phase D'", o.callers * o.batch_cells_per_row, fused,
+                                   rng, run.batch_closed_loop, cfg.group_commit.max_batch_cells);
+      rc != 0)
+    return rc;
 
   if (o.closed_loop_designs) {
     int rc = 0;
@@ -652,7 +715,7 @@ void AddPutCommand(CLI::App& app, int* exit_code) {
       ->transform(DecimalInRange(1, 256))
       ->capture_default_str();
   cmd->add_option("--raw-rounds", o->raw_rounds,
-                  "rounds of N rows of phases A, C and C'; the median round's rate counts")
+                  "rounds of N rows of phases A, C, C' and D'; the median round's rate counts")
       ->transform(DecimalInRange(1, 100))
       ->capture_default_str();
   cmd->add_option("--store-rounds", o->store_rounds,
