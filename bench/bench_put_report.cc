@@ -58,6 +58,18 @@ void AddClosedLoopRows(Table& t, const std::string& section, const std::string& 
   AddUsageRows(t, c.best.usage, static_cast<double>(c.best.total.rows), c.best.total.seconds);
 }
 
+// The closed-loop ceiling's keys, each behind `prefix` ("" for phase C',
+// "batch_" for phase D'), with the store phase's cells/s against it.
+void AddClosedLoopJson(nlohmann::ordered_json& j, const std::string& prefix,
+                       const ClosedLoopCeiling& c, double cells_per_s, double raw) {
+  const double closed = c.best.median_rows_per_s;
+  j[prefix + "closed_loop_ceiling_rows_per_s"] = Round(closed, 1);
+  j[prefix + "closed_loop_ceiling_ratio"] = Round(closed / raw, 3);
+  j[prefix + "closed_loop_rows_per_transaction"] = c.rows_per_tx;
+  j[prefix + "closed_loop_connections"] = c.connections;
+  j[prefix + "ratio_to_closed_loop_ceiling"] = Round(cells_per_s / closed, 3);
+}
+
 }  // namespace
 
 void PrintPutTable(const BenchCluster& cluster, const PutOptions& o, const PutRun& run) {
@@ -251,18 +263,8 @@ void PrintPutJson(const BenchCluster& cluster, const PutOptions& o, const PutRun
     j["half_rate_p50_ms"] = Round(run.half.p50, 3);
     j["half_rate_p99_ms"] = Round(run.half.p99, 3);
   }
-  const double closed = run.closed_loop.best.median_rows_per_s;
-  j["closed_loop_ceiling_rows_per_s"] = Round(closed, 1);
-  j["closed_loop_ceiling_ratio"] = Round(closed / raw, 3);
-  j["closed_loop_rows_per_transaction"] = run.closed_loop.rows_per_tx;
-  j["closed_loop_connections"] = run.closed_loop.connections;
-  j["ratio_to_closed_loop_ceiling"] = Round(run.put.cells_per_s / closed, 3);
-  const double batch_closed = run.batch_closed_loop.best.median_rows_per_s;
-  j["batch_closed_loop_ceiling_rows_per_s"] = Round(batch_closed, 1);
-  j["batch_closed_loop_ceiling_ratio"] = Round(batch_closed / raw, 3);
-  j["batch_closed_loop_rows_per_transaction"] = run.batch_closed_loop.rows_per_tx;
-  j["batch_closed_loop_connections"] = run.batch_closed_loop.connections;
-  j["batch_ratio_to_closed_loop_ceiling"] = Round(run.batch.cells_per_s / batch_closed, 3);
+  AddClosedLoopJson(j, "", run.closed_loop, run.put.cells_per_s, raw);
+  AddClosedLoopJson(j, "batch_", run.batch_closed_loop, run.batch.cells_per_s, raw);
   j["warm_up_cells"] = o.warm_up_cells;
   j["store_rounds"] = o.store_rounds;
   if (run.async.ran) {
