@@ -1,0 +1,227 @@
+#include "bench/bench_all_figures.h"
+
+#include <optional>
+
+#include "bench/bench_common.h"
+
+namespace cellar::bench {
+namespace {
+
+// Keys stay in the order the benchmark printed them.
+using Json = nlohmann::ordered_json;
+
+std::optional<double> Number(const Json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+std::string Shown(std::optional<double> v, int digits) {
+  return v ? FormatNumber(*v, digits) : "n/a";
+}
+
+std::string RatioShown(std::optional<double> ratio) {
+  return ratio ? FormatNumber(*ratio, 2) + "x" : "n/a";
+}
+
+// value / baseline, when both are there and the baseline is not 0.
+std::optional<double> Quotient(std::optional<double> value, std::optional<double> baseline) {
+  if (!value || !baseline || *baseline == 0) return std::nullopt;
+  return *value / *baseline;
+}
+
+// "p99 < 50 ms (met)"; just the target when the figure is missing.
+std::string Verdict(const std::string& target, std::optional<bool> met) {
+  if (!met) return target;
+  return target + (*met ? " (met)" : " (missed)");
+}
+
+std::optional<bool> Below(std::optional<double> v, double limit) {
+  if (!v) return std::nullopt;
+  return *v < limit;
+}
+
+std::optional<bool> AtMost(std::optional<double> v, double limit) {
+  if (!v) return std::nullopt;
+  return *v <= limit;
+}
+
+std::optional<bool> AtLeast(std::optional<double> v, double limit) {
+  if (!v) return std::nullopt;
+  return *v >= limit;
+}
+
+// A throughput figure next to its baseline, with the benchmark's own ratio key.
+FigureRow RateRow(const Json& j, std::string figure, const char* value_key,
+                  const char* baseline_key, const char* ratio_key) {
+  return {std::move(figure), Shown(Number(j, value_key), 0), Shown(Number(j, baseline_key), 0),
+          RatioShown(Number(j, ratio_key)), ""};
+}
+
+// A latency figure next to its baseline; ratio = value / baseline.
+FigureRow LatencyRow(const Json& j, std::string figure, const char* value_key,
+                     const char* baseline_key, std::string target = "") {
+  const auto value = Number(j, value_key);
+  const auto baseline = Number(j, baseline_key);
+  return {std::move(figure), Shown(value, 2), Shown(baseline, 2),
+          RatioShown(Quotient(value, baseline)), std::move(target)};
+}
+
+FigureRow PlainRow(const Json& j, std::string figure, const char* key, int digits,
+                   std::string target = "") {
+  return {std::move(figure), Shown(Number(j, key), digits), "", "", std::move(target)};
+}
+
+std::vector<FigureRow> PutRows(const Json& j) {
+  FigureRow rate = RateRow(j, "cells/s", "cells_per_s", "raw_rows_per_s", "ratio");
+  rate.target = Verdict(">= 0.5", AtLeast(Number(j, "ratio"), 0.5));
+  FigureRow vs_single = RateRow(j, "cells/s vs single-row autocommit INSERTs", "cells_per_s",
+                                "single_row_rows_per_s", "single_row_ratio");
+  vs_single.target = Verdict(">= 2", AtLeast(Number(j, "single_row_ratio"), 2));
+  FigureRow batch = RateRow(j, "put_batch cells/s (10 cells per row)", "batch_cells_per_s",
+                            "raw_rows_per_s", "batch_ratio");
+  batch.target = Verdict(">= 0.8", AtLeast(Number(j, "batch_ratio"), 0.8));
+  // The host-log design in plain SQL: what the group commit sends, without Cellar.
+  FigureRow ceiling = RateRow(j, "design ceiling rows/s (one fenced INSERT ... RETURNING)",
+                              "ceiling_rows_per_s", "raw_rows_per_s", "ceiling_ratio");
+  FigureRow of_ceiling = PlainRow(j, "cells/s / ceiling rows/s", "ratio_to_ceiling", 3);
+  // The same SQL with only C rows in flight: the best C blocked callers can get.
+  FigureRow closed =
+      RateRow(j, "closed-loop ceiling rows/s (C rows in flight)", "closed_loop_ceiling_rows_per_s",
+              "raw_rows_per_s", "closed_loop_ceiling_ratio");
+  FigureRow of_closed =
+      PlainRow(j, "cells/s / closed-loop ceiling rows/s", "ratio_to_closed_loop_ceiling", 3);
+  // The same SQL with the C x 10 rows callers blocked in put_batch offer at once.
+  FigureRow batch_closed = RateRow(
+      j, "put_batch closed-loop ceiling rows/s (C x 10 rows in flight)",
+      "batch_closed_loop_ceiling_rows_per_s", "raw_rows_per_s", "batch_closed_loop_ceiling_ratio");
+  FigureRow batch_of_closed = PlainRow(j, "put_batch cells/s / its closed-loop ceiling rows/s",
+                                       "batch_ratio_to_closed_loop_ceiling", 3);
+  FigureRow async = RateRow(j, "async cells/s (PutAsync, 8 in flight per caller)",
+                            "async_cells_per_s", "raw_rows_per_s", "async_ratio");
+  async.target = Verdict(">= 0.5", AtLeast(Number(j, "async_ratio"), 0.5));
+  FigureRow async_single =
+      RateRow(j, "async cells/s vs single-row autocommit INSERTs", "async_cells_per_s",
+              "single_row_rows_per_s", "async_single_row_ratio");
+  async_single.target = Verdict(">= 2", AtLeast(Number(j, "async_single_row_ratio"), 2));
+  return {rate,
+          vs_single,
+          batch,
+          ceiling,
+          of_ceiling,
+          closed,
+          of_closed,
+          batch_closed,
+          batch_of_closed,
+          async,
+          async_single,
+          PlainRow(j, "async put latency p99 ms", "async_p99_ms", 2),
+          PlainRow(j, "put latency p50 ms", "p50_ms", 2),
+          PlainRow(j, "put latency p99 ms", "p99_ms", 2),
+          PlainRow(j, "put latency p99 ms at half rate", "half_rate_p99_ms", 2,
+                   Verdict("p99 <= 20 ms", AtMost(Number(j, "half_rate_p99_ms"), 20))),
+          PlainRow(j, "compression ratio (JSON / stored)", "compression_ratio", 2)};
+}
+
+std::vector<FigureRow> HttpRows(const Json& j) {
+  FigureRow puts = RateRow(j, "puts/s", "http_puts_per_s", "store_puts_per_s", "put_ratio");
+  puts.target = Verdict(">= 0.6", AtLeast(Number(j, "put_ratio"), 0.6));
+  return {puts, LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
+          LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms")};
+}
+
+// Latency targets are judged from the commit acknowledged to the writer
+// (ack_*); the created_at rows start at the write transaction's start, so
+// they also count the write's own duration.
+std::vector<FigureRow> RelayRows(const Json& j) {
+  FigureRow relay_vs_puts = RateRow(j, "events/s vs the cluster's single puts/s", "events_per_s",
+                                    "put_rate", "put_rate_ratio");
+  relay_vs_puts.target = Verdict(">= 1.5", AtLeast(Number(j, "put_rate_ratio"), 1.5));
+  return {
+      RateRow(j, "events/s", "events_per_s", "baseline_events_per_s", "ratio"),
+      relay_vs_puts,
+      LatencyRow(j, "commit-ack to consume p50 ms", "ack_p50_ms", "kafka_path_p50_ms"),
+      LatencyRow(j, "commit-ack to consume p99 ms", "ack_p99_ms", "kafka_path_p99_ms",
+                 Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
+      LatencyRow(j, "txn-start (created_at) to consume p99 ms", "p99_ms", "kafka_path_p99_ms"),
+      {"exactly-once events/s (vs at-least-once)", Shown(Number(j, "exactly_once_events_per_s"), 0),
+       Shown(Number(j, "events_per_s"), 0), RatioShown(Number(j, "exactly_once_ratio")),
+       Verdict(">= 0.7", AtLeast(Number(j, "exactly_once_ratio"), 0.7))},
+      LatencyRow(j, "exactly-once commit-ack to consume p99 ms", "exactly_once_ack_p99_ms",
+                 "kafka_path_p99_ms",
+                 Verdict("p99 < 50 ms", Below(Number(j, "exactly_once_ack_p99_ms"), 50)))};
+}
+
+std::vector<FigureRow> TriggerRows(const Json& j) {
+  FigureRow rate =
+      RateRow(j, "events/s (no-op handler)", "events_per_s", "baseline_events_per_s", "ratio");
+  rate.target = Verdict(">= 0.8", AtLeast(Number(j, "ratio"), 0.8));
+  return {rate, LatencyRow(j, "commit-ack to handler p50 ms", "ack_p50_ms", "consume_ack_p50_ms"),
+          LatencyRow(j, "commit-ack to handler p99 ms", "ack_p99_ms", "consume_ack_p99_ms",
+                     Verdict("p99 < 100 ms", Below(Number(j, "ack_p99_ms"), 100))),
+          LatencyRow(j, "txn-start (created_at) to handler p99 ms", "p99_ms", "consume_p99_ms")};
+}
+
+std::vector<FigureRow> IndexRows(const Json& j) {
+  FigureRow index_vs_puts =
+      RateRow(j, "index upserts/s, group apply vs the cluster's single puts/s", "upserts_per_s",
+              "put_rate", "put_rate_ratio");
+  index_vs_puts.target = Verdict(">= 1.5", AtLeast(Number(j, "put_rate_ratio"), 1.5));
+  // The JSON's own "ratio" is raw / IndexReader; the table shows IndexReader / raw.
+  return {LatencyRow(j, "commit-ack to visible lag p50 ms", "ack_p50_ms", "consume_ack_p50_ms"),
+          LatencyRow(j, "commit-ack to visible lag p99 ms", "ack_p99_ms", "consume_ack_p99_ms",
+                     Verdict("p99 < 50 ms", Below(Number(j, "ack_p99_ms"), 50))),
+          PlainRow(j, "txn-start (created_at) to visible lag p99 ms", "p99_ms", 2),
+          index_vs_puts,
+          PlainRow(j, "index upserts/s, one cell per transaction (IndexWriter::Apply)",
+                   "single_apply_upserts_per_s", 0),
+          LatencyRow(j, "query p50 ms", "query_p50_ms", "baseline_query_p50_ms"),
+          LatencyRow(j, "query p99 ms", "query_p99_ms", "baseline_query_p99_ms")};
+}
+
+std::vector<FigureRow> PipelineRows(const Json& j) {
+  FigureRow sustained = RateRow(j, "sustained single puts/s (whole pipeline)",
+                                "sustained_writes_per_s", "raw_rows_per_s", "ratio");
+  sustained.target = Verdict(">= 0.25", AtLeast(Number(j, "ratio"), 0.25));
+  return {sustained,
+          PlainRow(j, "commit-ack to index-visible p99 ms at that rate", "index_p99_ms", 2,
+                   Verdict("p99 < 100 ms", Below(Number(j, "index_p99_ms"), 100))),
+          PlainRow(j, "commit-ack to no-op handler p99 ms at that rate", "trigger_p99_ms", 2,
+                   Verdict("p99 < 100 ms", Below(Number(j, "trigger_p99_ms"), 100))),
+          PlainRow(j, "commit-ack to webhook sink p99 ms at that rate", "webhook_p99_ms", 2),
+          RateRow(j, "plain-SQL ceiling writes/s (the stages' SQL alone, no Kafka)",
+                  "sql_ceiling_writes_per_s", "raw_rows_per_s", "sql_ceiling_ratio"),
+          PlainRow(j, "plain-SQL ceiling server CPU us per write",
+                   "sql_ceiling_server_us_per_write", 1),
+          PlainRow(j, "relay events/s (from a backlog)", "relay_events_per_s", 0),
+          PlainRow(j, "index upserts/s (from a backlog)", "index_upserts_per_s", 0),
+          PlainRow(j, "no-op trigger events/s (from a backlog)", "trigger_events_per_s", 0)};
+}
+
+}  // namespace
+
+std::vector<FigureRow> BenchFigureRows(const std::string& name, const Json& j) {
+  if (name == "put") return PutRows(j);
+  if (name == "http") return HttpRows(j);
+  if (name == "relay") return RelayRows(j);
+  if (name == "trigger") return TriggerRows(j);
+  if (name == "index") return IndexRows(j);
+  if (name == "pipeline") return PipelineRows(j);
+  return {};
+}
+
+// "shards 64, rate 500, ..." from the settings keys the benchmark reported.
+std::string SettingsText(const Json& j) {
+  static const char* kKeys[] = {
+      "cells",           "callers",         "clients",        "gets",        "rate",
+      "achieved_rate",   "concurrency",     "entries",        "shards",      "partitions",
+      "raw_connections", "max_batch_cells", "writer_threads", "batch_cells", "poll_min_ms",
+      "poll_max_ms",     "step_seconds",    "window",         "put_threads"};
+  std::string text;
+  for (const char* key : kKeys) {
+    if (!j.contains(key)) continue;
+    text += (text.empty() ? "" : ", ") + std::string(key) + " " + j[key].dump();
+  }
+  return text.empty() ? "n/a" : text;
+}
+
+}  // namespace cellar::bench
