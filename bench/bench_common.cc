@@ -144,6 +144,9 @@ void AddClusterOptions(CLI::App* cmd, ClusterOptions* o) {
   cmd->add_option("--config", o->config_path,
                   "cluster config (YAML) of a running cluster; default: start a private MariaDB")
       ->check(CLI::ExistingFile);
+  cmd->add_flag("--mock-broker", o->mock_broker,
+                "start librdkafka's in-memory mock cluster instead of Apache Kafka as the "
+                "private broker (JSON broker: \"mock\")");
   cmd->add_option("--shards", o->shards, "logical shards of the private cluster")
       ->transform(DecimalInRange(1, 4096))
       ->capture_default_str();
@@ -263,6 +266,10 @@ std::optional<double> ServerCpuSeconds(const BenchCluster& cluster) {
   std::ifstream pid_file(cluster.db->dir() + "/mariadbd.pid");
   long pid = 0;
   if (!(pid_file >> pid) || pid <= 0) return std::nullopt;
+  return OtherProcessCpuSeconds(pid);
+}
+
+std::optional<double> OtherProcessCpuSeconds(long pid) {
   return StatCpuSeconds("/proc/" + std::to_string(pid) + "/stat");
 }
 

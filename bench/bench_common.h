@@ -157,6 +157,8 @@ struct ClusterOptions {
   int linger_us = -1;            // -1: keep the config's
   int relay_poll_min_ms = 0;     // relay.poll_min_ms; 0: keep the config's
   int relay_poll_max_ms = 0;     // relay.poll_max_ms; 0: keep the config's
+  // The private broker: Apache Kafka (false), or librdkafka's mock cluster.
+  bool mock_broker = false;
 };
 
 // Adds --config, --shards, --max-batch-cells and --writer-threads to `cmd`.
@@ -192,6 +194,10 @@ double ProcessCpuSeconds();
 // starts with `name_prefix` (/proc/self/task/*/comm), e.g. "rdk:mock", the
 // thread of the private local broker. 0 when none is found.
 double ThreadsCpuSeconds(const std::string& name_prefix);
+
+// CPU seconds (user + system) process `pid` has used so far (/proc); nullopt
+// when it cannot be read.
+std::optional<double> OtherProcessCpuSeconds(long pid);
 
 // CPU seconds the private MariaDB has used so far (read from /proc); nullopt
 // when the benchmark runs against --config or /proc cannot be read.

@@ -63,6 +63,7 @@
 
 #include "base/log.h"
 #include "base/uuid.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "bench/bench_index_phases.h"
 #include "bench/bench_load.h"
@@ -71,7 +72,6 @@
 #include "config/number_options.h"
 #include "indexes/index_catalog.h"
 #include "indexes/index_query.h"
-#include "testing/local_broker.h"
 
 namespace cellar::bench {
 namespace {
@@ -86,7 +86,7 @@ int RunIndexBench(const IndexBenchOptions& o) {
     return 2;
   }
   BenchCluster cluster = std::move(opened->cluster);
-  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
+  std::unique_ptr<BenchBroker> broker = std::move(opened->broker);
   const ClusterConfig& cfg = cluster.config;
   const std::string datastore = cfg.datastores[0].name;
   const std::string column = cfg.datastores[0].columns[0].name;
@@ -151,7 +151,7 @@ int RunIndexBench(const IndexBenchOptions& o) {
   if (int rc = RunQueryPhase(b, reader, drivers, &query); rc != 0) return rc;
   store->Close();
 
-  return PrintIndexReport(b, broker != nullptr, lag, upsert, query);
+  return PrintIndexReport(b, broker.get(), lag, upsert, query);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "base/uuid.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "bench/bench_load.h"
 #include "cells/cell_store.h"
@@ -164,7 +165,7 @@ int RunQueryPhase(const IndexBenchRun& b, IndexReader& reader, const std::vector
 // ---- Report (bench_index_report.cc) ---------------------------------------------------
 
 // Prints the table and the JSON line; the run's exit code (1 if anything failed).
-int PrintIndexReport(const IndexBenchRun& b, bool private_broker, const LagFigures& a,
+int PrintIndexReport(const IndexBenchRun& b, const BenchBroker* broker, const LagFigures& a,
                      const UpsertFigures& up, const QueryFigures& q);
 
 }  // namespace cellar::bench::index_phases

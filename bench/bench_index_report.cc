@@ -10,7 +10,7 @@
 
 namespace cellar::bench::index_phases {
 
-int PrintIndexReport(const IndexBenchRun& b, bool private_broker, const LagFigures& lag,
+int PrintIndexReport(const IndexBenchRun& b, const BenchBroker* broker, const LagFigures& lag,
                      const UpsertFigures& upsert, const QueryFigures& query) {
   const IndexBenchOptions& o = b.o;
   const BenchCluster& cluster = b.cluster;
@@ -19,8 +19,7 @@ int PrintIndexReport(const IndexBenchRun& b, bool private_broker, const LagFigur
   Table t("cellar-bench index");
   t.Section("settings");
   DescribeCluster(cluster, t);
-  t.Add("kafka", private_broker ? "private local broker (librdkafka mock) " + cfg.kafka.brokers
-                                : cfg.kafka.brokers);
+  t.Add("kafka", DescribeKafka(broker, cfg.kafka.brokers));
   t.Add("kafka.partitions", std::to_string(cfg.kafka.partitions));
   t.Add("relay.poll_min_ms / poll_max_ms",
         std::to_string(cfg.relay.poll_min_ms) + " / " + std::to_string(cfg.relay.poll_max_ms));
@@ -132,6 +131,7 @@ int PrintIndexReport(const IndexBenchRun& b, bool private_broker, const LagFigur
 
   nlohmann::ordered_json j;
   j["bench"] = "index";
+  j["broker"] = BrokerName(broker);
   j["p50_ms"] = Round(lag.lag_p50, 3);
   j["p99_ms"] = Round(lag.lag_p99, 3);
   j["max_ms"] = Round(lag.lag_max, 3);

@@ -44,23 +44,18 @@ void AddPipelineOptions(CLI::App* cmd, PipelineOptions* o) {
 Result<PipelineCluster> OpenPipelineCluster(const ClusterOptions& options, int partitions) {
   PipelineCluster out;
   CELLAR_ASSIGN_OR_RETURN(out.cluster, OpenBenchCluster(options));
-  CELLAR_ASSIGN_OR_RETURN(out.broker, AttachKafka(out.cluster, partitions));
+  CELLAR_ASSIGN_OR_RETURN(out.broker, AttachKafka(out.cluster, partitions, options.mock_broker));
   return out;
 }
 
-Result<std::unique_ptr<testing::LocalBroker>> AttachKafka(BenchCluster& cluster, int partitions) {
+Result<std::unique_ptr<BenchBroker>> AttachKafka(BenchCluster& cluster, int partitions, bool mock) {
   ClusterConfig& cfg = cluster.config;
   if (!cluster.db) {
     if (cfg.kafka.brokers.empty())
       return InvalidArgument(cluster.description + ": kafka.brokers is not set");
-    return std::unique_ptr<testing::LocalBroker>();
+    return std::unique_ptr<BenchBroker>();
   }
-  std::unique_ptr<testing::LocalBroker> broker;
-  try {
-    broker = testing::LocalBroker::Start();
-  } catch (const std::exception& e) {
-    return Unavailable(std::string("could not start a local broker: ") + e.what());
-  }
+  CELLAR_ASSIGN_OR_RETURN(std::unique_ptr<BenchBroker> broker, BenchBroker::Start(mock));
   cfg.kafka.brokers = broker->bootstrap();
   cfg.kafka.topic_prefix = "bench";
   cfg.kafka.partitions = partitions;

@@ -11,16 +11,17 @@
 #include <string>
 
 #include "base/status.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
-#include "testing/local_broker.h"
 
 namespace cellar::bench {
 
-// A private broker with the change-log topics of every datastore (topic
-// prefix "bench", `partitions` each), when the cluster is private (started
-// by OpenBenchCluster); otherwise null after checking that the config names
-// brokers (InvalidArgument if not). Unavailable when the broker cannot start.
-Result<std::unique_ptr<testing::LocalBroker>> AttachKafka(BenchCluster& cluster, int partitions);
+// A private broker (Apache Kafka, or the mock with `mock`) with the
+// change-log topics of every datastore (topic prefix "bench", `partitions`
+// each), when the cluster is private (started by OpenBenchCluster);
+// otherwise null after checking that the config names brokers
+// (InvalidArgument if not). Unavailable when the broker cannot start.
+Result<std::unique_ptr<BenchBroker>> AttachKafka(BenchCluster& cluster, int partitions, bool mock);
 
 // The knobs the change-log benchmarks (relay, trigger) share: a backlog of
 // `cells` written before the measured throughput, then paced writes at
@@ -44,7 +45,7 @@ void AddPipelineOptions(CLI::App* cmd, PipelineOptions* options);
 // A benchmark's cluster and, when private, its broker.
 struct PipelineCluster {
   BenchCluster cluster;
-  std::unique_ptr<testing::LocalBroker> broker;  // null with --config
+  std::unique_ptr<BenchBroker> broker;  // null with --config
 };
 // OpenBenchCluster, then AttachKafka. Errors as theirs.
 Result<PipelineCluster> OpenPipelineCluster(const ClusterOptions& options, int partitions);

@@ -147,7 +147,7 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
     return 2;
   }
   BenchCluster cluster = std::move(opened->cluster);
-  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
+  std::unique_ptr<BenchBroker> broker = std::move(opened->broker);
   const ClusterConfig& cfg = cluster.config;
   auto def = LoadIndex(o, cfg);
   if (!def.ok()) {
@@ -182,7 +182,7 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
   const std::string run = Uuid::Random().ToString().substr(0, 8);
   PipelineRun result{.o = o,
                      .cluster = cluster,
-                     .private_broker = broker != nullptr,
+                     .broker = broker.get(),
                      .warmup_s = 0,
                      .steps = {},
                      .drain = {},

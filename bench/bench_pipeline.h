@@ -27,6 +27,7 @@
 
 #include "base/metrics.h"
 #include "base/uuid.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "bench/bench_load.h"
 #include "bench/bench_put_raw.h"
@@ -78,7 +79,8 @@ constexpr double kMinAchievedShare = 0.95;  // of a step's target rate
 constexpr const char* kIndexName = "driver_partner_index";
 // Groups of this process's threads whose CPU a step reports per write: (JSON
 // key, thread-name prefix as the stages name their threads). "rdk:" is every
-// Kafka client's librdkafka threads; the broker's own rdk:mock is taken out.
+// Kafka client's librdkafka threads; the mock broker's own rdk:mock (with
+// --mock-broker) is taken out.
 inline const std::vector<std::pair<std::string, std::string>> kThreadGroups = {
     {"relay", "relay-"},
     {"commit_writers", "commit-"},  // commit-writer and commit-answer
@@ -194,16 +196,19 @@ struct StepFigures {
   Quantiles index, handler, webhook;  // commit-ack to visible / handler / sink, ms
   uint64_t not_visible = 0;           // sampled puts not visible within 10 s
   uint64_t index_queries = 0;         // visibility queries the pollers sent
-  double cpu_busy = 0;  // this process + the private MariaDB, share of all cores (0: unknown)
+  // this process + the private MariaDB (+ the private Kafka broker's JVM),
+  // share of all cores (0: unknown)
+  double cpu_busy = 0;
   // CPU milliseconds per write acknowledged, split (0: unknown): the private
-  // MariaDB, the private broker's thread (rdk:mock), the rest of this process
+  // MariaDB, the private broker (Apache Kafka's JVM, or the mock's thread
+  // rdk:mock), the rest of this process
   // (Cellar's stages, the writers, the webhook sink, the probes).
   double cpu_ms_mariadb = 0, cpu_ms_broker = 0, cpu_ms_process = 0;
   // cpu_ms_process split by thread name (kThreadGroups), in that order, then
   // "rest": the threads no group names (the writers, the webhook sink, the
   // probes, the HTTP client of the webhook trigger's calls).
   std::vector<std::pair<std::string, double>> cpu_ms_by_threads;
-  // The private broker's thread (rdk:mock), CPU ms per second over the step's
+  // The private broker (JVM or rdk:mock), CPU ms per second over the step's
   // first and last thirds (unset without one): librdkafka 2.0.2's mock finds a
   // fetched batch by walking the partition's batches from the oldest, so its
   // cost per event grows as a run goes on (README, The local broker).
@@ -279,7 +284,7 @@ struct SqlCeilingFigures {
 struct PipelineRun {
   const PipelineBenchOptions& o;
   const BenchCluster& cluster;
-  bool private_broker = false;
+  const BenchBroker* broker = nullptr;  // null with --config
   double warmup_s = 0;
   std::vector<StepFigures> steps;
   DrainFigures drain;

@@ -86,8 +86,7 @@ int PrintPipelineReport(const PipelineRun& r) {
   Table t("cellar-bench pipeline");
   t.Section("settings");
   DescribeCluster(r.cluster, t);
-  t.Add("kafka", r.private_broker ? "private local broker (librdkafka mock) " + cfg.kafka.brokers
-                                  : cfg.kafka.brokers);
+  t.Add("kafka", DescribeKafka(r.broker, cfg.kafka.brokers));
   t.Add("kafka.partitions", std::to_string(cfg.kafka.partitions));
   t.Add("relay.poll_min_ms / poll_max_ms",
         std::to_string(cfg.relay.poll_min_ms) + " / " + std::to_string(cfg.relay.poll_max_ms));
@@ -221,6 +220,7 @@ int PrintPipelineReport(const PipelineRun& r) {
 
   nlohmann::ordered_json j;
   j["bench"] = "pipeline";
+  j["broker"] = BrokerName(r.broker);
   j["sustained_writes_per_s"] = sustained;
   j["raw_rows_per_s"] = Round(r.raw.rows_per_s, 1);
   j["ratio"] = Round(ratio, 3);

@@ -150,11 +150,17 @@ class VisibilityProbe {
   std::vector<std::jthread> threads_;  // last: stopped and joined first
 };
 
+// CPU seconds of the run's private broker so far; 0 without one (--config).
+double BrokerCpu() {
+  const BenchBroker* b = CurrentBenchBroker();
+  return b != nullptr ? b->CpuSeconds() : 0;
+}
+
 // Cumulative counts of every stage at one moment.
 struct Counts {
   double t = 0;  // seconds since the step started
   uint64_t written = 0, relay = 0, index = 0, handler = 0, webhook = 0;
-  double broker_cpu = 0;  // CPU seconds of the broker's thread (rdk:mock) so far
+  double broker_cpu = 0;  // CPU seconds of the private broker so far (BrokerCpu)
 };
 
 Counts Take(const Stages& s, double t, uint64_t written) {
@@ -262,7 +268,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   Counts start = Take(stages, 0, 0);
   std::vector<Counts> samples;
   const double cpu_before = ProcessCpuSeconds();
-  const double broker_cpu_before = ThreadsCpuSeconds("rdk:mock");
+  const double broker_cpu_before = BrokerCpu();
   start.broker_cpu = broker_cpu_before;
   std::vector<double> group_cpu_before;
   for (const auto& [key, prefix] : kThreadGroups)
@@ -278,7 +284,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
       next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
       std::this_thread::sleep_until(next);  // the sampling period, not a wait for a condition
       Counts c = Take(stages, clock.Seconds(), ok.load());
-      c.broker_cpu = ThreadsCpuSeconds("rdk:mock");
+      c.broker_cpu = BrokerCpu();
       std::lock_guard<std::mutex> lock(mu);
       samples.push_back(c);
     }
@@ -314,7 +320,12 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   window.WaitEmpty();
   out->seconds = clock.Seconds();
   const double client_cpu = ProcessCpuSeconds() - cpu_before;
-  const double broker_cpu = ThreadsCpuSeconds("rdk:mock") - broker_cpu_before;
+  const double broker_cpu = BrokerCpu() - broker_cpu_before;
+  // The mock broker runs in this process (its CPU is in client_cpu); Apache
+  // Kafka is a process of its own.
+  const bool broker_in_process =
+      CurrentBenchBroker() != nullptr && CurrentBenchBroker()->in_process();
+  const double process_broker_cpu = broker_in_process ? broker_cpu : 0;
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
   const auto status_after = ServerStatus(cluster.config, kServerCounters);
   if (const uint64_t writes = ok.load(); writes > 0 && status_before.ok() && status_after.ok()) {
@@ -328,24 +339,24 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   }
   if (server_cpu_before && server_cpu_after) {
     const double server_cpu = *server_cpu_after - *server_cpu_before;
-    out->cpu_busy = (client_cpu + server_cpu) /
+    out->cpu_busy = (client_cpu + server_cpu + (broker_in_process ? 0 : broker_cpu)) /
                     (out->seconds * std::max(1u, std::thread::hardware_concurrency()));
     if (const uint64_t writes = ok.load(); writes > 0) {
       out->cpu_ms_mariadb = 1e3 * server_cpu / static_cast<double>(writes);
       out->cpu_ms_broker = 1e3 * broker_cpu / static_cast<double>(writes);
-      out->cpu_ms_process = 1e3 * (client_cpu - broker_cpu) / static_cast<double>(writes);
+      out->cpu_ms_process = 1e3 * (client_cpu - process_broker_cpu) / static_cast<double>(writes);
       double grouped = 0;
       for (size_t g = 0; g < kThreadGroups.size(); ++g) {
         double cpu = ThreadsCpuSeconds(kThreadGroups[g].second) - group_cpu_before[g];
-        if (kThreadGroups[g].second == "rdk:") cpu -= broker_cpu;
+        if (kThreadGroups[g].second == "rdk:") cpu -= process_broker_cpu;
         cpu = std::max(0.0, cpu);
         grouped += cpu;
         out->cpu_ms_by_threads.emplace_back(kThreadGroups[g].first,
                                             1e3 * cpu / static_cast<double>(writes));
       }
       out->cpu_ms_by_threads.emplace_back(
-          "rest",
-          1e3 * std::max(0.0, client_cpu - broker_cpu - grouped) / static_cast<double>(writes));
+          "rest", 1e3 * std::max(0.0, client_cpu - process_broker_cpu - grouped) /
+                      static_cast<double>(writes));
     }
   }
   writing = false;

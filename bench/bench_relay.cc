@@ -1,7 +1,7 @@
 // `cellar-bench relay`: change-log relay throughput and commit-to-consume latency.
 //
 // Kafka: with a private MariaDB the benchmark also starts a private local
-// broker (testing/local_broker.h, librdkafka's in-memory mock cluster
+// broker (testing/kafka_broker.h, librdkafka's in-memory mock cluster
 // reached over TCP) and creates the change-log topics on it first (the mock
 // cannot CreateTopics on request). With --config it uses the config's
 // kafka.brokers; no other relay may be running on that cluster (the
@@ -66,6 +66,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "base/uuid.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "bench/bench_load.h"
 #include "bench/bench_put_store.h"
@@ -78,7 +79,6 @@
 #include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
-#include "testing/local_broker.h"
 
 namespace cellar::bench {
 namespace {
@@ -101,7 +101,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
     return 2;
   }
   BenchCluster cluster = std::move(opened->cluster);
-  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
+  std::unique_ptr<BenchBroker> broker = std::move(opened->broker);
   // Phases A and B measure the at-least-once relay; the exactly-once round
   // (bench_relay_rounds.h) repeats them with relay.exactly_once on.
   cluster.config.relay.exactly_once = false;
@@ -334,8 +334,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
   Table t("cellar-bench relay");
   t.Section("settings");
   DescribeCluster(cluster, t);
-  t.Add("kafka",
-        broker ? "private local broker (librdkafka mock) " + cfg.kafka.brokers : cfg.kafka.brokers);
+  t.Add("kafka", DescribeKafka(broker.get(), cfg.kafka.brokers));
   t.Add("kafka.partitions", std::to_string(cfg.kafka.partitions));
   t.Add("topic", ChangeLogTopic(cfg.kafka, datastore));
   t.Add("relay.batch_cells", std::to_string(cfg.relay.batch_cells));
@@ -438,6 +437,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
 
   nlohmann::ordered_json j;
   j["bench"] = "relay";
+  j["broker"] = BrokerName(broker.get());
   j["cells"] = n;
   j["events_per_s"] = Round(events_per_s, 1);
   j["events_per_s_incl_startup"] = Round(events_per_s_incl_startup, 1);

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "base/uuid.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "bench/bench_load.h"
 #include "cells/cell_store.h"
@@ -28,7 +29,6 @@
 #include "changelog/kafka/kafka_producer.h"
 #include "changelog/relay.h"
 #include "changelog/relay_checkpoint.h"
-#include "testing/local_broker.h"
 
 namespace cellar::bench::relay_parts {
 
@@ -50,7 +50,7 @@ Result<int> BaselinePartitions(KafkaProducer& producer, const std::string& topic
 
 // ---- Baseline: a bare producer ------------------------------------------------
 
-BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroker* broker,
+BaselineResult RunProducerBaseline(const ClusterConfig& cfg, BenchBroker* broker,
                                    const std::string& topic, const std::vector<Payload>& payloads) {
   BaselineResult out;
   if (broker) {
@@ -188,7 +188,7 @@ double DirtyShardsPerWindow(const std::vector<PutResult>& puts, int64_t window_m
 // The Kafka path alone: one record at a time at `rate`/s for `seconds`, from a
 // producer with the relay's settings to an ungrouped ChangeLogConsumer (same
 // consumer settings as phase B) on `topic`; produce-to-consume latency in ms.
-Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::LocalBroker* broker,
+Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, BenchBroker* broker,
                                            const std::string& topic, double rate, double seconds,
                                            const std::string& payload) {
   if (broker) CELLAR_RETURN_IF_ERROR(broker->CreateTopic(topic, cfg.kafka.partitions));

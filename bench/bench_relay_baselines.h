@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "base/status.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "cells/cell_store.h"
 #include "cells/mysql_client.h"
 #include "changelog/kafka/kafka_producer.h"
 #include "changelog/relay_checkpoint.h"
 #include "config/cluster_config.h"
-#include "testing/local_broker.h"
 
 namespace cellar::bench::relay_parts {
 
@@ -38,7 +38,7 @@ struct BaselineResult {
   std::string error;
 };
 
-BaselineResult RunProducerBaseline(const ClusterConfig& cfg, testing::LocalBroker* broker,
+BaselineResult RunProducerBaseline(const ClusterConfig& cfg, BenchBroker* broker,
                                    const std::string& topic, const std::vector<Payload>& payloads);
 
 // Calls `done` every `step_ms` until it is true (true), the timeout passed or
@@ -108,7 +108,7 @@ double DirtyShardsPerWindow(const std::vector<PutResult>& puts, int64_t window_m
 // The Kafka path alone: one record at a time at `rate`/s for `seconds`, from a
 // producer with the relay's settings to an ungrouped ChangeLogConsumer (same
 // consumer settings as phase B) on `topic`; produce-to-consume latency in ms.
-Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, testing::LocalBroker* broker,
+Result<std::vector<double>> ProbeKafkaPath(const ClusterConfig& cfg, BenchBroker* broker,
                                            const std::string& topic, double rate, double seconds,
                                            const std::string& payload);
 

@@ -53,6 +53,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "base/uuid.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "bench/bench_load.h"
 #include "cells/cell_store.h"
@@ -60,7 +61,6 @@
 #include "changelog/kafka/change_log_consumer.h"
 #include "changelog/relay.h"
 #include "config/number_options.h"
-#include "testing/local_broker.h"
 #include "triggers/trigger_worker.h"
 
 namespace cellar::bench {
@@ -223,7 +223,7 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
     return 2;
   }
   BenchCluster cluster = std::move(opened->cluster);
-  std::unique_ptr<testing::LocalBroker> broker = std::move(opened->broker);
+  std::unique_ptr<BenchBroker> broker = std::move(opened->broker);
   const ClusterConfig& cfg = cluster.config;
   const std::string datastore = cfg.datastores[0].name;
   const std::string column = cfg.datastores[0].columns[0].name;
@@ -477,8 +477,7 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
   Table t("cellar-bench trigger");
   t.Section("settings");
   DescribeCluster(cluster, t);
-  t.Add("kafka",
-        broker ? "private local broker (librdkafka mock) " + cfg.kafka.brokers : cfg.kafka.brokers);
+  t.Add("kafka", DescribeKafka(broker.get(), cfg.kafka.brokers));
   t.Add("kafka.partitions", std::to_string(cfg.kafka.partitions));
   t.Add("relay.poll_min_ms / poll_max_ms",
         std::to_string(cfg.relay.poll_min_ms) + " / " + std::to_string(cfg.relay.poll_max_ms));
@@ -532,6 +531,7 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
 
   nlohmann::ordered_json j;
   j["bench"] = "trigger";
+  j["broker"] = BrokerName(broker.get());
   j["cells"] = n;
   j["events_per_s"] = Round(events_per_s, 1);
   j["p50_ms"] = Round(p50, 3);

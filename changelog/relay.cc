@@ -216,6 +216,7 @@ RelayStats Relay::stats() const {
   s.fenced = impl_->fenced;
   s.skipped_already_published = impl_->skipped_already_published;
   s.failed_fenced_batches = impl_->fenced_batches;
+  s.replaced_producers = impl_->replaced_producers;
   MutexLock g(&impl_->streams_mu);
   for (const auto& [name, stream] : impl_->owned)
     s.owned_streams.push_back(stream->host_name + "/" + stream->datastore);

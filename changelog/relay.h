@@ -24,6 +24,19 @@
 // first host; each relay owns at most ceil(streams / live relays), releasing
 // extra streams (after flushing them) when another relay joins.
 //
+// Exactly once (relay.exactly_once, the default). Each stream publishes
+// through a transactional producer of its own, transactional.id
+// "<topic prefix>.relay.<host database>.<datastore>", one Kafka transaction
+// per batch, whose position commits in the MySQL transaction that holds the
+// stream's checkpoint row (internal/stream_claim.h). A new owner's
+// InitTransactions fences the previous owner's producer on the broker and
+// aborts its open transaction, so a relay that stalls (SIGSTOP, a long GC
+// pause, a lost MySQL connection) and resumes publishes nothing a
+// read_committed reader sees; the new owner then reads what the stream has
+// in Kafka beyond its checkpoint (committed records only) and skips it. A
+// fatal producer error (fenced; librdkafka 2.0.2's OUT_OF_ORDER_SEQUENCE
+// after a broker restart) rolls the batch back and builds a new producer.
+//
 // Kafka down: writes are unaffected (cells are already durable); the producer
 // queues and retries, the relay logs once per outage and catches up.
 //
@@ -61,7 +74,8 @@ struct RelayStats {
   // Exactly-once mode:
   uint64_t fenced = 0;                     // streams dropped because another relay claimed them
   uint64_t skipped_already_published = 0;  // cells found in Kafka on takeover, not sent again
-  uint64_t failed_fenced_batches = 0;      // batches rolled back (delivery failed or timed out)
+  uint64_t failed_fenced_batches = 0;      // batches rolled back (transaction aborted or failed)
+  uint64_t replaced_producers = 0;         // stream producers rebuilt after a fatal error
 };
 
 class Relay {

@@ -31,16 +31,53 @@ Status Relay::Impl::ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheck
   s.epoch = claim.epoch;
   s.scan_offsets = std::move(claim.scan_offsets);
   s.needs_reconcile = true;
-  if (!claim.previous_owner_released) {
-    s.not_before = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTakeoverGraceMs);
+  if (!claim.previous_owner_released)
     LogInfo("relay",
-            "previous owner did not hand the stream over cleanly; waiting for its records "
-            "to settle",
-            {{"host", s.host_name},
-             {"datastore", s.datastore},
-             {"wait_ms", std::to_string(kTakeoverGraceMs)}});
-  }
+            "previous owner did not hand the stream over cleanly; its open transaction is "
+            "fenced and aborted by the broker",
+            {{"host", s.host_name}, {"datastore", s.datastore}});
+  // Fences the previous owner's producer before the tail is read: after
+  // this, what the stream has in Kafka only changes by this relay's batches.
+  // When Kafka does not answer, PumpFenced opens it later.
+  if (Status st = OpenStreamProducer(s); !st.ok())
+    LogWarn("relay", "cannot open the stream's transactional producer yet; retrying",
+            {{"host", s.host_name}, {"datastore", s.datastore}, {"error", st.ToString()}});
   return Status::Ok();
+}
+
+Status Relay::Impl::OpenStreamProducer(HostStream& s) {
+  CloseStreamProducer(s);
+  ProducerOptions options;
+  options.settings = {
+      {"transactional.id", config.kafka.topic_prefix + ".relay." + s.database + "." + s.datastore},
+      {"transaction.timeout.ms", std::to_string(kTransactionTimeoutMs)},
+      {"enable.idempotence", "true"},
+      {"acks", "all"},
+      // A batch waits for its acknowledgements, so lingering only adds latency.
+      {"linger.ms", "0"},
+      {"socket.nagle.disable", "true"},
+      {"message.timeout.ms", std::to_string(kTransactionTimeoutMs)},
+      {"queue.buffering.max.messages", "1000000"},
+      {"allow.auto.create.topics", "false"},
+      {"client.id", "cellar-relay-" + relay_id + "-" + s.database + "-" + s.datastore}};
+  options.on_delivery = [this](void* opaque, const Status& status, int64_t offset) {
+    callbacks.OnDelivery(opaque, status, offset);
+  };
+  options.on_error = [this](const ProducerError& e) {
+    // Fatal errors also fail the next transactional call, which replaces
+    // the producer; only outages are worth a line of their own.
+    if (!e.fatal) callbacks.OnError(e);
+  };
+  CELLAR_ASSIGN_OR_RETURN(auto p, KafkaProducer::Create(config.kafka, std::move(options)));
+  CELLAR_RETURN_IF_ERROR(p->InitTransactions(kTransactionCallMs));
+  s.txn_producer = std::move(p);
+  return Status::Ok();
+}
+
+void Relay::Impl::CloseStreamProducer(HostStream& s) {
+  if (s.txn_producer == nullptr) return;
+  s.txn_producer->PurgeAll();  // reports (and frees) what is left; nothing commits it
+  s.txn_producer.reset();
 }
 
 // Reads what the stream already has in Kafka beyond its committed position,
@@ -77,13 +114,17 @@ void Relay::Impl::ReleaseFenced(HostStream& s) {
 }
 
 // One exactly-once batch: reads final cells, checks the claim under the
-// stream's row lock, produces the cells Kafka does not hold yet, waits for
-// every acknowledgement and commits the new position in the same MySQL
-// transaction (internal/stream_claim.h). Any failure rolls the batch back; the
-// next batch first reads what reached Kafka anyway. Returns the cells produced.
+// stream's row lock, produces the cells Kafka does not hold yet in one Kafka
+// transaction of the stream's producer, commits that, then commits the new
+// position in the MySQL transaction holding the row lock
+// (internal/stream_claim.h). Any failure rolls both back (an aborted Kafka
+// transaction is never seen by read_committed readers); when only the MySQL
+// commit fails, the next batch reads the tail and skips what Kafka holds.
+// Returns the cells produced.
 size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   HostStream& s = *sp;
-  if (s.fenced || std::chrono::steady_clock::now() < s.not_before) return 0;
+  if (s.fenced) return 0;
+  if (s.txn_producer == nullptr && !OpenStreamProducer(s).ok()) return 0;
   if (s.needs_reconcile && !Reconcile(s)) return 0;
   uint64_t after;
   {
@@ -105,6 +146,12 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     if (st.code() == StatusCode::kAborted) s.fenced = true;
     return 0;
   }
+  KafkaProducer& txn = *s.txn_producer;
+  if (Status st = txn.BeginTransaction(); !st.ok()) {
+    conn.Rollback();
+    FailFencedBatch(s, st, "begin_transaction failed");
+    return 0;
+  }
   uint64_t gen, last = after;
   {
     MutexLock lock(&s.mu);
@@ -112,42 +159,39 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     s.batch_offsets.clear();
   }
   // Pages keep coming into the same batch while the log has more (a backlog):
-  // one acknowledgement wait and one commit per kMaxPagesPerFencedBatch pages.
+  // one transaction and one position commit per kMaxPagesPerFencedBatch pages.
   const auto stop_producing = started + std::chrono::milliseconds(kFencedBatchMs);
   const auto stop_reading = started + std::chrono::milliseconds(kFencedBatchMs / 2);
   size_t produced = 0, skipped = 0;
   for (int pages = 0;; ++pages) {
     bool whole_page = true;
-    {
-      ReaderMutexLock plock(&producer_mu);
-      for (size_t i = 0; i < page->cells.size(); ++i) {
-        const Cell& c = page->cells[i];
-        const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
-        auto t = s.published_tail.find(partition);
-        if (t != s.published_tail.end() && c.added_id <= t->second) {
-          last = c.added_id;  // already in Kafka (an earlier owner or a rolled-back batch)
-          ++skipped;
-          continue;
-        }
-        if (std::chrono::steady_clock::now() >= stop_producing) {
-          whole_page = false;
-          break;
-        }
-        {
-          MutexLock lock(&s.mu);
-          s.inflight.push_back({c.added_id, false, -1, partition});
-        }
-        auto* tag = new DeliveryTag{sp, gen, c.added_id};
-        if (!Produce(s, c, page->body_texts[i], tag).ok()) {
-          delete tag;
-          MutexLock lock(&s.mu);
-          s.inflight.pop_back();
-          whole_page = false;
-          break;
-        }
-        last = c.added_id;
-        ++produced;
+    for (size_t i = 0; i < page->cells.size(); ++i) {
+      const Cell& c = page->cells[i];
+      const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
+      auto t = s.published_tail.find(partition);
+      if (t != s.published_tail.end() && c.added_id <= t->second) {
+        last = c.added_id;  // already in Kafka (committed by an earlier owner or batch)
+        ++skipped;
+        continue;
       }
+      if (std::chrono::steady_clock::now() >= stop_producing) {
+        whole_page = false;
+        break;
+      }
+      {
+        MutexLock lock(&s.mu);
+        s.inflight.push_back({c.added_id, false, -1, partition});
+      }
+      auto* tag = new DeliveryTag{sp, gen, c.added_id};
+      if (!Produce(txn, s, c, page->body_texts[i], tag).ok()) {
+        delete tag;
+        MutexLock lock(&s.mu);
+        s.inflight.pop_back();
+        whole_page = false;
+        break;
+      }
+      last = c.added_id;
+      ++produced;
     }
     if (!whole_page) break;
     last = std::max(last, page->next_after);
@@ -159,43 +203,57 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     if (!page.ok() || page->cells.empty()) break;
   }
   published += produced;  // handed to the producer (RelayStats::published)
-  bool delivered;
+  // Flushes (delivery reports run on this thread) and commits: from here on
+  // read_committed readers see the batch, or, on an error, never will.
+  Status committed = txn.CommitTransaction(kTransactionCallMs);
   RelayCheckpoint cp;
   internal::ScanOffsets scan = s.scan_offsets;
   {
     MutexLock lock(&s.mu);
-    const auto deadline =
-        started + std::chrono::milliseconds(kFencedBatchMs + kFencedMessageTimeoutMs + 500);
-    delivered = true;
-    while (!(s.inflight.empty() || s.failed)) {
-      if (!s.delivered.WaitUntil(&s.mu, deadline)) {
-        delivered = s.inflight.empty() || s.failed;
-        break;
-      }
-    }
-    // A rewind meanwhile (a replaced producer purged the batch) also fails it.
-    delivered = delivered && !s.failed && s.generation == gen;
+    // Every record reported delivered, none failed, no rewind meanwhile.
+    if (committed.ok() && !(s.inflight.empty() && !s.failed && s.generation == gen))
+      committed = Internal("transaction committed with records not acknowledged");
     cp.after_added_id = last;
     cp.kafka_offset = s.acked_offset;
     cp.kafka_partition = s.acked_partition;
     for (const auto& [p, offset] : s.batch_offsets) scan[p] = std::max(scan[p], offset + 1);
   }
-  if (delivered) {
-    if (internal::CommitFencedBatch(conn, s.database, s.datastore, cp, scan).ok()) {
-      MutexLock lock(&s.mu);
-      s.read_pos = s.acked = s.saved = last;
-      s.scan_offsets = std::move(scan);
-      skipped_already_published += skipped;
-      if (probe) {
-        probe->Published(s.datastore, produced + skipped);
-        probe->SkippedAlreadyPublished().Increment(skipped);
-      }
-      return produced;
-    }
-  } else {
+  if (!committed.ok()) {
     conn.Rollback();
+    FailFencedBatch(s, committed, "commit_transaction failed");
+    return produced;
   }
-  // Rolled back: some records may be in Kafka; read the tail before the next try.
+  if (internal::CommitFencedBatch(conn, s.database, s.datastore, cp, scan).ok()) {
+    MutexLock lock(&s.mu);
+    s.read_pos = s.acked = s.saved = last;
+    s.scan_offsets = std::move(scan);
+    skipped_already_published += skipped;
+    if (probe) {
+      probe->Published(s.datastore, produced + skipped);
+      probe->SkippedAlreadyPublished().Increment(skipped);
+    }
+    return produced;
+  }
+  // Kafka holds the batch but MySQL not its position: the next batch reads
+  // the tail and skips what is there.
+  FailFencedBatch(s, Unavailable("position commit failed"), "position commit failed");
+  return produced;
+}
+
+void Relay::Impl::FailFencedBatch(HostStream& s, const Status& why, const char* reason) {
+  if (why.code() == StatusCode::kAborted || why.code() == StatusCode::kUnavailable ||
+      why.code() == StatusCode::kInternal) {
+    // Abortable (or timed out): its records are never seen by read_committed readers.
+    if (s.txn_producer != nullptr && !s.txn_producer->AbortTransaction(kTransactionCallMs).ok())
+      CloseStreamProducer(s);  // reopened (InitTransactions aborts it) by the next batch
+  } else if (why.code() == StatusCode::kFailedPrecondition) {
+    // Fatal (fenced by a new owner, or librdkafka's idempotence state lost,
+    // e.g. OUT_OF_ORDER_SEQUENCE after a broker restart): a new producer's
+    // InitTransactions bumps the epoch. If another relay owns the stream,
+    // BeginFencedBatch finds out.
+    CloseStreamProducer(s);
+    replaced_producers++;
+  }
   fenced_batches++;
   if (probe) probe->FencedBatchesRolledBack().Increment();
   s.Rewind();
@@ -204,13 +262,11 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     s.read_pos = s.acked = s.saved;
   }
   s.needs_reconcile = true;
-  s.not_before = std::chrono::steady_clock::now() +
-                 std::chrono::milliseconds(delivered ? 0 : kFencedMessageTimeoutMs);
   LogWarn("relay", "exactly-once batch rolled back; the next one resumes after what Kafka holds",
           {{"host", s.host_name},
            {"datastore", s.datastore},
-           {"reason", delivered ? "position commit failed" : "delivery failed or timed out"}});
-  return produced;
+           {"reason", reason},
+           {"error", why.ToString()}});
 }
 
 }  // namespace cellar

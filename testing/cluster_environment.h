@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "testing/local_broker.h"
+#include "testing/kafka_broker.h"
 #include "testing/private_mariadb.h"
 
 namespace cellar::testing {
@@ -32,7 +32,7 @@ class ClusterEnvironment : public ::testing::Environment {
  public:
   struct Options {
     std::vector<std::string> servers = {"cellar"};  // one private MariaDB per label
-    bool broker = true;                             // start a LocalBroker
+    bool broker = true;                             // start a KafkaBroker
     // innodb_flush_log_at_trx_commit = 2: for suites that never crash a
     // server, trading durability for speed.
     bool relaxed_durability = false;
@@ -53,7 +53,7 @@ class ClusterEnvironment : public ::testing::Environment {
         if (options_.relaxed_durability)
           dbs_.back()->Execute("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
       }
-      if (options_.broker) broker_ = LocalBroker::Start();
+      if (options_.broker) broker_ = KafkaBroker::Start();
     } catch (const std::exception& e) {
       FAIL() << "cannot start the test servers: " << e.what();
     }
@@ -69,7 +69,7 @@ class ClusterEnvironment : public ::testing::Environment {
     if (i >= dbs_.size()) Die("no MariaDB server " + std::to_string(i));
     return *dbs_[i];
   }
-  LocalBroker& broker() const {
+  KafkaBroker& broker() const {
     if (broker_ == nullptr) Die("no local broker");
     return *broker_;
   }
@@ -86,7 +86,7 @@ class ClusterEnvironment : public ::testing::Environment {
 
   Options options_;
   std::vector<std::unique_ptr<PrivateMariaDb>> dbs_;
-  std::unique_ptr<LocalBroker> broker_;
+  std::unique_ptr<KafkaBroker> broker_;
 };
 
 }  // namespace cellar::testing

@@ -1,26 +1,33 @@
-// What the local broker (librdkafka's mock cluster, Debian's librdkafka 2.0.2)
-// does with Kafka transactions. Issue #14 proposed publishing each relay stream
-// in Kafka transactions; this probe is why the relay fences itself through
-// MySQL instead (changelog/internal/stream_claim.h). On this broker:
+// What Kafka transactions do with Debian's librdkafka 2.0.2, on Apache Kafka
+// (the broker users run) and on librdkafka's mock cluster (MockBroker, which
+// only `cellar-bench --mock-broker` still uses).
+//
+// On Apache Kafka (3.9): a read_committed consumer never sees the records of
+// an aborted transaction, and a second producer with the same
+// transactional.id fences the first: the zombie's commit fails with a fatal
+// error and nothing it produced becomes visible. The relay's exactly-once
+// mode rests on this (changelog/relay.h).
+//
+// On the mock cluster:
 //  - records of an aborted transaction are delivered to read_committed
 //    consumers (the mock writes no transaction markers and reports the last
 //    stable offset as the partition end);
 //  - a second producer with the same transactional.id does not fence the
 //    first (InitProducerId gives it a new producer id instead of bumping the
 //    epoch of the existing one), so a zombie keeps committing.
-// On a real broker both would be the other way round. If a newer librdkafka
-// gives the mock these semantics, this test fails: then transactions can be
-// tested here and the relay's design revisited.
+// If a newer librdkafka gives the mock these semantics, its test fails.
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "testing/local_broker.h"
+#include "testing/kafka_broker.h"
+#include "testing/mock_broker.h"
 
 namespace cellar::testing {
 namespace {
@@ -84,8 +91,31 @@ std::set<std::string> ReadCommitted(const std::string& bootstrap) {
   return values;
 }
 
-TEST(KafkaTransactionsProbe, LocalBrokerNeitherHidesAbortedRecordsNorFencesAZombie) {
-  auto broker = LocalBroker::Start(1);
+TEST(KafkaTransactionsProbe, ApacheKafkaHidesAbortedRecordsAndFencesAZombie) {
+  auto broker = KafkaBroker::Start();
+  const Status created = broker->CreateTopic("probe.txn", 1);
+  ASSERT_TRUE(created.ok()) << created.ToString();
+  auto first = TransactionalProducer(broker->bootstrap());
+  ASSERT_TRUE(first);
+  ASSERT_EQ(Transaction(*first, "committed", true), nullptr);
+  ASSERT_EQ(Transaction(*first, "aborted", false), nullptr);
+
+  auto second = TransactionalProducer(broker->bootstrap());
+  ASSERT_TRUE(second);
+  ASSERT_EQ(Transaction(*second, "new owner", true), nullptr);
+  std::unique_ptr<RdKafka::Error> zombie = Transaction(*first, "zombie", true);
+  ASSERT_NE(zombie, nullptr) << "Apache Kafka let a zombie producer commit";
+  std::printf("zombie's commit: %s (fatal %d)\n", zombie->str().c_str(), zombie->is_fatal());
+
+  const std::set<std::string> seen = ReadCommitted(broker->bootstrap());
+  EXPECT_TRUE(seen.count("committed"));
+  EXPECT_TRUE(seen.count("new owner"));
+  EXPECT_FALSE(seen.count("aborted")) << "a read_committed consumer saw an aborted record";
+  EXPECT_FALSE(seen.count("zombie")) << "a read_committed consumer saw the zombie's record";
+}
+
+TEST(KafkaTransactionsProbe, MockBrokerNeitherHidesAbortedRecordsNorFencesAZombie) {
+  auto broker = MockBroker::Start(1);
   ASSERT_TRUE(broker->CreateTopic("probe.txn", 1).ok());
   auto first = TransactionalProducer(broker->bootstrap());
   ASSERT_TRUE(first);

@@ -89,7 +89,7 @@ TEST(CliBadInputTest, IntegersAreDecimalAndInRangeElseRefusedWithNothingWritten)
 // the same way. Before, `cellard --threads 0x10` served with 16 threads,
 // `cellar-indexer --concurrency 0` and `cellar-relay --stats-interval-ms 0`
 // were taken as given, `cellar-webhook-sink --listen host:abc` listened on any
-// port (atoi gave 0), `cellar-broker --brokers 0x10` started 16 brokers and
+// port (atoi gave 0), `cellar-broker --brokers 0x10` started 16 brokers (now --heap-mb) and
 // `cellar status --watch 1abc` redrew every second. Each refusal ends the
 // program before it starts anything, naming the text, with exit code 2 as
 // `cellar` has (the other mains ended with CLI11's 105). An IPv6 address
@@ -110,8 +110,8 @@ TEST(CliBadInputTest, WorkerMainsAndWatchRefuseNumbersThatAreNotDecimalOrOutOfRa
        "99999999999"},
       {CELLAR_RELAY_BIN, {"--config", config_path, "--stats-interval-ms", "0"}, "0"},
       {CELLAR_RELAY_BIN, {"--config", config_path, "--stats-interval-ms", "-5"}, "-5"},
-      {CELLAR_BROKER_BIN, {"--brokers", "0x10"}, "0x10"},
-      {CELLAR_BROKER_BIN, {"--brokers", "65"}, "65"},
+      {CELLAR_BROKER_BIN, {"--heap-mb", "0x10"}, "0x10"},
+      {CELLAR_BROKER_BIN, {"--heap-mb", "63"}, "63"},
       {CELLAR_BROKER_BIN, {"--topic", "t:+5"}, "+5"},
       {CELLAR_BROKER_BIN, {"--topic", "t: 5"}, " 5"},
       {CELLAR_WEBHOOK_SINK_BIN,

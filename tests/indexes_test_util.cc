@@ -24,7 +24,7 @@ testing::ClusterEnvironment* const g_env = testing::ClusterEnvironment::Register
 }  // namespace
 
 testing::PrivateMariaDb& Db() { return g_env->db(); }
-testing::LocalBroker& Broker() { return g_env->broker(); }
+testing::KafkaBroker& Broker() { return g_env->broker(); }
 
 Cluster::~Cluster() {
   StopWorker();

@@ -25,7 +25,7 @@
 #include "indexes/index_maintenance.h"
 #include "indexes/index_query.h"
 #include "indexes/index_worker.h"
-#include "testing/local_broker.h"
+#include "testing/kafka_broker.h"
 #include "testing/private_mariadb.h"
 #include "testing/wait_for.h"
 #include "tests/index_model.h"
@@ -38,7 +38,7 @@ constexpr int kPartitions = 4;
 // The binary's MariaDB and broker (started once by a gtest Environment on the
 // main thread, stopped after the last test).
 testing::PrivateMariaDb& Db();
-testing::LocalBroker& Broker();
+testing::KafkaBroker& Broker();
 
 // Polls a condition until it holds or a deadline passes (testing/wait_for.h).
 using ::cellar::testing::WaitFor;

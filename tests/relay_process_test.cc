@@ -2,13 +2,16 @@
 // SIGKILL and restart while writers run, and two relays sharing the streams
 // (hosts x datastores: 2 x 2 in these clusters, relay_test_util.h).
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "changelog/relay.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/plain_topic_reader.h"
 #include "testing/test_cluster.h"
 #include "tests/relay_test_util.h"
 
@@ -17,6 +20,17 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::IsEmpty;
+
+// The lines of a process log at warn or error level.
+std::string WarningLines(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.find("level=warn") != std::string::npos ||
+        line.find("level=error") != std::string::npos)
+      out += line + "\n";
+  return out;
+}
 
 long long MillisSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
@@ -97,6 +111,21 @@ TEST(RelayProcessTest, SigkillAtRandomPointsThreeTimesLosesNothing) {
   // relay.exactly_once: each SIGKILLed relay's successor resumes after what
   // Kafka already holds of its streams.
   EXPECT_EQ(dups, 0u) << "exactly-once relay published " << dups << " cells twice";
+  // The same, as any read_committed client reads the topic (no group): a
+  // record republished has the same value.
+  auto topic = testing::ReadTopic(c->config.kafka.brokers,
+                                  ChangeLogTopic(c->config.kafka, kDatastore), kPartitions);
+  ASSERT_TRUE(topic.ok()) << topic.status().ToString();
+  std::set<std::string> values;
+  for (const testing::TopicRecord& r : topic->records) values.insert(r.value);
+  EXPECT_EQ(topic->records.size() - values.size(), 0u)
+      << "read_committed readers of the topic see cells twice";
+  if (dups != 0 || topic->records.size() != values.size()) {
+    for (int round = 0; round < 3; ++round)
+      std::cout << "--- relay " << round << " warnings ---\n"
+                << WarningLines(logs.File("relay-" + std::to_string(round) + ".log"));
+    std::cout << "--- final relay warnings ---\n" << WarningLines(logs.File("relay-final.log"));
+  }
   EXPECT_EQ(last.Terminate(15s), 0) << last.Log();
 }
 

@@ -286,7 +286,7 @@ void PublishAndCheckpoint(Cluster& cluster, const std::vector<CellId>& cells) {
 }
 
 TEST(RelayTest, BrokerRestartLosingEverythingIsDetectedAndRepublished) {
-  auto broker = testing::LocalBroker::Start();
+  auto broker = testing::KafkaBroker::Start();
   auto c = MakeCluster("rt_restart", *broker);
   ASSERT_TRUE(c);
   std::vector<CellId> written;
@@ -300,7 +300,7 @@ TEST(RelayTest, BrokerRestartLosingEverythingIsDetectedAndRepublished) {
   ASSERT_FALSE(HasFatalFailure());
 
   // A new in-memory broker: new address, the topics recreated empty.
-  broker->Restart();
+  broker->RestartEmpty();
   auto cfg = ParseClusterConfig(ClusterYaml(c->prefix, broker->bootstrap()), "<restarted>");
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto store = CellStore::Open(*cfg);
@@ -328,7 +328,7 @@ TEST(RelayTest, BrokerRestartLosingEverythingIsDetectedAndRepublished) {
 TEST(RelayTest, BrokerRestartDetectedForStreamAdoptedAfterItsPartitionWasRefilled) {
   constexpr uint32_t kLate = 8, kBusy = 0;  // both on partition 0
   static_assert(kLate % kPartitions == kBusy % kPartitions);
-  auto broker = testing::LocalBroker::Start();
+  auto broker = testing::KafkaBroker::Start();
   auto c = MakeCluster("rt_refill", *broker);
   ASSERT_TRUE(c);
   const size_t late_host = c->config.HostIndexForShard(kLate);
@@ -348,7 +348,7 @@ TEST(RelayTest, BrokerRestartDetectedForStreamAdoptedAfterItsPartitionWasRefille
   const int64_t late_offset = late_cp.kafka_offset;
   ASSERT_GE(late_offset, 0);
 
-  broker->Restart();
+  broker->RestartEmpty();
   auto cfg = ParseClusterConfig(ClusterYaml(c->prefix, broker->bootstrap()), "<restarted>");
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto store = CellStore::Open(*cfg);

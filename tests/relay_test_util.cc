@@ -27,7 +27,7 @@ testing::ClusterEnvironment* const g_env =
 }  // namespace
 
 testing::PrivateMariaDb& Db() { return g_env->db(); }
-testing::LocalBroker& Broker() { return g_env->broker(); }
+testing::KafkaBroker& Broker() { return g_env->broker(); }
 
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap) {
   // kHosts host entries on the one server: MakeClusterYaml names them db1, db2, ...
@@ -38,14 +38,14 @@ std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap)
   return yaml;
 }
 
-void CreateTopics(testing::LocalBroker& broker, const std::string& prefix) {
+void CreateTopics(testing::KafkaBroker& broker, const std::string& prefix) {
   for (const char* ds : {"trips", "users"}) {
     Status s = broker.CreateTopic(prefix + "." + ds + ".cells", kPartitions);
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
 }
 
-std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::KafkaBroker& broker,
                                      bool create_topics) {
   auto c = std::make_unique<Cluster>();
   // A fresh prefix when a test runs again in this process (--gtest_repeat):

@@ -38,7 +38,7 @@
 #include "config/cluster_config.h"
 #include "gtest/gtest.h"
 #include "testing/child_process.h"
-#include "testing/local_broker.h"
+#include "testing/kafka_broker.h"
 #include "testing/private_mariadb.h"
 #include "testing/wait_for.h"
 
@@ -51,7 +51,7 @@ constexpr const char* kDatastore = "trips";
 
 // The binary's MariaDB and broker (started once by a gtest Environment).
 testing::PrivateMariaDb& Db();
-testing::LocalBroker& Broker();
+testing::KafkaBroker& Broker();
 
 // Polls a condition until it holds or a deadline passes (testing/wait_for.h).
 using ::cellar::testing::WaitFor;
@@ -67,11 +67,11 @@ struct Cluster {
   std::unique_ptr<CellStore> store;
 };
 // Creates the topics on `broker` (unless create_topics is false) and the databases.
-std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::KafkaBroker& broker,
                                      bool create_topics = true);
 // The YAML of `prefix`'s cluster pointing at `bootstrap`.
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap);
-void CreateTopics(testing::LocalBroker& broker, const std::string& prefix);
+void CreateTopics(testing::KafkaBroker& broker, const std::string& prefix);
 
 // A row key that lives on `shard`.
 Uuid RowOnShard(uint32_t shard);

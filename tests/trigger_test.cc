@@ -424,7 +424,7 @@ TEST(TriggerTest, BatchPartialFailureRetriesOnlyTheFailedEventsAndTheirRowsLater
 // ParseReplayFrom's grammar and errors: triggers_unit_test.cc.
 TEST(TriggerTest, ReplayAfterKafkaLostItsMessagesReachesEveryHistoricalCell) {
   // Its own broker: restarting it must not disturb the other tests.
-  auto broker = testing::LocalBroker::Start();
+  auto broker = testing::KafkaBroker::Start();
   auto c = MakeCluster("tg_replay", *broker);
   ASSERT_TRUE(c);
   auto relay = StartRelay(c->store.get(), "replay-relay");
@@ -475,7 +475,7 @@ TEST(TriggerTest, ReplayAfterKafkaLostItsMessagesReachesEveryHistoricalCell) {
   relay.reset();
 
   // Kafka loses everything: a new cluster on new ports, empty topics.
-  broker->Restart();
+  broker->RestartEmpty();
   const ClusterConfig lost = ClusterConfigFor(c->prefix, broker->bootstrap());
   auto lag = ReadTriggerLag(lost, "trips", "backfill");
   ASSERT_TRUE(lag.ok()) << lag.status().ToString();

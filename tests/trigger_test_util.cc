@@ -31,7 +31,7 @@ testing::ClusterEnvironment* const g_env =
 }  // namespace
 
 testing::PrivateMariaDb& Db() { return g_env->db(); }
-testing::LocalBroker& Broker() { return g_env->broker(); }
+testing::KafkaBroker& Broker() { return g_env->broker(); }
 
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap,
                         const testing::PrivateMariaDb* db) {
@@ -48,14 +48,14 @@ ClusterConfig ClusterConfigFor(const std::string& prefix, const std::string& boo
   return cfg.ok() ? std::move(cfg).value() : ClusterConfig{};
 }
 
-void CreateTopics(testing::LocalBroker& broker, const std::string& prefix) {
+void CreateTopics(testing::KafkaBroker& broker, const std::string& prefix) {
   for (const char* ds : {"trips", "users"}) {
     Status s = broker.CreateTopic(prefix + "." + ds + ".cells", kPartitions);
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
 }
 
-std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::KafkaBroker& broker,
                                      const testing::PrivateMariaDb* db) {
   auto c = std::make_unique<Cluster>();
   // A fresh prefix when a test runs again in this process (--gtest_repeat).

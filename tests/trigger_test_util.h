@@ -23,7 +23,7 @@
 #include "changelog/relay.h"
 #include "config/cluster_config.h"
 #include "testing/child_process.h"
-#include "testing/local_broker.h"
+#include "testing/kafka_broker.h"
 #include "testing/metric_value.h"
 #include "testing/private_mariadb.h"
 #include "testing/wait_for.h"
@@ -37,7 +37,7 @@ constexpr int kPartitions = 4;
 // The binary's MariaDB and broker (started once by a gtest Environment on the
 // main thread, stopped after the last test).
 testing::PrivateMariaDb& Db();
-testing::LocalBroker& Broker();
+testing::KafkaBroker& Broker();
 
 // Polls `done` every `step` until it is true or `timeout` passed. Returns its last value.
 using ::cellar::testing::WaitFor;
@@ -54,13 +54,13 @@ struct Cluster {
 // Creates the change-log topics on `broker` and initialises the databases
 // on `db` (null: the binary's Db()). Returns null (after a test failure) when
 // something went wrong.
-std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::LocalBroker& broker,
+std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, testing::KafkaBroker& broker,
                                      const testing::PrivateMariaDb* db = nullptr);
 // The YAML of `prefix`'s cluster on `db` (null: Db()) pointing at `bootstrap`.
 std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap,
                         const testing::PrivateMariaDb* db = nullptr);
 ClusterConfig ClusterConfigFor(const std::string& prefix, const std::string& bootstrap);
-void CreateTopics(testing::LocalBroker& broker, const std::string& prefix);
+void CreateTopics(testing::KafkaBroker& broker, const std::string& prefix);
 
 // An in-process relay over `store`, started (test failure when it cannot start).
 std::unique_ptr<Relay> StartRelay(CellStore* store, const std::string& id);

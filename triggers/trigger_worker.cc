@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "changelog/kafka/kafka_start_check.h"
 #include "changelog/kafka/record_writer.h"
 #include "triggers/internal/trigger_control_internal.h"
 #include "triggers/internal/trigger_runner.h"
@@ -247,6 +248,11 @@ int TriggerWorker::run() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // A broker that cannot be used stops the process here, naming the cause.
+  if (Status s = CheckKafkaAtStart(impl_->config.kafka); !s.ok()) {
+    LogError("trigger", "cannot start", {{"error", s.ToString()}});
+    return 1;
+  }
   if (Status s = Start(); !s.ok()) {
     LogError("trigger", "cannot start", {{"error", s.ToString()}});
     return 1;

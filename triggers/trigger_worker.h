@@ -225,7 +225,9 @@ class TriggerWorker {
   // calls in flight, commits the finished offsets, leaves the groups.
   // Idempotent; thread-safe.
   void Stop();
-  // Start(), wait for SIGTERM/SIGINT, Stop(). Returns the process exit code.
+  // CheckKafkaAtStart (changelog/kafka/kafka_start_check.h: 1 when Kafka
+  // cannot be used), Start(), wait for SIGTERM/SIGINT, Stop(). Returns the
+  // process exit code.
   // REQUIRES: called from main before other threads exist (blocks the signals).
   int run();
 

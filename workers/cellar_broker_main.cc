@@ -1,14 +1,17 @@
-// cellar-broker: a local Kafka-protocol broker for development and
-// benchmarks, backed by librdkafka's in-memory mock cluster.
+// cellar-broker: a private Apache Kafka broker for development (scripts/up):
+// a single-node KRaft server from the jars scripts/install-deps resolved
+// (deps/kafka/pom.xml), started as testing::KafkaBroker starts it for tests.
 //
-//   cellar-broker --brokers 1 --topic cellar.trips.cells:8 --bootstrap-file /tmp/broker
+//   cellar-broker --data-dir .local/kafka --topic cellar.trips.cells:8 --bootstrap-file F
 //
-// Starts the brokers on 127.0.0.1 ephemeral ports, creates the topics, prints
-// the bootstrap address ("127.0.0.1:port[,...]") as one line on stdout and,
-// with --bootstrap-file, writes it (atomically, via rename) to that file. Runs
-// until SIGTERM or SIGINT, then removes the file and exits 0. Exits 1 if it
-// cannot start. All messages live in memory and are lost on exit. Unknown
-// topics are auto-created with 4 partitions when a client asks for them.
+// Starts the broker on free 127.0.0.1 ports, creates the topics, prints the
+// bootstrap address ("127.0.0.1:port") as one line on stdout and, with
+// --bootstrap-file, writes it (atomically, via rename) to that file. Runs
+// until SIGTERM or SIGINT, then shuts the broker down, removes the file and
+// exits 0. Exits 1 if it cannot start. With --data-dir the broker's storage
+// is kept there across runs (formatted on first use); without it, it lives
+// in a temporary directory removed on exit. Unknown topics are auto-created
+// with 4 partitions when a client asks for them.
 #include <unistd.h>
 
 #include <cctype>
@@ -27,7 +30,7 @@
 #include "base/signal_wait.h"
 #include "config/command_line.h"
 #include "config/number_options.h"
-#include "testing/local_broker.h"
+#include "testing/kafka_broker.h"
 
 namespace {
 
@@ -60,12 +63,15 @@ std::string ParseTopic(const std::string& arg, TopicSpec* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"cellar-broker: an in-memory Kafka-protocol broker (librdkafka mock cluster)"};
-  int brokers = 1;
+  CLI::App app{"cellar-broker: a private Apache Kafka broker (single-node KRaft)"};
+  int heap_mb = 256;
   std::vector<std::string> topic_args;
   std::string bootstrap_file;
-  app.add_option("--brokers", brokers, "number of brokers (1-64)")
-      ->transform(cellar::DecimalInteger<int>(1, 64));
+  std::string data_dir;
+  app.add_option("--heap-mb", heap_mb, "the broker JVM's heap in MiB (64-65536)")
+      ->transform(cellar::DecimalInteger<int>(64, 65536));
+  app.add_option("--data-dir", data_dir,
+                 "keep the broker's storage in this directory across runs (default: temporary)");
   app.add_option("--topic", topic_args, "topic to create, NAME:PARTITIONS (repeatable)");
   app.add_option("--bootstrap-file", bootstrap_file,
                  "write the bootstrap address to this file once ready; removed on exit");
@@ -87,11 +93,16 @@ int main(int argc, char** argv) {
   // the wait below is the only receiver.
   cellar::BlockTerminationSignals();
 
-  std::unique_ptr<cellar::testing::LocalBroker> broker;
+  std::unique_ptr<cellar::testing::KafkaBroker> broker;
   try {
-    broker = cellar::testing::LocalBroker::Start(brokers);
+    cellar::testing::KafkaBrokerOptions options;
+    options.label = "broker";
+    options.heap_mb = heap_mb;
+    options.quick_jit = false;
+    options.data_dir = data_dir;
+    broker = cellar::testing::KafkaBroker::Start(std::move(options));
   } catch (const std::exception& e) {
-    cellar::LogError(kComponent, "cannot start the mock cluster", {{"error", e.what()}});
+    cellar::LogError(kComponent, "cannot start the Kafka broker", {{"error", e.what()}});
     return 1;
   }
   for (const auto& t : topics) {
@@ -115,8 +126,9 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", bootstrap.c_str());
   std::fflush(stdout);
-  cellar::LogInfo(kComponent, "ready",
-                  {{"bootstrap", bootstrap}, {"brokers", std::to_string(brokers)}});
+  cellar::LogInfo(
+      kComponent, "ready",
+      {{"bootstrap", bootstrap}, {"version", broker->version()}, {"dir", broker->dir()}});
 
   int sig = 0;
   while (sig == 0) sig = cellar::WaitForTerminationSignal(1000);

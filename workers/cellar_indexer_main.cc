@@ -1,6 +1,7 @@
 // cellar-indexer: keeps the YAML-defined indexes up to date from the change log.
 //   cellar-indexer --config cellar.yaml --indexes config/examples/indexes [--metrics-address
 //   host:port]
+// Exits 1 at start when Kafka cannot be used (changelog/kafka/kafka_start_check.h).
 // Applies the definitions (creating missing tables/versions) at start. Runs
 // until SIGTERM/SIGINT, then finishes queued events and commits offsets.
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "changelog/kafka/kafka_start_check.h"
 #include "config/command_line.h"
 #include "config/config_for_main.h"
 #include "config/number_options.h"
@@ -35,6 +37,10 @@ int main(int argc, char** argv) {
   if (!defs.ok()) {
     std::cerr << "cellar-indexer: invalid index definitions:\n" << defs.status().message() << "\n";
     return cellar::kUsageExitCode;
+  }
+  if (cellar::Status s = cellar::CheckKafkaAtStart(config->kafka); !s.ok()) {
+    std::cerr << "cellar-indexer: " << s.ToString() << "\n";
+    return 1;
   }
   auto store = cellar::CellStore::Open(*config);
   cellar::IndexCatalog catalog(store.get());

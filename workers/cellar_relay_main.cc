@@ -1,6 +1,7 @@
 // cellar-relay: publishes committed cells to the Kafka change log (see
-// changelog/relay.h). Runs until SIGTERM/SIGINT, then flushes, saves
-// checkpoints, releases its shards and exits 0.
+// changelog/relay.h). Exits 1 at start when Kafka cannot be used
+// (changelog/kafka/kafka_start_check.h). Runs until SIGTERM/SIGINT, then
+// flushes, saves checkpoints, releases its shards and exits 0.
 //   cellar-relay --config cellar.yaml [--id NAME] [--metrics-address host:port]
 // --metrics-address serves the relay's metrics (changelog/relay_probe.h) at
 // GET /metrics.
@@ -12,6 +13,7 @@
 #include "base/log.h"
 #include "base/signal_wait.h"
 #include "cells/cell_store.h"
+#include "changelog/kafka/kafka_start_check.h"
 #include "changelog/relay.h"
 #include "config/command_line.h"
 #include "config/config_for_main.h"
@@ -40,6 +42,12 @@ int main(int argc, char** argv) {
   if (int code = 0; !cellar::StartMetricsEndpointForMain(&metrics, metrics_address, "cellar-relay",
                                                          &endpoint, &code))
     return code;
+  // A broker that cannot be used (refused, failed TLS or SASL) stops the
+  // relay here, naming the cause, instead of a retry loop.
+  if (cellar::Status s = cellar::CheckKafkaAtStart(config->kafka); !s.ok()) {
+    std::cerr << "cellar-relay: " << s.ToString() << "\n";
+    return 1;
+  }
   auto store = cellar::CellStore::Open(*config);
   cellar::Relay relay(store.get(), relay_id, &metrics);
   if (cellar::Status s = relay.Start(); !s.ok()) {

@@ -15,6 +15,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "changelog/internal/stream_claim.h"
+#include "changelog/kafka/kafka_producer.h"
 
 namespace cellar::internal {
 
@@ -33,7 +34,9 @@ struct HostStream {
   std::map<int32_t, uint64_t> published_tail;  // partition -> highest added_id already in Kafka
   bool needs_reconcile = false;                // read published_tail before the next batch
   bool fenced = false;                         // another relay claimed the stream
-  std::chrono::steady_clock::time_point not_before{};  // publish nothing before this
+  // The stream's transactional producer (null until opened, or after a
+  // fatal error until reopened).
+  std::unique_ptr<KafkaProducer> txn_producer;
 
   // Polling, per stream (host thread only): an idle stream backs off from
   // relay.poll_min_ms to poll_max_ms on its own, so a busy stream of the same

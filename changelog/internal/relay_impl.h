@@ -35,15 +35,18 @@ inline constexpr int kKafkaTimeoutMs = 5000;
 inline constexpr size_t kMaxInFlightPerStream = 20000;
 inline constexpr int kSaveIntervalMs = 100;
 inline constexpr int kFlushOnReleaseMs = 5000;
-// Exactly-once mode: a batch stops producing this long after it began, and
-// the producer gives a record up after kFencedMessageTimeoutMs, so an owner
-// that lost its claim mid-batch has nothing in flight after the sum (plus a
-// margin): what a new owner waits before reading the stream's tail when the
-// previous owner did not hand over cleanly (internal/stream_claim.h).
+// Exactly-once mode: a batch stops producing this long after it began (so
+// the stream's row lock, held through the batch, is short).
 inline constexpr int kFencedBatchMs = 1000;
-inline constexpr int kFencedMessageTimeoutMs = 3000;
-inline constexpr int kTakeoverGraceMs = kFencedBatchMs + kFencedMessageTimeoutMs + 500;
-inline constexpr int kTailReadTimeoutMs = 10000;
+// transaction.timeout.ms of a stream's transactional producer: the broker
+// aborts a transaction open longer (a relay that stopped mid-batch), which
+// lets read_committed readers, and a new owner's tail read, get past it.
+inline constexpr int kTransactionTimeoutMs = 10000;
+// A batch's commit (flush and EndTxn) and InitTransactions wait this long.
+inline constexpr int kTransactionCallMs = 5000;
+// The tail read waits past other streams' open transactions in the same
+// partitions (at most the transaction timeout).
+inline constexpr int kTailReadTimeoutMs = kTransactionTimeoutMs + 5000;
 inline constexpr int kMaxPagesPerFencedBatch = 16;  // of relay.batch_cells each
 
 // The producer's callbacks, on the poll thread (KafkaProducer::Poll).
@@ -102,6 +105,7 @@ struct Relay::Impl {
   std::atomic<int> owned_total{0};
   std::atomic<uint64_t> published{0}, rewinds{0}, resets{0};
   std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
+  std::atomic<uint64_t> replaced_producers{0};  // exactly-once: after a fatal producer error
   std::thread poll_thread;
   std::thread checkpoint_thread;
   Mutex checkpoint_mu;
@@ -125,21 +129,19 @@ struct Relay::Impl {
 
   Result<std::unique_ptr<KafkaProducer>> MakeProducer() {
     ProducerOptions options;
-    options.settings = {
-        {"enable.idempotence", "true"},
-        {"acks", "all"},
-        // An exactly-once batch waits for its acknowledgements, so
-        // lingering only adds latency (cellar-bench relay, commit-ack to
-        // consume p99: 15 ms with 0, 30 ms with 1).
-        {"linger.ms", config.relay.exactly_once ? "0" : "1"},
-        // Small produce requests go out at once (the broker side of the
-        // same ~40 ms Nagle delay: base/listening_sockets.h).
-        {"socket.nagle.disable", "true"},
-        {"message.timeout.ms",
-         config.relay.exactly_once ? std::to_string(kFencedMessageTimeoutMs) : "30000"},
-        {"queue.buffering.max.messages", "1000000"},
-        {"allow.auto.create.topics", "false"},
-        {"client.id", "cellar-relay-" + relay_id}};
+    options.settings = {{"enable.idempotence", "true"},
+                        {"acks", "all"},
+                        // An exactly-once batch waits for its acknowledgements, so
+                        // lingering only adds latency (cellar-bench relay, commit-ack to
+                        // consume p99: 15 ms with 0, 30 ms with 1).
+                        {"linger.ms", config.relay.exactly_once ? "0" : "1"},
+                        // Small produce requests go out at once (the broker side of the
+                        // same ~40 ms Nagle delay: base/listening_sockets.h).
+                        {"socket.nagle.disable", "true"},
+                        {"message.timeout.ms", "30000"},
+                        {"queue.buffering.max.messages", "1000000"},
+                        {"allow.auto.create.topics", "false"},
+                        {"client.id", "cellar-relay-" + relay_id}};
     options.on_delivery = [this](void* opaque, const Status& status, int64_t offset) {
       callbacks.OnDelivery(opaque, status, offset);
     };
@@ -328,6 +330,7 @@ struct Relay::Impl {
       SaveStream(*s);
       if (s->exactly_once && !s->fenced) ReleaseFenced(*s);
     }
+    if (s) CloseStreamProducer(*s);
     MutexLock g(&streams_mu);
     owned.erase(lock_name);
   }
@@ -336,8 +339,10 @@ struct Relay::Impl {
   // (kafka/internal/published_tail.h) and the CloudEvents headers
   // (cell_event.h), in both relay modes. ResourceExhausted when its queue is full.
   // `body` is the cell's body as JSON text (HostLogPage::body_texts).
-  Status Produce(HostStream& s, const Cell& c, std::string_view body, DeliveryTag* tag)
-      REQUIRES_SHARED(producer_mu) {
+  // Produces cell `c` of stream `s` with `to`: the shared producer (under
+  // producer_mu) or, in exactly-once mode, the stream's own.
+  Status Produce(KafkaProducer& to, HostStream& s, const Cell& c, std::string_view body,
+                 DeliveryTag* tag) {
     const std::string value =
         EncodeCellEvent(s.datastore, c, body, config.kafka.max_event_body_bytes);
     const std::string key = c.row_key.ToString();
@@ -348,11 +353,22 @@ struct Relay::Impl {
                                {internal::kAddedIdHeader, added_id}};
     size_t n = 2;
     for (const EventHeader& h : ce) headers[n++] = {h.name, h.value};
-    return producer->Produce(s.topic, ChangeLogPartition(config.kafka, c.shard), key, value,
-                             c.created_at / 1000, std::span<const RecordHeader>(headers, n), tag);
+    return to.Produce(s.topic, ChangeLogPartition(config.kafka, c.shard), key, value,
+                      c.created_at / 1000, std::span<const RecordHeader>(headers, n), tag);
   }
 
+  // Exactly-once: the stream's transactional producer, transactional.id
+  // "<topic prefix>.relay.<host database>.<datastore>" (the same for every
+  // relay, so the broker fences a previous owner), initialised: OK means no
+  // record of an earlier owner can still become visible.
+  Status OpenStreamProducer(HostStream& s);
+  // Drops the stream's producer, first purging (and reporting) its records.
+  static void CloseStreamProducer(HostStream& s);
+
   size_t PumpFenced(const std::shared_ptr<HostStream>& sp);
+  // Ends a failed exactly-once batch: aborts its transaction (or replaces the
+  // stream's producer after a fatal error), rewinds, reconciles next time.
+  void FailFencedBatch(HostStream& s, const Status& why, const char* reason);
   // When `s` is read next, after a read at `round` that handed `produced`
   // cells on (host thread).
   void ScheduleNextRead(HostStream& s, size_t produced,
@@ -406,7 +422,7 @@ struct Relay::Impl {
         s.inflight.push_back({c.added_id, false, -1, partition});
       }
       auto* tag = new DeliveryTag{sp, gen, c.added_id};
-      if (!Produce(s, c, page->body_texts[i], tag).ok()) {
+      if (!Produce(*producer, s, c, page->body_texts[i], tag).ok()) {
         // Queue full or similar: take the record back and try again later.
         delete tag;
         MutexLock lock(&s.mu);

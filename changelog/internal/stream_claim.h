@@ -11,10 +11,13 @@
 //    lock makes the claim wait for it; its records are in Kafka and its
 //    position is committed), or finds a newer epoch and publishes nothing;
 //  - if the old owner's MySQL connection dies mid-batch, the row lock goes
-//    with it; the old owner stops producing kFencedBatchMs after its batch
-//    began and its records settle within the producer's message timeout, so
-//    a claim that did not find a clean release (previous_owner_released) waits
-//    that long before reading what the stream already published.
+//    with it; but its Kafka transaction cannot commit any more once the new
+//    owner's transactional producer (same transactional.id) has run
+//    InitTransactions, which the new owner does before it reads what the
+//    stream already published (relay_exactly_once.cc): the broker fences
+//    the old producer and aborts its open transaction, and read_committed
+//    readers never see aborted records. A batch the old owner committed in
+//    Kafka but not in MySQL is found by that read and not sent again.
 // Nothing here trusts the old owner to notice it lost its lock.
 //
 // Threading: functions are stateless; each uses the connection it is given.

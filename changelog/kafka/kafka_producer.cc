@@ -4,6 +4,7 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "changelog/kafka/internal/kafka_conf.h"
 
@@ -50,8 +51,19 @@ class Callbacks : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
 
 struct KafkaProducer::Impl {
   explicit Impl(ProducerOptions options) : callbacks(std::move(options)) {}
+  ~Impl() {
+    if (watermark_reader) watermark_reader->close();
+  }
   Callbacks callbacks;  // outlives the producer (declared first, destroyed last)
   std::unique_ptr<RdKafka::Producer> producer;
+  KafkaConfig kafka;
+  // Asks for high watermarks (PartitionHighWatermark) as a read_uncommitted
+  // reader: librdkafka's ListOffsets of any other handle (isolation.level
+  // read_committed, its default) answers the last stable offset, which
+  // another producer's open transaction holds below records already
+  // committed. Made on first use; never subscribes or joins a group.
+  std::mutex watermark_mu;
+  std::unique_ptr<RdKafka::KafkaConsumer> watermark_reader;
   // Appended to "broker does not answer" errors: a property (e.g. a wrong
   // security.protocol) is a likely cause.
   std::string properties_note;
@@ -81,6 +93,7 @@ Result<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaConfig& 
   if (auto it = kafka.properties.find("client.id"); it != kafka.properties.end())
     client_id = it->second;
   auto impl = std::make_unique<Impl>(std::move(options));
+  impl->kafka = kafka;
   impl->callbacks.client_name = client_id;
   impl->properties_note = KafkaPropertiesNote(kafka);
   std::string err;
@@ -127,6 +140,45 @@ void KafkaProducer::PurgeAll() {
   impl_->producer->poll(0);  // serves the purged records' delivery reports
 }
 
+namespace {
+
+// Maps a transactional API error (null: OK) to the codes kafka_producer.h gives.
+Status TransactionStatus(const char* operation, RdKafka::Error* raw) {
+  std::unique_ptr<RdKafka::Error> error(raw);
+  if (!error) return Status::Ok();
+  const std::string what = std::string("Kafka ") + operation + ": " + error->str();
+  if (error->is_fatal())
+    return FailedPrecondition(what + " (fatal: the producer must be replaced)");
+  if (error->txn_requires_abort()) return Aborted(what + " (the transaction must be aborted)");
+  return Unavailable(what);
+}
+
+}  // namespace
+
+Status KafkaProducer::InitTransactions(int timeout_ms) {
+  return impl_->Noted(
+      TransactionStatus("init_transactions", impl_->producer->init_transactions(timeout_ms)));
+}
+
+Status KafkaProducer::BeginTransaction() {
+  return TransactionStatus("begin_transaction", impl_->producer->begin_transaction());
+}
+
+Status KafkaProducer::CommitTransaction(int timeout_ms) {
+  // commit_transaction flushes too, but serves no delivery reports of ours
+  // on a timeout; flushing first reports every record on this thread.
+  impl_->producer->flush(timeout_ms);
+  return impl_->Noted(
+      TransactionStatus("commit_transaction", impl_->producer->commit_transaction(timeout_ms)));
+}
+
+Status KafkaProducer::AbortTransaction(int timeout_ms) {
+  const Status s =
+      TransactionStatus("abort_transaction", impl_->producer->abort_transaction(timeout_ms));
+  impl_->producer->poll(0);  // serves the purged records' delivery reports
+  return impl_->Noted(s);
+}
+
 uint64_t KafkaProducer::delivered() const {
   return impl_->callbacks.delivered.load(std::memory_order_relaxed);
 }
@@ -144,8 +196,16 @@ Result<int> KafkaProducer::TopicPartitions(const std::string& topic, int timeout
 
 Result<int64_t> KafkaProducer::PartitionHighWatermark(const std::string& topic, int32_t partition,
                                                       int timeout_ms) {
+  std::lock_guard<std::mutex> lock(impl_->watermark_mu);
+  if (!impl_->watermark_reader) {
+    auto reader = MakeAdminConsumer(impl_->kafka, "cellar-watermarks",
+                                    {{"isolation.level", "read_uncommitted"},
+                                     {"client.id", impl_->callbacks.client_name + "-watermarks"}});
+    if (!reader.ok()) return impl_->Noted(Result<int64_t>(reader.status()));
+    impl_->watermark_reader = std::move(reader).value();
+  }
   return impl_->Noted(
-      cellar::PartitionHighWatermark(impl_->producer.get(), topic, partition, timeout_ms));
+      cellar::PartitionHighWatermark(impl_->watermark_reader.get(), topic, partition, timeout_ms));
 }
 
 }  // namespace cellar

@@ -88,22 +88,49 @@ class KafkaProducer {
   // on_delivery within this call.
   void PurgeAll();
 
+  // Kafka transactions, for a producer created with a "transactional.id"
+  // setting (relay.exactly_once: one per stream). Each returns OK, or:
+  //  - FailedPrecondition: the producer is unusable (a fatal error, e.g.
+  //    fenced: another producer with the same transactional.id initialised
+  //    after it, or an idempotence violation such as librdkafka 2.0.2's
+  //    OUT_OF_ORDER_SEQUENCE after a broker restart): destroy it and create a
+  //    new one, whose InitTransactions bumps the epoch;
+  //  - Aborted: the transaction cannot commit; call AbortTransaction, then
+  //    the records produced in it are never seen by read_committed readers;
+  //  - Unavailable: timed out or another retriable error; the same call may
+  //    be retried (or the transaction aborted).
+  // Every message names the operation and librdkafka's error. Call them
+  // from one thread at a time; Produce may run on others in between.
+  //
+  // Registers the transactional.id with its coordinator, fencing every older
+  // producer of it and aborting a transaction it left open. Once this
+  // returns OK no record of an older producer can still become visible to
+  // read_committed readers.
+  Status InitTransactions(int timeout_ms);
+  Status BeginTransaction();
+  // Flushes what was produced in the transaction (serving delivery reports
+  // on the calling thread) and commits it.
+  Status CommitTransaction(int timeout_ms);
+  // Purges what is queued, and aborts the transaction.
+  Status AbortTransaction(int timeout_ms);
+
   // Records reported delivered / failed so far.
   uint64_t delivered() const;
   uint64_t failed() const;
 
   // Creates `topic` with `partitions` partitions if it does not exist (Kafka's
-  // CreateTopics; "already exists" is success). FailedPrecondition when it
-  // exists with fewer partitions than asked. Unavailable when the broker does
+  // CreateTopics; "already exists" is success). FailedPrecondition, naming
+  // both counts, when it exists with another partition count. Unavailable when the broker does
   // not answer within timeout_ms.
   Status EnsureTopic(const std::string& topic, int partitions, int timeout_ms);
 
-  // The partition count of `topic` (0 when it does not exist; a broker with
-  // auto-creation creates it). Unavailable when the broker does not answer.
+  // The partition count of `topic` (0 when it does not exist; asking does
+  // not make a broker auto-create it). Unavailable when the broker does not answer.
   Result<int> TopicPartitions(const std::string& topic, int timeout_ms);
 
-  // The high watermark (offset of the next record) of one partition.
-  // Unavailable when the broker does not answer within timeout_ms.
+  // The high watermark (offset of the next record, committed or not) of one
+  // partition: not the last stable offset, which an open transaction holds
+  // back. Unavailable when the broker does not answer within timeout_ms.
   Result<int64_t> PartitionHighWatermark(const std::string& topic, int32_t partition,
                                          int timeout_ms);
 

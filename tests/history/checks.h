@@ -45,7 +45,7 @@ void CheckTrigger(CellStore& store, const std::string& check, Violations& violat
 struct ChangeLogCoverage {
   // Missing cells older than a partition's retention cut: the local broker
   // keeps at most 5 MiB per partition and drops the oldest records beyond
-  // that (testing_test: LocalBrokerTest), so these are not violations.
+  // that (testing_test: KafkaBrokerTest), so these are not violations.
   size_t cut_by_retention = 0;
   uint64_t max_partition_bytes = 0;  // keys and values of the largest partition read
 };

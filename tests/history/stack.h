@@ -22,7 +22,7 @@
 #include "config/cluster_config.h"
 #include "indexes/index_definition.h"
 #include "testing/child_process.h"
-#include "testing/local_broker.h"
+#include "testing/kafka_broker.h"
 #include "testing/private_mariadb.h"
 #include "testing/test_cluster.h"
 #include "tests/http_test_util.h"
@@ -57,7 +57,7 @@ class Stack {
 
   // The worker nodes' URLs; a node restarts on its port, so they never change.
   std::vector<std::string> Endpoints() const;
-  // The cluster config in force (kafka.brokers changes with RestartBroker()).
+  // The cluster config in force .
   const ClusterConfig& config() const { return config_; }
   // An in-process store of the cluster for the checks (no Kafka).
   CellStore& store() { return *store_; }
@@ -72,9 +72,9 @@ class Stack {
   bool Running(Component c);
   std::string LogTail(Component c) const;
 
-  // A new, empty broker on new ports: the config file is rewritten and the
-  // Kafka clients (relay, index worker, trigger) are SIGKILLed and started
-  // again against it. False on failure.
+  // The Kafka broker crashes (SIGKILL) and starts again on its ports and
+  // data; the Kafka clients (relay, index worker, trigger) are SIGKILLed and
+  // started again against it. False on failure.
   bool RestartBroker();
   // SIGKILL of MariaDB host `host` (0 or 1), then a start on the same port and
   // data directory (crash recovery). False on failure.
@@ -117,7 +117,7 @@ class Stack {
 
   testing::TempDir dir_{"history"};
   std::unique_ptr<testing::PrivateMariaDb> dbs_[2];
-  std::unique_ptr<testing::LocalBroker> broker_;
+  std::unique_ptr<testing::KafkaBroker> broker_;
   std::string config_path_;
   ClusterConfig config_;
   std::unique_ptr<CellStore> store_;

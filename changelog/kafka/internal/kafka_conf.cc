@@ -97,11 +97,11 @@ Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAssignedReader(
 }
 
 Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms) {
-  std::string topic_err;
-  std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(handle, topic, nullptr, topic_err));
-  if (!t) return Internal("topic handle " + topic + ": " + topic_err);
+  // All topics, not this one: a producer's metadata request for one topic
+  // makes a broker with auto.create.topics.enable create it with the
+  // broker's default partition count.
   RdKafka::Metadata* md = nullptr;
-  RdKafka::ErrorCode err = handle->metadata(false, t.get(), &md, timeout_ms);
+  RdKafka::ErrorCode err = handle->metadata(true, nullptr, &md, timeout_ms);
   std::unique_ptr<RdKafka::Metadata> owned(md);
   if (err != RdKafka::ERR_NO_ERROR)
     return Unavailable("metadata for topic " + topic + ": " + RdKafka::err2str(err));
@@ -114,9 +114,11 @@ Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, i
 namespace {
 
 Status CheckPartitions(const std::string& topic, int have, int want) {
-  if (have >= want) return Status::Ok();
+  if (have == want) return Status::Ok();
   return FailedPrecondition("topic " + topic + " has " + std::to_string(have) +
-                            " partitions but kafka.partitions is " + std::to_string(want));
+                            " partitions but Cellar needs " + std::to_string(want) +
+                            " (kafka.partitions for a change-log topic); a topic's partitions "
+                            "decide which rows share one, so Cellar does not change them");
 }
 
 }  // namespace
@@ -124,12 +126,6 @@ Status CheckPartitions(const std::string& topic, int have, int want) {
 Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partitions,
                    int timeout_ms) {
   CELLAR_ASSIGN_OR_RETURN(int existing, TopicPartitions(handle, topic, timeout_ms));
-  // A broker with auto-creation (the local mock) creates the topic on the
-  // metadata request above; look again before asking for CreateTopics.
-  for (int i = 0; i < 5 && existing == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // broker-side creation settles
-    CELLAR_ASSIGN_OR_RETURN(existing, TopicPartitions(handle, topic, timeout_ms));
-  }
   if (existing > 0) return CheckPartitions(topic, existing, partitions);
   rd_kafka_t* rk = handle->c_ptr();
   char errstr[512];
@@ -163,7 +159,17 @@ Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partit
   rd_kafka_queue_destroy(q);
   if (!result.ok()) return result;
 
-  CELLAR_ASSIGN_OR_RETURN(int created, TopicPartitions(handle, topic, timeout_ms));
+  // The new topic reaches the metadata a moment after CreateTopics answers.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int created = 0;
+  while (true) {
+    CELLAR_ASSIGN_OR_RETURN(created, TopicPartitions(handle, topic, timeout_ms));
+    if (created > 0 || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (created == 0)
+    return Unavailable("topic " + topic + " was created but is not in Kafka's metadata after " +
+                       std::to_string(timeout_ms) + " ms");
   return CheckPartitions(topic, created, partitions);
 }
 

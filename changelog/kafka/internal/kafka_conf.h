@@ -61,14 +61,14 @@ Result<std::unique_ptr<RdKafka::KafkaConsumer>> MakeAssignedReader(
     std::vector<RdKafka::TopicPartition*>& parts);
 
 // Creates `topic` with `partitions` partitions if it does not exist (Kafka's
-// CreateTopics; "already exists" is success). FailedPrecondition when it
-// exists with fewer partitions than asked. Unavailable when the broker does not
+// CreateTopics; "already exists" is success). FailedPrecondition, naming
+// both counts, when it exists with another partition count. Unavailable when the broker does not
 // answer within timeout_ms.
 Status EnsureTopic(RdKafka::Handle* handle, const std::string& topic, int partitions,
                    int timeout_ms);
 
-// The partition count of `topic` (0 when it does not exist; a broker with
-// auto-creation creates it). Unavailable when the broker does not answer.
+// The partition count of `topic` (0 when it does not exist; asking does
+// not make a broker auto-create it). Unavailable when the broker does not answer.
 Result<int> TopicPartitions(RdKafka::Handle* handle, const std::string& topic, int timeout_ms);
 
 // The record a consumer returned, copied (key, value, position, timestamp).

@@ -54,7 +54,12 @@ Result<std::map<int32_t, uint64_t>> ReadPublishedTail(
     std::unique_ptr<RdKafka::Message> m((*consumer)->consume(100));
     const int32_t p = m->partition();
     if (m->err() == RdKafka::ERR__PARTITION_EOF) {
-      remaining.erase(p);
+      // A read_committed reader stops at the last stable offset: an open
+      // transaction of another stream in this partition holds it below
+      // `ends` until it commits or the broker aborts it (its timeout), and
+      // this stream's committed records may lie beyond it.
+      if (auto end = ends.find(p); end == ends.end() || m->offset() >= end->second)
+        remaining.erase(p);
       continue;
     }
     if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // timeouts, transient errors: retry

@@ -5,9 +5,11 @@
 // Every record the exactly-once relay produces carries two headers:
 // kStreamHeader (the host database of its stream) and kAddedIdHeader (the
 // cell's added_id, decimal). Within one partition a stream's records are in
-// added_id order and, with the idempotent producer, form a prefix of what
-// was produced; so the highest added_id found per partition tells exactly
-// which of the stream's next cells are already there.
+// added_id order and, with the stream's transactional producer, the
+// committed ones form a prefix of what was produced (batches commit in
+// order; an aborted batch is never visible); so the highest added_id found
+// per partition by a read_committed reader tells exactly which of the
+// stream's next cells are already there.
 //
 // Private to changelog/ (the relay); no librdkafka type appears here.
 #pragma once
@@ -34,8 +36,9 @@ Result<ScanOffsets> PartitionEnds(KafkaProducer& producer, const std::string& to
 // For each partition p of `ends` (PartitionEnds, taken by the caller on an
 // already connected client), the highest added_id of the records of stream
 // `stream` (kStreamHeader) at offsets scan_from[p] (0 when absent) ..
-// ends[p]-1; partitions without such a record are absent. Unavailable when
-// the scan does not finish within timeout_ms.
+// ends[p]-1, as a read_committed reader sees them (it waits for open
+// transactions below ends[p] to end); partitions without such a record are
+// absent. Unavailable when the scan does not finish within timeout_ms.
 Result<std::map<int32_t, uint64_t>> ReadPublishedTail(const KafkaConfig& kafka,
                                                       const std::string& topic,
                                                       const ScanOffsets& ends,

@@ -1,4 +1,4 @@
-#include "testing/local_broker.h"
+#include "testing/mock_broker.h"
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -9,17 +9,17 @@
 
 namespace cellar::testing {
 
-std::unique_ptr<LocalBroker> LocalBroker::Start(int brokers) {
-  if (brokers < 1) throw std::runtime_error("LocalBroker needs at least one broker");
-  std::unique_ptr<LocalBroker> b(new LocalBroker());
+std::unique_ptr<MockBroker> MockBroker::Start(int brokers) {
+  if (brokers < 1) throw std::runtime_error("MockBroker needs at least one broker");
+  std::unique_ptr<MockBroker> b(new MockBroker());
   b->brokers_ = brokers;
   b->Create();
   return b;
 }
 
-LocalBroker::~LocalBroker() { Destroy(); }
+MockBroker::~MockBroker() { Destroy(); }
 
-void LocalBroker::Create() {
+void MockBroker::Create() {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   // The handle only hosts the mock cluster; it never talks to a broker.
@@ -29,20 +29,20 @@ void LocalBroker::Create() {
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
   if (rk_ == nullptr) {
     rd_kafka_conf_destroy(conf);  // not taken over on failure
-    throw std::runtime_error(std::string("LocalBroker: rd_kafka_new: ") + errstr);
+    throw std::runtime_error(std::string("MockBroker: rd_kafka_new: ") + errstr);
   }
   cluster_ = rd_kafka_mock_cluster_new(rk_, brokers_);
   if (cluster_ == nullptr) {
     Destroy();
-    throw std::runtime_error("LocalBroker: rd_kafka_mock_cluster_new failed");
+    throw std::runtime_error("MockBroker: rd_kafka_mock_cluster_new failed");
   }
   bootstrap_ = rd_kafka_mock_cluster_bootstraps(cluster_);
   DisableNagle();
 }
 
-void LocalBroker::DisableNagle() { SetNoDelayOnListeningSockets(bootstrap_); }
+void MockBroker::DisableNagle() { SetNoDelayOnListeningSockets(bootstrap_); }
 
-void LocalBroker::Destroy() {
+void MockBroker::Destroy() {
   if (cluster_ != nullptr) rd_kafka_mock_cluster_destroy(cluster_);
   cluster_ = nullptr;
   if (rk_ != nullptr) rd_kafka_destroy(rk_);
@@ -50,11 +50,11 @@ void LocalBroker::Destroy() {
   bootstrap_.clear();
 }
 
-Status LocalBroker::CreateTopic(const std::string& topic, int partitions, int replication) {
+Status MockBroker::CreateTopic(const std::string& topic, int partitions, int replication) {
   rd_kafka_resp_err_t err =
       rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, replication);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return InvalidArgument("LocalBroker: creating topic " + topic + " (" +
+    return InvalidArgument("MockBroker: creating topic " + topic + " (" +
                            std::to_string(partitions) + " partitions, replication " +
                            std::to_string(replication) + "): " + rd_kafka_err2str(err));
   }
@@ -62,7 +62,7 @@ Status LocalBroker::CreateTopic(const std::string& topic, int partitions, int re
   return Status::Ok();
 }
 
-void LocalBroker::SetDown(bool down) {
+void MockBroker::SetDown(bool down) {
   // Broker ids are 1..brokers_ (rd_kafka_mock_cluster_new).
   for (int id = 1; id <= brokers_; ++id) {
     if (down) {
@@ -74,14 +74,14 @@ void LocalBroker::SetDown(bool down) {
   if (!down) DisableNagle();  // the listeners are new
 }
 
-void LocalBroker::Restart() {
+void MockBroker::Restart() {
   Destroy();
   Create();
   for (const Topic& t : topics_) {
     rd_kafka_resp_err_t err =
         rd_kafka_mock_topic_create(cluster_, t.name.c_str(), t.partitions, t.replication);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-      throw std::runtime_error("LocalBroker: recreating topic " + t.name + ": " +
+      throw std::runtime_error("MockBroker: recreating topic " + t.name + ": " +
                                rd_kafka_err2str(err));
   }
 }

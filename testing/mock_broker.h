@@ -1,4 +1,4 @@
-// LocalBroker: an in-process Kafka-protocol broker for tests, backed by
+// MockBroker: an in-process Kafka-protocol broker for tests, backed by
 // librdkafka's mock cluster (rdkafka_mock.h).
 //
 // The mock cluster listens on 127.0.0.1 ephemeral ports and serves produce,
@@ -11,7 +11,7 @@
 // fixed initial rebalance delay), so a subscribing consumer receives nothing
 // for ~3 s.
 //
-// Thread safety: none; serialise calls on one LocalBroker. Clients in other
+// Thread safety: none; serialise calls on one MockBroker. Clients in other
 // threads or processes may use the brokers at any time.
 #pragma once
 
@@ -27,17 +27,17 @@ typedef struct rd_kafka_mock_cluster_s rd_kafka_mock_cluster_t;
 
 namespace cellar::testing {
 
-class LocalBroker {
+class MockBroker {
  public:
   // Starts a mock cluster of `brokers` brokers (ids 1..brokers).
   // Throws std::runtime_error on failure.
-  static std::unique_ptr<LocalBroker> Start(int brokers = 1);
+  static std::unique_ptr<MockBroker> Start(int brokers = 1);
 
   // Destroys the mock cluster: its listeners close and all data is gone.
-  ~LocalBroker();
+  ~MockBroker();
 
-  LocalBroker(const LocalBroker&) = delete;
-  LocalBroker& operator=(const LocalBroker&) = delete;
+  MockBroker(const MockBroker&) = delete;
+  MockBroker& operator=(const MockBroker&) = delete;
 
   // "127.0.0.1:port[,127.0.0.1:port...]", for bootstrap.servers.
   const std::string& bootstrap() const { return bootstrap_; }
@@ -64,7 +64,7 @@ class LocalBroker {
   void Restart();
 
  private:
-  LocalBroker() = default;
+  MockBroker() = default;
   void Create();   // throws
   void Destroy();  // idempotent
   // TCP_NODELAY on the listeners, as Kafka brokers set it (base/listening_sockets.h).

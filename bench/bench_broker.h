@@ -1,0 +1,56 @@
+// The private Kafka broker of a benchmark run: Apache Kafka (the default: the
+// broker users run, testing/kafka_broker.h, with the JVM's full JIT) or, with
+// --mock-broker, librdkafka's in-memory mock cluster in this process (the
+// broker of the figures before Cellar met a real Kafka; kept for comparison).
+// Threading: one thread; CpuSeconds() from any.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace cellar::testing {
+class KafkaBroker;
+class MockBroker;
+}  // namespace cellar::testing
+
+namespace cellar::bench {
+
+class BenchBroker {
+ public:
+  // Unavailable naming the cause when the broker cannot start.
+  static Result<std::unique_ptr<BenchBroker>> Start(bool mock);
+  ~BenchBroker();
+
+  const std::string& bootstrap() const;
+  // Creates `topic` with `partitions` partitions and waits for its leaders.
+  Status CreateTopic(const std::string& topic, int partitions);
+  // "apache-kafka-3.9.1" or "mock": the JSON key `broker`.
+  const std::string& name() const { return name_; }
+  // True for the mock: its CPU is part of this process's (ProcessCpuSeconds).
+  bool in_process() const { return mock_ != nullptr; }
+  // CPU seconds the broker has used so far: the JVM's, or the mock's thread's.
+  double CpuSeconds() const;
+
+ private:
+  BenchBroker() = default;
+  std::unique_ptr<testing::KafkaBroker> kafka_;
+  std::unique_ptr<testing::MockBroker> mock_;
+  std::string name_;
+};
+
+// The JSON `broker` of a run: the private broker's name, or "external"
+// (--config: whatever kafka.brokers names).
+std::string BrokerName(const BenchBroker* broker);
+
+// The table's "kafka" row: "private apache-kafka-3.9.1 (single-node KRaft)
+// 127.0.0.1:PORT", "private mock (librdkafka's in-memory mock cluster) ...",
+// or `brokers` (--config).
+std::string DescribeKafka(const BenchBroker* broker, const std::string& brokers);
+
+// The current run's private broker, registered by Start and forgotten by
+// its destructor (the pipeline's CPU split reads it); null when none.
+const BenchBroker* CurrentBenchBroker();
+
+}  // namespace cellar::bench
