@@ -59,6 +59,9 @@ Status Relay::Impl::OpenStreamProducer(HostStream& s) {
       {"message.timeout.ms", std::to_string(kTransactionTimeoutMs)},
       {"queue.buffering.max.messages", "1000000"},
       {"allow.auto.create.topics", "false"},
+      // A broker that restarted is found again within a second, not after
+      // librdkafka's default backoff of up to 10 s.
+      {"reconnect.backoff.max.ms", "1000"},
       {"client.id", "cellar-relay-" + relay_id + "-" + s.database + "-" + s.datastore}};
   options.on_delivery = [this](void* opaque, const Status& status, int64_t offset) {
     callbacks.OnDelivery(opaque, status, offset);

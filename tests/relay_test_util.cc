@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -15,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "testing/child_process.h"
 #include "testing/cluster_environment.h"
+#include "testing/plain_topic_reader.h"
 #include "testing/test_cluster.h"
 
 namespace cellar::relaytest {
@@ -409,6 +413,67 @@ std::map<std::string, std::optional<uint64_t>> StreamLockHolders(const ClusterCo
           (*rows)[0].IsNull(i) ? std::nullopt : std::optional<uint64_t>((*rows)[0].Uint(i));
   }
   return holders;
+}
+
+namespace {
+
+// Local TCP ports of the sockets process `pid` has open.
+std::set<int> LocalPortsOf(pid_t pid) {
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (const auto& fd :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::set<int> ports;
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // header
+  while (std::getline(tcp, line)) {
+    std::istringstream in(line);
+    std::string slot, local, remote, state, queues, timer, retrans, uid, timeout, inode;
+    in >> slot >> local >> remote >> state >> queues >> timer >> retrans >> uid >> timeout >> inode;
+    if (inodes.count(inode))
+      ports.insert(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+  }
+  return ports;
+}
+
+}  // namespace
+
+size_t TopicDuplicates(const ClusterConfig& config) {
+  auto topic = testing::ReadTopic(config.kafka.brokers, ChangeLogTopic(config.kafka, kDatastore),
+                                  config.kafka.partitions);
+  EXPECT_TRUE(topic.ok()) << topic.status().ToString();
+  if (!topic.ok()) return SIZE_MAX;
+  std::set<std::string> values;
+  for (const testing::TopicRecord& r : topic->records) values.insert(r.value);
+  return topic->records.size() - values.size();
+}
+
+size_t KillMysqlConnectionsOf(pid_t pid, const ClusterConfig& config) {
+  const std::set<int> ports = LocalPortsOf(pid);
+  size_t killed = 0;
+  std::set<std::string> servers;
+  for (const MysqlHostConfig& host : config.mysql.hosts) {
+    const MysqlEndpoint endpoint = EndpointFor(config, host);
+    if (!servers.insert(endpoint.address + ":" + std::to_string(endpoint.port)).second) continue;
+    auto conn = MysqlConnection::Connect(endpoint);
+    EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+    if (!conn.ok()) continue;
+    auto rows = (*conn)->Query("SELECT ID, HOST FROM information_schema.PROCESSLIST", {});
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    if (!rows.ok()) continue;
+    for (const SqlRow& row : *rows) {
+      const std::string& client = row.Bytes(1);
+      const auto colon = client.rfind(':');
+      if (colon == std::string::npos || !ports.count(std::atoi(client.c_str() + colon + 1)))
+        continue;
+      if ((*conn)->ExecuteDdl("KILL CONNECTION " + std::to_string(row.Uint(0))).ok()) ++killed;
+    }
+  }
+  return killed;
 }
 
 RelayCheckpoint Checkpoint(CellStore& store, size_t host, const std::string& datastore) {

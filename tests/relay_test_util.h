@@ -159,6 +159,19 @@ class Writers {
 // A cellar-relay child process (testing::ChildProcess; stderr and stdout to
 // `log_path`, CELLAR_LOG_LEVEL=info). The destructor SIGKILLs and reaps it if
 // it still runs.
+// Records of kDatastore's change log that a read_committed client reading the
+// topic itself (no group, testing/plain_topic_reader.h) sees more than once:
+// a cell published twice has the same value twice. Fails the test (and
+// returns SIZE_MAX) when the topic cannot be read.
+size_t TopicDuplicates(const ClusterConfig& config);
+
+// Kills (KILL CONNECTION) every MySQL connection process `pid` has open to
+// the cluster's hosts, found by matching its sockets' local ports
+// (/proc/<pid>/fd, /proc/net/tcp) to PROCESSLIST's HOST column: what the
+// server does on its own only after wait_timeout to the connections of a
+// stopped (SIGSTOP) process. Returns how many were killed.
+size_t KillMysqlConnectionsOf(pid_t pid, const ClusterConfig& config);
+
 class RelayProcess {
  public:
   // `extra_args` go after --config and --id (e.g. --metrics-address).
