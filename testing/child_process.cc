@@ -113,4 +113,14 @@ std::string ChildProcess::Log() const {
   return s.size() > kMax ? "...\n" + s.substr(s.size() - kMax) : s;
 }
 
+std::string WarningLinesOf(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.find("level=warn") != std::string::npos ||
+        line.find("level=error") != std::string::npos)
+      out += line + "\n";
+  return out.empty() ? "(none)\n" : out;
+}
+
 }  // namespace cellar::testing

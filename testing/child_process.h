@@ -45,6 +45,11 @@ class ChildProcess {
   std::string log_path_;
 };
 
+// The lines of the log file at `path` at level warn or error (Cellar's
+// structured log: "level=warn" / "level=error"), the whole file rather than
+// ChildProcess::Log()'s tail; "(none)\n" when there are none.
+std::string WarningLinesOf(const std::string& path);
+
 // Runs `args` (args[0] is the binary's path) as a ChildProcess logging to
 // `log_path` until it exits, at most `timeout`. `exit_code` is its exit code;
 // -1 when it could not start or died from a signal; kRunTimedOut when it was

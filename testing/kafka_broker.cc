@@ -250,6 +250,9 @@ void KafkaBroker::Format() {
   controller_port_ = FreeLoopbackPort();
   if (options_.sasl_ssl) sasl_ssl_port_ = FreeLoopbackPort();
   WriteProperties();
+  // A kept data directory (options.data_dir) is formatted once: its cluster
+  // id is in meta.properties, and formatting again with another one fails.
+  if (fs::exists(dir_ + "/data/meta.properties")) return;
   std::vector<std::string> args = KafkaJavaCommand(64, true);
   args.insert(args.end(),
               {"-Dlog4j.configuration=file:" + dir_ + "/log4j.properties",

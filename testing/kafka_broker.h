@@ -108,7 +108,9 @@ class KafkaBroker {
 
  private:
   explicit KafkaBroker(KafkaBrokerOptions options) : options_(std::move(options)) {}
-  void Format();  // throws
+  // Picks ports, writes the properties and formats the storage unless it is
+  // formatted already (a kept data_dir). Throws.
+  void Format();
   void Launch();  // throws; starts the JVM on the chosen ports and waits
   void WriteProperties() const;
   Status CreateTopicAndWait(const std::string& topic, int partitions) const;

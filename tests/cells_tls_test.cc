@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "testing/child_process.h"
 #include "testing/private_mariadb.h"
+#include "testing/test_certificates.h"
 #include "testing/test_cluster.h"
 #include "testing/wait_for.h"
 
@@ -22,56 +23,15 @@ namespace {
 
 constexpr const char* kHost = "tlsdb";
 
-// Runs the openssl CLI with `args` to completion; false (after printing its
-// output) when it fails.
-bool OpenSsl(const testing::TempDir& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/openssl"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const testing::RunResult r =
-      testing::RunToExit(argv, dir.File("openssl.log"), std::chrono::seconds(30));
-  if (r.exit_code != 0) {
-    ADD_FAILURE() << "openssl " << args[0] << " failed (" << r.exit_code << "):\n" << r.log;
-    return false;
-  }
-  return true;
-}
-
-const std::vector<std::string> kEcKey = {"-newkey", "ec", "-pkeyopt",
-                                         "ec_paramgen_curve:prime256v1", "-nodes"};
-
-bool MakeCa(const testing::TempDir& dir, const std::string& name) {
-  std::vector<std::string> args = {"req", "-x509"};
-  args.insert(args.end(), kEcKey.begin(), kEcKey.end());
-  for (const std::string& a :
-       std::vector<std::string>{"-keyout", dir.File(name + "-key.pem"), "-out",
-                                dir.File(name + ".pem"), "-days", "2", "-subj", "/CN=" + name})
-    args.push_back(a);
-  return OpenSsl(dir, args);
-}
-
-// <name>.pem and <name>-key.pem signed by <ca>.pem, with `san` (e.g. "IP:127.0.0.1").
-bool MakeSigned(const testing::TempDir& dir, const std::string& name, const std::string& ca,
-                const std::string& san) {
-  std::vector<std::string> req = {"req"};
-  req.insert(req.end(), kEcKey.begin(), kEcKey.end());
-  for (const std::string& a :
-       std::vector<std::string>{"-keyout", dir.File(name + "-key.pem"), "-out",
-                                dir.File(name + ".csr"), "-subj", "/CN=" + name})
-    req.push_back(a);
-  const std::string ext = testing::WriteTempFile("subjectAltName=" + san + "\n", ".cnf");
-  return OpenSsl(dir, req) &&
-         OpenSsl(dir, {"x509", "-req", "-in", dir.File(name + ".csr"), "-CA", dir.File(ca + ".pem"),
-                       "-CAkey", dir.File(ca + "-key.pem"), "-CAcreateserial", "-days", "2", "-out",
-                       dir.File(name + ".pem"), "-extfile", ext});
-}
-
 class TlsEnv : public ::testing::Environment {
  public:
   void SetUp() override {
     dir = std::make_unique<testing::TempDir>("tls");
-    ASSERT_TRUE(MakeCa(*dir, "ca") && MakeCa(*dir, "other-ca") &&
-                MakeSigned(*dir, "server", "ca", "IP:127.0.0.1") &&
-                MakeSigned(*dir, "client", "ca", "DNS:cellar-client"));
+    for (const Status& made :
+         {testing::MakeTestCa(*dir, "ca"), testing::MakeTestCa(*dir, "other-ca"),
+          testing::MakeTestCertificate(*dir, "server", "ca", "IP:127.0.0.1"),
+          testing::MakeTestCertificate(*dir, "client", "ca", "DNS:cellar-client")})
+      ASSERT_TRUE(made.ok()) << made.ToString();
     testing::PrivateMariaDbOptions o;
     o.ssl_ca = dir->File("ca.pem");
     o.ssl_cert = dir->File("server.pem");

@@ -37,6 +37,7 @@
 #include "testing/free_port.h"
 #include "testing/kafka_broker.h"
 #include "testing/private_mariadb.h"
+#include "testing/test_certificates.h"
 #include "testing/test_cluster.h"
 #include "testing/wait_for.h"
 #include "testing/webhook_sink.h"
@@ -62,54 +63,6 @@ constexpr const char* kPassword = "s3cret-pipeline-pw";
 // up to 10 s for a broker that does not answer).
 constexpr auto kExitBound = 30s;
 
-// Runs the openssl CLI with `args` to completion; false (after a test
-// failure showing its output) when it fails.
-bool OpenSsl(const testing::TempDir& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/openssl"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const testing::RunResult r =
-      testing::RunToExit(argv, dir.File("openssl.log"), std::chrono::seconds(30));
-  if (r.exit_code != 0) {
-    ADD_FAILURE() << "openssl " << args[0] << " failed (" << r.exit_code << "):\n" << r.log;
-    return false;
-  }
-  return true;
-}
-
-// An EC key (OpenSSL 3 writes it as PKCS#8, what Kafka's PEM keystore reads).
-const std::vector<std::string> kEcKey = {"-newkey", "ec", "-pkeyopt",
-                                         "ec_paramgen_curve:prime256v1", "-nodes"};
-
-// <name>.pem (self-signed) and <name>-key.pem.
-bool MakeCa(const testing::TempDir& dir, const std::string& name) {
-  std::vector<std::string> args = {"req", "-x509"};
-  args.insert(args.end(), kEcKey.begin(), kEcKey.end());
-  for (const std::string& a :
-       std::vector<std::string>{"-keyout", dir.File(name + "-key.pem"), "-out",
-                                dir.File(name + ".pem"), "-days", "2", "-subj", "/CN=" + name})
-    args.push_back(a);
-  return OpenSsl(dir, args);
-}
-
-// <name>.pem and <name>-key.pem signed by <ca>.pem, with `san` (e.g. "IP:127.0.0.1").
-bool MakeSigned(const testing::TempDir& dir, const std::string& name, const std::string& ca,
-                const std::string& san) {
-  std::vector<std::string> req = {"req"};
-  req.insert(req.end(), kEcKey.begin(), kEcKey.end());
-  for (const std::string& a :
-       std::vector<std::string>{"-keyout", dir.File(name + "-key.pem"), "-out",
-                                dir.File(name + ".csr"), "-subj", "/CN=" + name})
-    req.push_back(a);
-  {
-    std::ofstream ext(dir.File(name + ".ext"));
-    ext << "subjectAltName=" << san << "\n";
-  }
-  return OpenSsl(dir, req) &&
-         OpenSsl(dir, {"x509", "-req", "-in", dir.File(name + ".csr"), "-CA", dir.File(ca + ".pem"),
-                       "-CAkey", dir.File(ca + "-key.pem"), "-CAcreateserial", "-days", "2", "-out",
-                       dir.File(name + ".pem"), "-extfile", dir.File(name + ".ext")});
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -123,8 +76,10 @@ class SecureKafkaEnv : public ::testing::Environment {
  public:
   void SetUp() override {
     dir = std::make_unique<testing::TempDir>("kafka-security");
-    ASSERT_TRUE(MakeCa(*dir, "ca") && MakeCa(*dir, "other-ca") &&
-                MakeSigned(*dir, "broker", "ca", "IP:127.0.0.1"));
+    for (const Status& made :
+         {testing::MakeTestCa(*dir, "ca"), testing::MakeTestCa(*dir, "other-ca"),
+          testing::MakeTestCertificate(*dir, "broker", "ca", "IP:127.0.0.1")})
+      ASSERT_TRUE(made.ok()) << made.ToString();
     // Kafka's PEM keystore: the PKCS#8 key, then the certificate chain.
     const std::string keystore = dir->File("broker-keystore.pem");
     {

@@ -22,17 +22,6 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::IsEmpty;
 
-// The lines of a process log at warn or error level.
-std::string WarningLines(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, out;
-  while (std::getline(in, line))
-    if (line.find("level=warn") != std::string::npos ||
-        line.find("level=error") != std::string::npos)
-      out += line + "\n";
-  return out;
-}
-
 long long MillisSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
       .count();
@@ -118,8 +107,9 @@ TEST(RelayProcessTest, SigkillAtRandomPointsThreeTimesLosesNothing) {
   if (dups != 0 || topic_dups != 0) {
     for (int round = 0; round < 3; ++round)
       std::cout << "--- relay " << round << " warnings ---\n"
-                << WarningLines(logs.File("relay-" + std::to_string(round) + ".log"));
-    std::cout << "--- final relay warnings ---\n" << WarningLines(logs.File("relay-final.log"));
+                << testing::WarningLinesOf(logs.File("relay-" + std::to_string(round) + ".log"));
+    std::cout << "--- final relay warnings ---\n"
+              << testing::WarningLinesOf(logs.File("relay-final.log"));
   }
   EXPECT_EQ(last.Terminate(15s), 0) << last.Log();
 }
@@ -174,8 +164,8 @@ TEST(RelayProcessTest, SigstoppedRelayResumedAfterATakeoverPublishesNothingReade
   EXPECT_EQ(topic_dups, 0u);
   if (dups != 0 || topic_dups != 0)
     std::cout << "--- resumed relay warnings ---\n"
-              << WarningLines(logs.File("a.log")) << "--- new owner warnings ---\n"
-              << WarningLines(logs.File("b.log"));
+              << testing::WarningLinesOf(logs.File("a.log")) << "--- new owner warnings ---\n"
+              << testing::WarningLinesOf(logs.File("b.log"));
   EXPECT_EQ(b.Terminate(15s), 0) << b.Log();
   a.Terminate(15s);
 }

@@ -95,18 +95,6 @@ double ScrapeHandled(int port, const std::string& trigger) {
   return v < 0 ? 0 : v;
 }
 
-// The lines of the log at `path` at level warn or error (the whole log, not
-// ChildProcess::Log()'s tail, which a chatty handler fills).
-std::string WarningsOf(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, out;
-  while (std::getline(in, line))
-    if (line.find("level=warn") != std::string::npos ||
-        line.find("level=error") != std::string::npos)
-      out += line + "\n";
-  return out.empty() ? "(none)\n" : out;
-}
-
 TEST(TriggerProcessTest, SigkillBillingMidStreamThenRestartBillsEveryTripAtLeastOnce) {
   auto c = MakeCluster("tg_kill", Broker());
   ASSERT_TRUE(c);
@@ -152,7 +140,7 @@ TEST(TriggerProcessTest, SigkillBillingMidStreamThenRestartBillsEveryTripAtLeast
       60s, 5ms);
   ASSERT_TRUE(busy) << "billing handled " << pre << " of " << writer.count() << ", committed "
                     << committed_records << "; first process's warnings and errors:\n"
-                    << WarningsOf(logs.File("billing-1.log"));
+                    << testing::WarningLinesOf(logs.File("billing-1.log"));
   first->Kill();
   const size_t written_at_kill = writer.count();
   std::cout << "[ trigger ] SIGKILL cellar-billing after " << pre << " handled events ("

@@ -67,8 +67,11 @@ std::vector<PartitionProgress> AssignedPartitions::Progress() const {
   for (const auto& [tp, ref] : parts_) {
     const Partition& p = *ref;
     int64_t oldest = p.offsets.oldest_open_timestamp_ms();
-    if (p.offsets.open() == 0) oldest = p.lag > 0 && p.looked_up == p.next ? p.looked_up_ts_ms : 0;
-    out.push_back(PartitionProgress{tp, p.committed, p.end, p.lag, p.offsets.open(), oldest});
+    int64_t lag = p.lag;
+    if (p.offsets.open() == 0 && p.looked_up == p.next && p.looked_up_ts_ms == kNoVisibleRecord)
+      lag = 0;  // only transaction markers (or aborted records) lie between next and the end
+    if (p.offsets.open() == 0) oldest = lag > 0 && p.looked_up == p.next ? p.looked_up_ts_ms : 0;
+    out.push_back(PartitionProgress{tp, p.committed, p.end, lag, p.offsets.open(), oldest});
   }
   return out;
 }

@@ -51,7 +51,19 @@ Result<std::vector<int64_t>> ReadRecordTimestamps(const KafkaConfig& kafka,
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (left > 0 && std::chrono::steady_clock::now() < deadline) {
     std::unique_ptr<RdKafka::Message> m(consumer->consume(50));
-    if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // timeouts, EOF, transient errors
+    if (m->err() == RdKafka::ERR__PARTITION_EOF) {
+      // The reader (read_committed) is at the end of what it can see: the
+      // positions still open have no visible record at or after them.
+      auto it = wanted.find({m->topic_name(), m->partition()});
+      if (it != wanted.end())
+        for (size_t i : it->second)
+          if (out[i] == 0 && m->offset() >= positions[i].offset) {
+            out[i] = kNoVisibleRecord;
+            --left;
+          }
+      continue;
+    }
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // timeouts, transient errors
     auto it = wanted.find({m->topic_name(), m->partition()});
     if (it == wanted.end()) continue;
     for (size_t i : it->second)
@@ -72,7 +84,7 @@ Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& gr
     for (int p = 0, n = Partitions(c.get(), topic); p < n; ++p)
       parts.push_back(RdKafka::TopicPartition::create(topic, p));
   GroupLag out;
-  std::vector<RecordPosition> oldest;  // with_oldest: of the lagging partitions, in order
+  std::vector<RecordPosition> oldest;  // the lagging partitions' committed positions, in order
   RdKafka::ErrorCode err = parts.empty() ? RdKafka::ERR_NO_ERROR : c->committed(parts, 5000);
   if (err != RdKafka::ERR_NO_ERROR) {
     RdKafka::TopicPartition::destroy(parts);
@@ -89,21 +101,29 @@ Result<GroupLag> ReadGroupLag(const ClusterConfig& config, const std::string& gr
         RdKafka::ERR_NO_ERROR)
       l.end = high;
     l.lag = std::max<int64_t>(0, l.end - (l.committed >= 0 ? l.committed : low));
-    out.total += l.lag;
     out.partitions.push_back(l);
-    if (with_oldest && l.lag > 0)
-      oldest.push_back({l.topic, l.partition, l.committed >= 0 ? l.committed : low});
+    if (l.lag > 0) oldest.push_back({l.topic, l.partition, l.committed >= 0 ? l.committed : low});
   }
   RdKafka::TopicPartition::destroy(parts);
   c->close();
+  // A group that committed past every record it can see still sits before
+  // the transaction markers (commit/abort) the exactly-once relay's batches
+  // end with, and before aborted records: the end counts them, a consumer
+  // never gets them. Such a partition is caught up.
   if (!oldest.empty()) {
     auto ts = ReadRecordTimestamps(config.kafka, oldest, 5000);
     if (ts.ok())
       for (size_t i = 0, j = 0; i < out.partitions.size() && j < oldest.size(); ++i)
         if (out.partitions[i].topic == oldest[j].topic &&
-            out.partitions[i].partition == oldest[j].partition)
-          out.partitions[i].oldest_timestamp_ms = (*ts)[j++];
+            out.partitions[i].partition == oldest[j].partition) {
+          const int64_t t = (*ts)[j++];
+          if (t == kNoVisibleRecord)
+            out.partitions[i].lag = 0;
+          else if (with_oldest)
+            out.partitions[i].oldest_timestamp_ms = t;
+        }
   }
+  for (const PartitionLag& l : out.partitions) out.total += l.lag;
   return out;
 }
 
