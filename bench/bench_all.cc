@@ -7,7 +7,7 @@
 //     (/proc/self/exe <name> [sizes] [--config X]), in the order above;
 //     --only picks a subset (the order stays), --quick passes smaller sizes
 //     (a smoke run, about a minute per benchmark). Without --config every
-//     child starts its own private MariaDB (and local broker) and removes it
+//     child starts its own private MariaDB (and Kafka broker) and removes it
 //     when done; with --config all of them run against that running cluster.
 //   - A child's stdout is forwarded live to ours and captured; its stderr is
 //     ours. Its last non-empty stdout line must be its JSON line (the output
@@ -50,6 +50,7 @@
 #include "bench/bench_all_child.h"
 #include "bench/bench_all_figures.h"
 #include "bench/bench_common.h"
+#include "testing/kafka_broker.h"
 
 namespace cellar::bench {
 namespace {
@@ -62,6 +63,7 @@ struct AllOptions {
   std::string out = "BENCHMARKS.md";
   std::vector<std::string> only;  // empty: every benchmark
   bool quick = false;
+  bool mock_broker = false;  // passed on: librdkafka's mock instead of Apache Kafka
 };
 
 // One benchmark of the run and the sizes it is given.
@@ -255,6 +257,7 @@ std::vector<std::string> ChildArgs(const BenchSpec& spec, const AllOptions& o) {
   std::vector<std::string> args = {spec.name};
   const auto& sizes = o.quick ? spec.quick_args : spec.full_args;
   args.insert(args.end(), sizes.begin(), sizes.end());
+  if (o.mock_broker) args.push_back("--mock-broker");
   if (!o.config_path.empty()) {
     args.push_back("--config");
     args.push_back(o.config_path);
@@ -406,6 +409,13 @@ std::vector<const BenchSpec*> SelectedBenches(const AllOptions& o) {
   return selected;
 }
 
+// The JSON `broker` of the run: the private broker every benchmark starts,
+// or "external" with --config.
+std::string BrokerNameForAll(const AllOptions& o) {
+  if (!o.config_path.empty()) return "external";
+  return o.mock_broker ? "mock" : testing::InstalledKafkaVersion();
+}
+
 int RunAll(const AllOptions& o) {
   Result<std::string> exe = SelfExecutable();
   if (!exe.ok()) {
@@ -417,9 +427,10 @@ int RunAll(const AllOptions& o) {
   report.load_at_start = LoadAverage();
   report.cores = std::thread::hardware_concurrency();
   report.command_line = OwnCommandLine();
-  report.cluster = o.config_path.empty()
-                       ? "a private MariaDB (and local broker) started by each benchmark"
-                       : "running cluster of `" + o.config_path + "`";
+  const std::string broker = BrokerNameForAll(o);
+  report.cluster = o.config_path.empty() ? "a private MariaDB and a private broker (" + broker +
+                                               ") started by each benchmark"
+                                         : "running cluster of `" + o.config_path + "`";
   Stopwatch clock;
   bool interrupted = false;
   for (const BenchSpec* spec : SelectedBenches(o)) {
@@ -451,6 +462,7 @@ int RunAll(const AllOptions& o) {
 
   Json j;
   j["bench"] = "all";
+  j["broker"] = broker;
   j["out"] = written ? Json(o.out) : Json(nullptr);
   j["failed"] = failed;
   j["seconds"] = Round(report.seconds, 1);
@@ -477,6 +489,9 @@ void AddAllCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--only", o->only, "comma-separated subset to run, e.g. put,relay")
       ->delimiter(',')
       ->check(CLI::IsMember(BenchNames()));
+  cmd->add_flag(
+      "--mock-broker", o->mock_broker,
+      "every benchmark starts librdkafka's in-memory mock cluster instead of Apache Kafka");
   cmd->add_flag("--quick", o->quick, "much smaller sizes: a smoke run of ~1 minute per benchmark");
   cmd->callback([o, exit_code] { *exit_code = RunAll(*o); });
 }

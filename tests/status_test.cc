@@ -332,7 +332,8 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   const Uuid driver = Uuid::Random();
   PutTrips(*c->store, driver, 7);
   // An index applied over a non-empty datastore: version 1 building; no
-  // indexer ever ran, so its lag is the one record in the change log.
+  // indexer ever ran, so its lag is the offsets of the change log: the one
+  // record and the commit marker of the relay's transaction that held it.
   const std::string indexes_path =
       testing::WriteTempFile(ReadFile(std::string(CELLAR_SOURCE_DIR) +
                                       "/config/examples/indexes/driver_partner_index.yaml"),
@@ -376,7 +377,7 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   ASSERT_NE(idx, nullptr) << st.out;
   EXPECT_EQ((*idx)["serving_version"], 1);
   EXPECT_EQ((*idx)["versions"], nlohmann::json::parse(R"([{"version":1,"state":"building"}])"));
-  EXPECT_EQ((*idx)["lag"], 1) << st.out;
+  EXPECT_EQ((*idx)["lag"], 2) << st.out;
 
   // The human table says the same in words.
   CliResult human = RunCli(c->config_path, {"status", "--trigger", trigger + "@trips"});
@@ -427,7 +428,7 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   ASSERT_TRUE(index.json.is_object()) << index.out;
   ASSERT_EQ(index.json["indexes"].size(), 1u) << index.out;
   EXPECT_EQ(index.json["indexes"][0]["versions"][0]["state"], "building") << index.out;
-  EXPECT_EQ(index.json["worker_lag_events"], 1) << index.out;
+  EXPECT_EQ(index.json["worker_lag_events"], 2) << index.out;
   // `--indexes` after the command reads the same definitions; a path that
   // does not exist is an error naming it and the flag (README, Command line).
   CliResult after_command = RunCli(c->config_path, {"index", "status", "--indexes", indexes_path});
