@@ -62,6 +62,11 @@ Status Relay::Impl::OpenStreamProducer(HostStream& s) {
       // A broker that restarted is found again within a second, not after
       // librdkafka's default backoff of up to 10 s.
       {"reconnect.backoff.max.ms", "1000"},
+      // The next batch's AddPartitionsToTxn, sent while the broker still
+      // writes the previous transaction's markers, is refused with
+      // CONCURRENT_TRANSACTIONS and retried after this backoff (default 100
+      // ms: every batch of a busy stream waited for it).
+      {"retry.backoff.ms", "5"},
       {"client.id", "cellar-relay-" + relay_id + "-" + s.database + "-" + s.datastore}};
   options.on_delivery = [this](void* opaque, const Status& status, int64_t offset) {
     callbacks.OnDelivery(opaque, status, offset);

@@ -15,6 +15,7 @@
 #include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
+#include "changelog/kafka/consumer_group_lag.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/relay_test_util.h"
@@ -227,6 +228,28 @@ TEST(RelayTest, RolledBackWriterDoesNotStallItsHostStream) {
       WaitFor([&] { return Checkpoint(store, host).after_added_id >= after.back().second; }, 10s))
       << "the checkpoint did not move past the gap";
   relay.Stop();
+}
+
+// A change-log topic that exists with another partition count than
+// kafka.partitions (here created by hand with fewer): partition = shard %
+// partitions would put rows elsewhere than consumers expect, so the relay
+// refuses to start, naming both counts, and publishes nothing.
+TEST(RelayTest, TopicWithAnotherPartitionCountIsRefusedAtStartNamingBothCounts) {
+  auto c = MakeCluster("rt_parts", Broker(), /*create_topics=*/false);
+  ASSERT_TRUE(c);
+  const std::string topic = ChangeLogTopic(c->config.kafka, kDatastore);
+  ASSERT_TRUE(Broker().CreateTopic(topic, kPartitions / 2).ok());
+  PutOnShard(*c->store, 0, 3, "parts");
+  Relay relay(c->store.get(), "parts");
+  const Status started = relay.Start();
+  EXPECT_EQ(started.code(), StatusCode::kFailedPrecondition) << started.ToString();
+  EXPECT_NE(started.message().find(topic + " has " + std::to_string(kPartitions / 2) +
+                                   " partitions but Cellar needs " + std::to_string(kPartitions)),
+            std::string::npos)
+      << started.ToString();
+  auto records = TopicRecordCount(c->config, topic);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  EXPECT_EQ(*records, 0) << "something was published";
 }
 
 TEST(RelayTest, BrokerDownForFiveSecondsWritesSucceedAndEventsArriveAfterwards) {

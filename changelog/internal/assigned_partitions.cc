@@ -29,6 +29,7 @@ struct AssignedPartitions::Partition {
   int rounds_at_next = 0;       // commit rounds with nothing open and lag at `next`
   int64_t looked_up = -1;       // the offset whose timestamp was looked up...
   int64_t looked_up_ts_ms = 0;  // ...and its timestamp (0: not found)
+  int64_t looked_up_end = 0;    // the partition end known when it was looked up
 };
 
 AssignedPartitions::Ref AssignedPartitions::Track(const TopicPartitionId& tp, int64_t offset,
@@ -68,7 +69,8 @@ std::vector<PartitionProgress> AssignedPartitions::Progress() const {
     const Partition& p = *ref;
     int64_t oldest = p.offsets.oldest_open_timestamp_ms();
     int64_t lag = p.lag;
-    if (p.offsets.open() == 0 && p.looked_up == p.next && p.looked_up_ts_ms == kNoVisibleRecord)
+    if (p.offsets.open() == 0 && p.looked_up == p.next && p.looked_up_ts_ms == kNoVisibleRecord &&
+        p.end <= p.looked_up_end)
       lag = 0;  // only transaction markers (or aborted records) lie between next and the end
     if (p.offsets.open() == 0) oldest = lag > 0 && p.looked_up == p.next ? p.looked_up_ts_ms : 0;
     out.push_back(PartitionProgress{tp, p.committed, p.end, lag, p.offsets.open(), oldest});
@@ -101,6 +103,11 @@ std::optional<RecordPosition> AssignedPartitions::AfterCommit(const CommitCandid
   p.next = next;
   if (p.rounds_at_next >= kLookupAfterRounds && p.looked_up != next)
     return RecordPosition{c.tp.topic, c.tp.partition, next};
+  // Nothing visible was there when looked up, but the end moved since:
+  // records may have come after the marker.
+  if (p.rounds_at_next >= kLookupAfterRounds && p.looked_up_ts_ms == kNoVisibleRecord &&
+      p.end > p.looked_up_end)
+    return RecordPosition{c.tp.topic, c.tp.partition, next};
   if (p.rounds_at_next >= kLookupAfterRounds + kRetryLookupRounds && p.looked_up_ts_ms == 0) {
     p.rounds_at_next = kLookupAfterRounds;
     return RecordPosition{c.tp.topic, c.tp.partition, next};
@@ -116,6 +123,7 @@ void AssignedPartitions::RecordLookedUp(const std::vector<RecordPosition>& posit
     if (it == parts_.end()) continue;
     it->second->looked_up = positions[i].offset;
     it->second->looked_up_ts_ms = timestamps_ms ? (*timestamps_ms)[i] : 0;
+    it->second->looked_up_end = it->second->end;
   }
 }
 

@@ -2,7 +2,9 @@
 
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
 #include <exception>
+#include <optional>
 
 #include "base/log.h"
 #include "changelog/kafka/internal/kafka_conf.h"
@@ -58,6 +60,23 @@ struct ChangeLogConsumer::Impl : public RdKafka::RebalanceCb {
       positions.Assigned(
           {p->topic(), p->partition()},
           e == RdKafka::ERR_NO_ERROR && p->err() == RdKafka::ERR_NO_ERROR ? p->offset() : -1);
+  }
+
+  // Of a hole in the offsets read, the records deleted before they were
+  // read. The exactly-once relay's transactions put a commit marker (one
+  // offset no consumer gets) after each batch in each partition, so a hole
+  // of one offset is that marker; a larger one (retention, or an aborted
+  // transaction's records) is lost only below the partition's log start,
+  // asked from the broker.
+  std::optional<SkippedRecords> Lost(SkippedRecords hole) {
+    if (hole.count() <= 1) return std::nullopt;
+    int64_t low = -1, high = -1;
+    if (consumer->query_watermark_offsets(hole.partition.topic, hole.partition.partition, &low,
+                                          &high, kCommittedTimeoutMs) != RdKafka::ERR_NO_ERROR)
+      return hole;  // cannot tell: count it rather than hide a loss
+    if (low <= hole.first) return std::nullopt;
+    hole.end = std::min(hole.end, low);
+    return hole;
   }
 
   void Notify(RebalanceKind kind, const std::vector<TopicPartitionId>& ids) {
@@ -175,7 +194,7 @@ Result<std::optional<ConsumedRecord>> ChangeLogConsumer::PollRecord(int timeout_
   }
   if (impl_->on_skipped)
     if (auto skipped = impl_->positions.Read({m->topic_name(), m->partition()}, m->offset()))
-      impl_->on_skipped(*skipped);
+      if (std::optional<SkippedRecords> lost = impl_->Lost(*skipped)) impl_->on_skipped(*lost);
   return std::optional<ConsumedRecord>(RecordOf(*m));
 }
 

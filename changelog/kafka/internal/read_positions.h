@@ -5,9 +5,10 @@
 // deleted the records there before anyone read them, librdkafka resets to the
 // earliest record left (auto.offset.reset) and says nothing to the
 // application: a consumer that fell behind the topic's retention loses those
-// events silently. On Cellar's topics (no Kafka transactions, no compaction)
-// offsets are contiguous, so a hole between the expected and the delivered
-// offset is exactly that loss.
+// events silently. Cellar's topics are not compacted, so a hole between the
+// expected and the delivered offset is that loss, or what the exactly-once
+// relay's Kafka transactions leave: commit markers and aborted records (the
+// consumer tells them apart: change_log_consumer.cc, Lost).
 //
 // Threading: not thread-safe (the consumer's polling thread uses it).
 #pragma once
