@@ -149,20 +149,11 @@ TEST(RelayProcessTest, SigstoppedRelayResumedAfterATakeoverPublishesNothingReade
       << a.Log();
   const size_t at_resume = collector.distinct();
   ASSERT_TRUE(WaitFor([&] { return collector.distinct() > at_resume + 300; }, 30s)) << b.Log();
-  writers.Stop();
-  writers.Join();
-  EXPECT_EQ(writers.failures(), 0u) << writers.first_error();
-  const std::vector<CellId> written = writers.Written();
-  EXPECT_THAT(WaitForAll(collector, written, 60s), IsEmpty());
-  EXPECT_THAT(OrderViolations(collector.Events()), IsEmpty());
-  const size_t dups = collector.total() - collector.distinct();
-  const size_t topic_dups = TopicDuplicates(c->config);
-  std::cout << "[ relay ] SIGSTOP/SIGCONT: " << written.size() << " cells, " << killed
-            << " MySQL connections of the stopped relay killed, " << dups
-            << " duplicates seen by a consumer, " << topic_dups << " in the topic\n";
-  EXPECT_EQ(dups, 0u);
-  EXPECT_EQ(topic_dups, 0u);
-  if (dups != 0 || topic_dups != 0)
+  const OnceFigures f = ExpectEveryWrittenCellOnce(writers, collector, c->config, 60s);
+  std::cout << "[ relay ] SIGSTOP/SIGCONT: " << f.written << " cells, " << killed
+            << " MySQL connections of the stopped relay killed, " << f.dups
+            << " duplicates seen by a consumer, " << f.topic_dups << " in the topic\n";
+  if (f.dups != 0 || f.topic_dups != 0)
     std::cout << "--- resumed relay warnings ---\n"
               << testing::WarningLinesOf(logs.File("a.log")) << "--- new owner warnings ---\n"
               << testing::WarningLinesOf(logs.File("b.log"));

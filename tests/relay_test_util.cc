@@ -452,6 +452,27 @@ size_t TopicDuplicates(const ClusterConfig& config) {
   return topic->records.size() - values.size();
 }
 
+OnceFigures ExpectEveryWrittenCellOnce(Writers& writers, Collector& collector,
+                                       const ClusterConfig& config,
+                                       std::chrono::milliseconds timeout) {
+  writers.Stop();
+  writers.Join();
+  EXPECT_EQ(writers.failures(), 0u) << writers.first_error();
+  const std::vector<CellId> written = writers.Written();
+  const std::vector<CellId> missing = WaitForAll(collector, written, timeout);
+  EXPECT_TRUE(missing.empty()) << "never published: " << Describe(missing);
+  const auto violations = OrderViolations(collector.Events());
+  EXPECT_TRUE(violations.empty()) << violations.size() << " out-of-order versions, first: "
+                                  << (violations.empty() ? "" : violations.front());
+  OnceFigures f;
+  f.written = written.size();
+  f.dups = collector.total() - collector.distinct();
+  f.topic_dups = TopicDuplicates(config);
+  EXPECT_EQ(f.dups, 0u) << "a consumer saw cells twice";
+  EXPECT_EQ(f.topic_dups, 0u) << "read_committed readers of the topic see cells twice";
+  return f;
+}
+
 size_t KillMysqlConnectionsOf(pid_t pid, const ClusterConfig& config) {
   const std::set<int> ports = LocalPortsOf(pid);
   size_t killed = 0;

@@ -165,6 +165,20 @@ class Writers {
 // returns SIZE_MAX) when the topic cannot be read.
 size_t TopicDuplicates(const ClusterConfig& config);
 
+// What ExpectEveryWrittenCellOnce found.
+struct OnceFigures {
+  size_t written = 0;     // cells the writers wrote
+  size_t dups = 0;        // duplicates the collector saw
+  size_t topic_dups = 0;  // duplicates in the topic itself (TopicDuplicates)
+};
+// Stops and joins `writers`, then expects (gtest) that none of their writes
+// failed, every cell they wrote reached `collector` within `timeout`, per row
+// in order, and no cell arrived twice, neither for the collector nor in the
+// topic itself (the exactly-once relay's contract for read_committed readers).
+OnceFigures ExpectEveryWrittenCellOnce(Writers& writers, Collector& collector,
+                                       const ClusterConfig& config,
+                                       std::chrono::milliseconds timeout);
+
 // Kills (KILL CONNECTION) every MySQL connection process `pid` has open to
 // the cluster's hosts, found by matching its sockets' local ports
 // (/proc/<pid>/fd, /proc/net/tcp) to PROCESSLIST's HOST column: what the
