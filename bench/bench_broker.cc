@@ -12,16 +12,21 @@ namespace {
 std::atomic<const BenchBroker*> g_current{nullptr};
 }  // namespace
 
-Result<std::unique_ptr<BenchBroker>> BenchBroker::Start(bool mock) {
+Result<std::unique_ptr<BenchBroker>> BenchBroker::Start(const BenchBrokerOptions& options) {
   std::unique_ptr<BenchBroker> b(new BenchBroker());
   try {
-    if (mock) {
+    if (options.mock) {
       b->mock_ = testing::MockBroker::Start();
       b->name_ = "mock";
     } else {
-      b->kafka_ =
-          testing::KafkaBroker::Start({.label = "bench-kafka", .heap_mb = 512, .quick_jit = false});
+      b->kafka_ = testing::KafkaBroker::Start(
+          {.label = "bench-kafka",
+           .heap_mb = 512,
+           .light_jvm = false,
+           .properties = {{"transaction.partition.verification.enable",
+                           options.transaction_verification ? "true" : "false"}}});
       b->name_ = b->kafka_->version();
+      b->transaction_verification_ = options.transaction_verification;
     }
   } catch (const std::exception& e) {
     return Unavailable(std::string("could not start the private broker: ") + e.what());
@@ -49,6 +54,13 @@ double BenchBroker::CpuSeconds() const {
 }
 
 std::string BrokerName(const BenchBroker* broker) { return broker ? broker->name() : "external"; }
+
+void AddBrokerKeys(nlohmann::ordered_json& j, const BenchBroker* broker) {
+  j["broker"] = BrokerName(broker);
+  j["broker_transaction_verification"] =
+      broker ? nlohmann::ordered_json(broker->transaction_verification())
+             : nlohmann::ordered_json(nullptr);
+}
 
 std::string DescribeKafka(const BenchBroker* broker, const std::string& brokers) {
   if (!broker) return brokers;

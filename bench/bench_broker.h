@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "nlohmann/json.hpp"
 
 namespace cellar::testing {
 class KafkaBroker;
@@ -17,10 +18,17 @@ class MockBroker;
 
 namespace cellar::bench {
 
+struct BenchBrokerOptions {
+  bool mock = false;  // librdkafka's mock cluster instead of Apache Kafka
+  // Apache Kafka's transaction.partition.verification.enable (Kafka's
+  // default true; Cellar's private brokers run false, testing/kafka_broker.cc).
+  bool transaction_verification = false;
+};
+
 class BenchBroker {
  public:
   // Unavailable naming the cause when the broker cannot start.
-  static Result<std::unique_ptr<BenchBroker>> Start(bool mock);
+  static Result<std::unique_ptr<BenchBroker>> Start(const BenchBrokerOptions& options);
   ~BenchBroker();
 
   const std::string& bootstrap() const;
@@ -28,6 +36,8 @@ class BenchBroker {
   Status CreateTopic(const std::string& topic, int partitions);
   // "apache-kafka-3.9.1" or "mock": the JSON key `broker`.
   const std::string& name() const { return name_; }
+  // Whether Apache Kafka verifies transactional partitions (false for the mock).
+  bool transaction_verification() const { return transaction_verification_; }
   // True for the mock: its CPU is part of this process's (ProcessCpuSeconds).
   bool in_process() const { return mock_ != nullptr; }
   // CPU seconds the broker has used so far: the JVM's, or the mock's thread's.
@@ -38,11 +48,16 @@ class BenchBroker {
   std::unique_ptr<testing::KafkaBroker> kafka_;
   std::unique_ptr<testing::MockBroker> mock_;
   std::string name_;
+  bool transaction_verification_ = false;
 };
 
 // The JSON `broker` of a run: the private broker's name, or "external"
 // (--config: whatever kafka.brokers names).
 std::string BrokerName(const BenchBroker* broker);
+
+// Sets the JSON keys `broker` (BrokerName) and `broker_transaction_verification`
+// (null for an external broker: not known).
+void AddBrokerKeys(nlohmann::ordered_json& j, const BenchBroker* broker);
 
 // The table's "kafka" row: "private apache-kafka-3.9.1 (single-node KRaft)
 // 127.0.0.1:PORT", "private mock (librdkafka's in-memory mock cluster) ...",

@@ -147,6 +147,9 @@ void AddClusterOptions(CLI::App* cmd, ClusterOptions* o) {
   cmd->add_flag("--mock-broker", o->mock_broker,
                 "start librdkafka's in-memory mock cluster instead of Apache Kafka as the "
                 "private broker (JSON broker: \"mock\")");
+  cmd->add_flag("--broker-transaction-verification", o->broker_transaction_verification,
+                "start Apache Kafka with transaction.partition.verification.enable=true "
+                "(Kafka's default; Cellar's private brokers turn it off)");
   cmd->add_option("--shards", o->shards, "logical shards of the private cluster")
       ->transform(DecimalInRange(1, 4096))
       ->capture_default_str();

@@ -159,6 +159,8 @@ struct ClusterOptions {
   int relay_poll_max_ms = 0;     // relay.poll_max_ms; 0: keep the config's
   // The private broker: Apache Kafka (false), or librdkafka's mock cluster.
   bool mock_broker = false;
+  // Apache Kafka's transaction.partition.verification.enable (bench_broker.h).
+  bool broker_transaction_verification = false;
 };
 
 // Adds --config, --shards, --max-batch-cells and --writer-threads to `cmd`.

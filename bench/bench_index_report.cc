@@ -131,7 +131,7 @@ int PrintIndexReport(const IndexBenchRun& b, const BenchBroker* broker, const La
 
   nlohmann::ordered_json j;
   j["bench"] = "index";
-  j["broker"] = BrokerName(broker);
+  AddBrokerKeys(j, broker);
   j["p50_ms"] = Round(lag.lag_p50, 3);
   j["p99_ms"] = Round(lag.lag_p99, 3);
   j["max_ms"] = Round(lag.lag_max, 3);

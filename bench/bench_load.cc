@@ -44,18 +44,22 @@ void AddPipelineOptions(CLI::App* cmd, PipelineOptions* o) {
 Result<PipelineCluster> OpenPipelineCluster(const ClusterOptions& options, int partitions) {
   PipelineCluster out;
   CELLAR_ASSIGN_OR_RETURN(out.cluster, OpenBenchCluster(options));
-  CELLAR_ASSIGN_OR_RETURN(out.broker, AttachKafka(out.cluster, partitions, options.mock_broker));
+  CELLAR_ASSIGN_OR_RETURN(out.broker, AttachKafka(out.cluster, partitions,
+                                                  {.mock = options.mock_broker,
+                                                   .transaction_verification =
+                                                       options.broker_transaction_verification}));
   return out;
 }
 
-Result<std::unique_ptr<BenchBroker>> AttachKafka(BenchCluster& cluster, int partitions, bool mock) {
+Result<std::unique_ptr<BenchBroker>> AttachKafka(BenchCluster& cluster, int partitions,
+                                                 const BenchBrokerOptions& broker_options) {
   ClusterConfig& cfg = cluster.config;
   if (!cluster.db) {
     if (cfg.kafka.brokers.empty())
       return InvalidArgument(cluster.description + ": kafka.brokers is not set");
     return std::unique_ptr<BenchBroker>();
   }
-  CELLAR_ASSIGN_OR_RETURN(std::unique_ptr<BenchBroker> broker, BenchBroker::Start(mock));
+  CELLAR_ASSIGN_OR_RETURN(std::unique_ptr<BenchBroker> broker, BenchBroker::Start(broker_options));
   cfg.kafka.brokers = broker->bootstrap();
   cfg.kafka.topic_prefix = "bench";
   cfg.kafka.partitions = partitions;

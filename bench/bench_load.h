@@ -21,7 +21,8 @@ namespace cellar::bench {
 // each), when the cluster is private (started by OpenBenchCluster);
 // otherwise null after checking that the config names brokers
 // (InvalidArgument if not). Unavailable when the broker cannot start.
-Result<std::unique_ptr<BenchBroker>> AttachKafka(BenchCluster& cluster, int partitions, bool mock);
+Result<std::unique_ptr<BenchBroker>> AttachKafka(BenchCluster& cluster, int partitions,
+                                                 const BenchBrokerOptions& broker_options);
 
 // The knobs the change-log benchmarks (relay, trigger) share: a backlog of
 // `cells` written before the measured throughput, then paced writes at

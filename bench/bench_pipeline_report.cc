@@ -220,7 +220,7 @@ int PrintPipelineReport(const PipelineRun& r) {
 
   nlohmann::ordered_json j;
   j["bench"] = "pipeline";
-  j["broker"] = BrokerName(r.broker);
+  AddBrokerKeys(j, r.broker);
   j["sustained_writes_per_s"] = sustained;
   j["raw_rows_per_s"] = Round(r.raw.rows_per_s, 1);
   j["ratio"] = Round(ratio, 3);

@@ -437,7 +437,7 @@ int RunRelayBench(const RelayBenchOptions& o) {
 
   nlohmann::ordered_json j;
   j["bench"] = "relay";
-  j["broker"] = BrokerName(broker.get());
+  AddBrokerKeys(j, broker.get());
   j["cells"] = n;
   j["events_per_s"] = Round(events_per_s, 1);
   j["events_per_s_incl_startup"] = Round(events_per_s_incl_startup, 1);

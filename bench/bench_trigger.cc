@@ -531,7 +531,7 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
 
   nlohmann::ordered_json j;
   j["bench"] = "trigger";
-  j["broker"] = BrokerName(broker.get());
+  AddBrokerKeys(j, broker.get());
   j["cells"] = n;
   j["events_per_s"] = Round(events_per_s, 1);
   j["p50_ms"] = Round(p50, 3);

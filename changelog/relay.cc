@@ -16,6 +16,13 @@ std::string RelayLockName(const std::string& host_database, const std::string& d
   return "cellar_relay:" + name.substr(13, 34) + "~" + hex;
 }
 
+std::vector<std::string> RelayTransactionalIds(const ClusterConfig& config,
+                                               const std::string& host_database,
+                                               const std::string& datastore) {
+  const std::string id = config.kafka.topic_prefix + ".relay." + host_database + "." + datastore;
+  return {id, id + ".1"};
+}
+
 // After a read at `round` that handed `produced` cells on: a full page means
 // a backlog (read on at once); a partial one, a trickle (wait poll_min_ms, so
 // it is read in pages of a few cells, not one query per cell); nothing, an

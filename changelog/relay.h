@@ -25,17 +25,24 @@
 // extra streams (after flushing them) when another relay joins.
 //
 // Exactly once (relay.exactly_once, the default). Each stream publishes
-// through a transactional producer of its own, transactional.id
-// "<topic prefix>.relay.<host database>.<datastore>", one Kafka transaction
-// per batch, whose position commits in the MySQL transaction that holds the
-// stream's checkpoint row (internal/stream_claim.h). A new owner's
-// InitTransactions fences the previous owner's producer on the broker and
-// aborts its open transaction, so a relay that stalls (SIGSTOP, a long GC
+// through two transactional producers of its own (RelayTransactionalIds),
+// taking turns, one Kafka transaction per batch, whose position commits in
+// the MySQL transaction that holds the stream's checkpoint row
+// (internal/stream_claim.h). Two, because Kafka 3.x refuses a producer's next
+// transaction (CONCURRENT_TRANSACTIONS) until the broker has written the
+// previous one's commit markers, and librdkafka 2.0.2 retries that after a
+// fixed 20 ms: with one producer, a busy stream's every batch waited for it.
+// Batches stay sequential; only their producers alternate. A new owner's
+// InitTransactions on both ids fences the previous owner's producers on the
+// broker and aborts their open transactions, so a relay that stalls (SIGSTOP, a long GC
 // pause, a lost MySQL connection) and resumes publishes nothing a
 // read_committed reader sees; the new owner then reads what the stream has
 // in Kafka beyond its checkpoint (committed records only) and skips it. A
-// fatal producer error (fenced; librdkafka 2.0.2's OUT_OF_ORDER_SEQUENCE
-// after a broker restart) rolls the batch back and builds a new producer.
+// failed batch (fenced; librdkafka 2.0.2's OUT_OF_ORDER_SEQUENCE after a
+// broker restart; a timeout) is rolled back by building new producers, whose
+// InitTransactions aborts it with a bumped epoch: a late produce request of
+// the batch is then refused by the broker, so the relay needs no broker-side
+// transaction verification (README, The broker).
 //
 // Kafka down: writes are unaffected (cells are already durable); the producer
 // queues and retries, the relay logs once per outage and catches up.
@@ -75,7 +82,7 @@ struct RelayStats {
   uint64_t fenced = 0;                     // streams dropped because another relay claimed them
   uint64_t skipped_already_published = 0;  // cells found in Kafka on takeover, not sent again
   uint64_t failed_fenced_batches = 0;      // batches rolled back (transaction aborted or failed)
-  uint64_t replaced_producers = 0;         // stream producers rebuilt after a fatal error
+  uint64_t replaced_producers = 0;  // stream producer pairs rebuilt after a rolled-back batch
 };
 
 class Relay {
@@ -130,6 +137,14 @@ std::vector<RelayStreamStatus> ReadRelayStatus(CellStore& store);
 // Seconds from the stream's oldest unpublished cell's created_at to `now`
 // (DynamoDB's IteratorAge); 0 when caught up (lag 0 or no such cell).
 double OldestUnpublishedAgeSeconds(const RelayStreamStatus& status, MicrosSinceEpoch now);
+
+// The transactional.ids of a stream's exactly-once producers:
+// "<topic prefix>.relay.<host database>.<datastore>" (the id relays before
+// the second producer used, so one of them is fenced too) and the same with
+// ".1" appended.
+std::vector<std::string> RelayTransactionalIds(const ClusterConfig& config,
+                                               const std::string& host_database,
+                                               const std::string& datastore);
 
 // Lock name of a stream's relay ownership (at most 64 characters).
 std::string RelayLockName(const std::string& host_database, const std::string& datastore);

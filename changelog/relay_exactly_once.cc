@@ -36,38 +36,32 @@ Status Relay::Impl::ClaimFenced(MysqlConnection& conn, HostStream& s, RelayCheck
             "previous owner did not hand the stream over cleanly; its open transaction is "
             "fenced and aborted by the broker",
             {{"host", s.host_name}, {"datastore", s.datastore}});
-  // Fences the previous owner's producer before the tail is read: after
+  // Fences the previous owner's producers before the tail is read: after
   // this, what the stream has in Kafka only changes by this relay's batches.
-  // When Kafka does not answer, PumpFenced opens it later.
-  if (Status st = OpenStreamProducer(s); !st.ok())
-    LogWarn("relay", "cannot open the stream's transactional producer yet; retrying",
+  // When Kafka does not answer, PumpFenced opens them later.
+  if (Status st = OpenStreamProducers(s); !st.ok())
+    LogWarn("relay", "cannot open the stream's transactional producers yet; retrying",
             {{"host", s.host_name}, {"datastore", s.datastore}, {"error", st.ToString()}});
   return Status::Ok();
 }
 
-Status Relay::Impl::OpenStreamProducer(HostStream& s) {
-  CloseStreamProducer(s);
+Status Relay::Impl::OpenStreamProducers(HostStream& s) {
+  CloseStreamProducers(s);
   ProducerOptions options;
-  options.settings = {
-      {"transactional.id", config.kafka.topic_prefix + ".relay." + s.database + "." + s.datastore},
-      {"transaction.timeout.ms", std::to_string(kTransactionTimeoutMs)},
-      {"enable.idempotence", "true"},
-      {"acks", "all"},
-      // A batch waits for its acknowledgements, so lingering only adds latency.
-      {"linger.ms", "0"},
-      {"socket.nagle.disable", "true"},
-      {"message.timeout.ms", std::to_string(kTransactionTimeoutMs)},
-      {"queue.buffering.max.messages", "1000000"},
-      {"allow.auto.create.topics", "false"},
-      // A broker that restarted is found again within a second, not after
-      // librdkafka's default backoff of up to 10 s.
-      {"reconnect.backoff.max.ms", "1000"},
-      // The next batch's AddPartitionsToTxn, sent while the broker still
-      // writes the previous transaction's markers, is refused with
-      // CONCURRENT_TRANSACTIONS and retried after this backoff (default 100
-      // ms: every batch of a busy stream waited for it).
-      {"retry.backoff.ms", "5"},
-      {"client.id", "cellar-relay-" + relay_id + "-" + s.database + "-" + s.datastore}};
+  options.settings = {{"transaction.timeout.ms", std::to_string(kTransactionTimeoutMs)},
+                      {"enable.idempotence", "true"},
+                      {"acks", "all"},
+                      // A batch waits for its acknowledgements, so lingering only adds latency.
+                      {"linger.ms", "0"},
+                      {"socket.nagle.disable", "true"},
+                      {"message.timeout.ms", std::to_string(kTransactionTimeoutMs)},
+                      {"queue.buffering.max.messages", "1000000"},
+                      {"allow.auto.create.topics", "false"},
+                      // A broker that restarted is found again within a second, not after
+                      // librdkafka's default backoff of up to 10 s.
+                      {"reconnect.backoff.max.ms", "1000"},
+                      // Retriable request errors are retried at once, not after 100 ms.
+                      {"retry.backoff.ms", "5"}};
   options.on_delivery = [this](void* opaque, const Status& status, int64_t offset) {
     callbacks.OnDelivery(opaque, status, offset);
   };
@@ -76,16 +70,30 @@ Status Relay::Impl::OpenStreamProducer(HostStream& s) {
     // the producer; only outages are worth a line of their own.
     if (!e.fatal) callbacks.OnError(e);
   };
-  CELLAR_ASSIGN_OR_RETURN(auto p, KafkaProducer::Create(config.kafka, std::move(options)));
-  CELLAR_RETURN_IF_ERROR(p->InitTransactions(kTransactionCallMs));
-  s.txn_producer = std::move(p);
+  const std::vector<std::string> ids = RelayTransactionalIds(config, s.database, s.datastore);
+  std::vector<std::unique_ptr<KafkaProducer>> producers;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ProducerOptions o = options;
+    o.settings["transactional.id"] = ids[i];
+    o.settings["client.id"] =
+        "cellar-relay-" + relay_id + "-" + s.database + "-" + s.datastore + "-" + std::to_string(i);
+    CELLAR_ASSIGN_OR_RETURN(auto p, KafkaProducer::Create(config.kafka, std::move(o)));
+    CELLAR_RETURN_IF_ERROR(p->InitTransactions(kTransactionCallMs));
+    // Learns the topic's leaders now: otherwise the producer's first batch
+    // waits about a second for librdkafka's metadata refresh. Without an
+    // answer, that batch waits instead.
+    (void)p->TopicPartitions(s.topic, kKafkaTimeoutMs);
+    producers.push_back(std::move(p));
+  }
+  s.txn_producers = std::move(producers);
+  s.next_producer = 0;
   return Status::Ok();
 }
 
-void Relay::Impl::CloseStreamProducer(HostStream& s) {
-  if (s.txn_producer == nullptr) return;
-  s.txn_producer->PurgeAll();  // reports (and frees) what is left; nothing commits it
-  s.txn_producer.reset();
+void Relay::Impl::CloseStreamProducers(HostStream& s) {
+  // Purging reports (and frees) what is left; nothing commits it.
+  for (auto& p : s.txn_producers) p->PurgeAll();
+  s.txn_producers.clear();
 }
 
 // Reads what the stream already has in Kafka beyond its committed position,
@@ -132,7 +140,7 @@ void Relay::Impl::ReleaseFenced(HostStream& s) {
 size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   HostStream& s = *sp;
   if (s.fenced) return 0;
-  if (s.txn_producer == nullptr && !OpenStreamProducer(s).ok()) return 0;
+  if (s.txn_producers.empty() && !OpenStreamProducers(s).ok()) return 0;
   if (s.needs_reconcile && !Reconcile(s)) return 0;
   uint64_t after;
   {
@@ -154,7 +162,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     if (st.code() == StatusCode::kAborted) s.fenced = true;
     return 0;
   }
-  KafkaProducer& txn = *s.txn_producer;
+  KafkaProducer& txn = *s.txn_producers[s.next_producer];
   if (Status st = txn.BeginTransaction(); !st.ok()) {
     conn.Rollback();
     FailFencedBatch(s, st, "begin_transaction failed");
@@ -231,6 +239,7 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     FailFencedBatch(s, committed, "commit_transaction failed");
     return produced;
   }
+  s.next_producer = (s.next_producer + 1) % s.txn_producers.size();
   if (internal::CommitFencedBatch(conn, s.database, s.datastore, cp, scan).ok()) {
     MutexLock lock(&s.mu);
     s.read_pos = s.acked = s.saved = last;
@@ -249,17 +258,19 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
 }
 
 void Relay::Impl::FailFencedBatch(HostStream& s, const Status& why, const char* reason) {
-  if (why.code() == StatusCode::kAborted || why.code() == StatusCode::kUnavailable ||
-      why.code() == StatusCode::kInternal) {
-    // Abortable (or timed out): its records are never seen by read_committed readers.
-    if (s.txn_producer != nullptr && !s.txn_producer->AbortTransaction(kTransactionCallMs).ok())
-      CloseStreamProducer(s);  // reopened (InitTransactions aborts it) by the next batch
-  } else if (why.code() == StatusCode::kFailedPrecondition) {
-    // Fatal (fenced by a new owner, or librdkafka's idempotence state lost,
-    // e.g. OUT_OF_ORDER_SEQUENCE after a broker restart): a new producer's
-    // InitTransactions bumps the epoch. If another relay owns the stream,
-    // BeginFencedBatch finds out.
-    CloseStreamProducer(s);
+  // The batch's transaction is never committed. Rather than aborting it and
+  // reusing the producers, the next batch builds new ones: their
+  // InitTransactions aborts it with a bumped producer epoch, so a produce
+  // request of this batch still on its way to a partition leader is refused
+  // as fenced instead of opening a transaction nobody ends (a "hanging"
+  // transaction holds back read_committed readers of that partition).
+  // Without this, only the broker's transaction.partition.verification.enable
+  // (KIP-890; README, The broker) would stop such a late record. The same
+  // rebuild recovers from fatal errors (fenced by a new owner, or librdkafka
+  // 2.0.2's OUT_OF_ORDER_SEQUENCE after a broker restart); if another relay
+  // owns the stream, BeginFencedBatch finds out.
+  if (!s.txn_producers.empty()) {
+    CloseStreamProducers(s);
     replaced_producers++;
   }
   fenced_batches++;

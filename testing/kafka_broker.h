@@ -35,9 +35,12 @@ namespace cellar::testing {
 struct KafkaBrokerOptions {
   std::string label = "kafka";  // names the temp dir and errors
   int heap_mb = 256;            // -Xms = -Xmx
-  // C1-only JIT: about half the CPU of starting the JVM, slower when busy.
-  // Tests want it; benchmarks measure the broker users run (false).
-  bool quick_jit = true;
+  // true: C1-only JIT and the serial collector, about half the CPU of
+  // starting the JVM, slower and with longer pauses when busy (tests).
+  // false: the JVM settings of Kafka's own start script (kafka-run-class.sh:
+  // full JIT, G1 with 20 ms pause goals), the broker users run (benchmarks,
+  // cellar-broker).
+  bool light_jvm = true;
   // A second listener with SASL_SSL (SCRAM-SHA-512) besides the PLAINTEXT one
   // (sasl_ssl_bootstrap()). The user is created at format time.
   struct SaslSsl {
@@ -142,6 +145,6 @@ std::string InstalledKafkaVersion();
 // The java command line prefix that runs a class from KafkaHome()'s jars
 // (java, a small heap, -cp libs/*); append the class and its arguments.
 // REQUIRES: KafkaHome() is not empty.
-std::vector<std::string> KafkaJavaCommand(int heap_mb, bool quick_jit);
+std::vector<std::string> KafkaJavaCommand(int heap_mb, bool light_jvm);
 
 }  // namespace cellar::testing

@@ -241,6 +241,12 @@ TEST(MockBrokerTest, ProduceAndConsumeOneMessage) {
 TEST(KafkaBrokerTest, KeepsRecordsAcrossStopAndStartAndLosesThemOnRestartEmpty) {
   auto broker = KafkaBroker::Start();
   EXPECT_EQ(broker->version().rfind("apache-kafka-3.9.", 0), 0u) << broker->version();
+  {  // the setting docker-compose.yml has too
+    std::ifstream props(broker->dir() + "/server.properties");
+    const std::string server((std::istreambuf_iterator<char>(props)), {});
+    EXPECT_NE(server.find("\ntransaction.partition.verification.enable=false\n"), std::string::npos)
+        << server;
+  }
   const Status created = broker->CreateTopic("support.kafka", 2);
   ASSERT_TRUE(created.ok()) << created.ToString();
   ASSERT_TRUE(broker->CreateTopic("support.kafka", 2).ok()) << "the same topic again is OK";
@@ -296,8 +302,9 @@ TEST(KafkaBrokerTest, KeepsRecordsAcrossStopAndStartAndLosesThemOnRestartEmpty) 
   EXPECT_NE(::kill(pid, 0), 0) << "the JVM outlived its KafkaBroker";
 }
 
-// The deployment file runs the Kafka version the tests run (deps/kafka/pom.xml).
-TEST(KafkaBrokerTest, DockerComposeRunsTheVersionTheTestsRun) {
+// The deployment file runs the Kafka version the tests run (deps/kafka/pom.xml)
+// with the broker setting Cellar recommends.
+TEST(KafkaBrokerTest, DockerComposeRunsTheVersionAndSettingsTheTestsRun) {
   const std::string version = InstalledKafkaVersion();
   ASSERT_EQ(version.rfind("apache-kafka-", 0), 0u) << "Kafka is not installed: " << version;
   std::ifstream compose(CELLAR_SOURCE_DIR "/docker-compose.yml");
@@ -305,6 +312,9 @@ TEST(KafkaBrokerTest, DockerComposeRunsTheVersionTheTestsRun) {
   ASSERT_FALSE(text.empty());
   const std::string image = "image: apache/kafka:" + version.substr(13) + "\n";
   EXPECT_NE(text.find(image), std::string::npos) << "docker-compose.yml lacks '" << image << "'";
+  const std::string verification = "KAFKA_TRANSACTION_PARTITION_VERIFICATION_ENABLE: \"false\"\n";
+  EXPECT_NE(text.find(verification), std::string::npos)
+      << "docker-compose.yml lacks '" << verification << "'";
 }
 
 TEST(WebhookSinkTest, EveryPostReachesTheHandlerAndItsStatusIsAnswered) {

@@ -86,8 +86,8 @@ TEST(RelayExactlyOnceTest, RelayThatLostItsStreamUnnoticedIsFencedAndNothingIsDo
 // Another producer initialises the transactional.id of a stream the relay
 // owns (as an operator's tool or a misconfigured second deployment would):
 // the broker fences the relay's producer, whose next commit fails with a
-// fatal error. The relay rolls the batch back, builds a new producer (whose
-// InitTransactions fences the intruder in turn) and goes on; every cell
+// fatal error. The relay rolls the batch back, builds new producers (whose
+// InitTransactions fences the intruders in turn) and goes on; every cell
 // arrives once.
 TEST(RelayExactlyOnceTest, FencedProducerIsRebuiltAndNothingIsLostOrDoubled) {
   auto c = MakeCluster("rt_txn_fatal", Broker());
@@ -98,14 +98,18 @@ TEST(RelayExactlyOnceTest, FencedProducerIsRebuiltAndNothingIsLostOrDoubled) {
   ASSERT_TRUE(relay.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return collector.distinct() > 300; }, 60s));
 
-  const std::string txn_id = c->config.kafka.topic_prefix + ".relay." +
-                             c->config.HostDatabase(c->config.mysql.hosts[0]) + "." + kDatastore;
-  ProducerOptions intruder_options;
-  intruder_options.settings = {{"transactional.id", txn_id}, {"client.id", "intruder"}};
-  auto intruder = KafkaProducer::Create(c->config.kafka, intruder_options);
-  ASSERT_TRUE(intruder.ok()) << intruder.status().ToString();
-  const Status fenced = (*intruder)->InitTransactions(30000);
-  ASSERT_TRUE(fenced.ok()) << fenced.ToString();
+  // Both of the stream's producers (they take turns) are fenced.
+  std::vector<std::unique_ptr<KafkaProducer>> intruders;
+  for (const std::string& txn_id : RelayTransactionalIds(
+           c->config, c->config.HostDatabase(c->config.mysql.hosts[0]), kDatastore)) {
+    ProducerOptions intruder_options;
+    intruder_options.settings = {{"transactional.id", txn_id}, {"client.id", "intruder"}};
+    auto intruder = KafkaProducer::Create(c->config.kafka, intruder_options);
+    ASSERT_TRUE(intruder.ok()) << intruder.status().ToString();
+    const Status fenced = (*intruder)->InitTransactions(30000);
+    ASSERT_TRUE(fenced.ok()) << fenced.ToString();
+    intruders.push_back(std::move(intruder).value());
+  }
   EXPECT_TRUE(WaitFor([&] { return relay.stats().replaced_producers >= 1; }, 30s))
       << "the relay never rebuilt its fenced producer";
   const size_t after = collector.distinct();

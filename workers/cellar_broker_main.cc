@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     cellar::testing::KafkaBrokerOptions options;
     options.label = "broker";
     options.heap_mb = heap_mb;
-    options.quick_jit = false;
+    options.light_jvm = false;
     options.data_dir = data_dir;
     broker = cellar::testing::KafkaBroker::Start(std::move(options));
   } catch (const std::exception& e) {

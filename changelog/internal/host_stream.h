@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
@@ -34,9 +35,12 @@ struct HostStream {
   std::map<int32_t, uint64_t> published_tail;  // partition -> highest added_id already in Kafka
   bool needs_reconcile = false;                // read published_tail before the next batch
   bool fenced = false;                         // another relay claimed the stream
-  // The stream's transactional producer (null until opened, or after a
-  // fatal error until reopened).
-  std::unique_ptr<KafkaProducer> txn_producer;
+  // The stream's transactional producers (RelayTransactionalIds), opened and
+  // closed together: empty until opened, or after a fatal error until
+  // reopened. Batches take turns (next_producer), so one producer's commit
+  // markers are written while the other's batch runs.
+  std::vector<std::unique_ptr<KafkaProducer>> txn_producers;
+  size_t next_producer = 0;
 
   // Polling, per stream (host thread only): an idle stream backs off from
   // relay.poll_min_ms to poll_max_ms on its own, so a busy stream of the same

@@ -105,7 +105,7 @@ struct Relay::Impl {
   std::atomic<int> owned_total{0};
   std::atomic<uint64_t> published{0}, rewinds{0}, resets{0};
   std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
-  std::atomic<uint64_t> replaced_producers{0};  // exactly-once: after a fatal producer error
+  std::atomic<uint64_t> replaced_producers{0};  // exactly-once: after a rolled-back batch
   std::thread poll_thread;
   std::thread checkpoint_thread;
   Mutex checkpoint_mu;
@@ -330,7 +330,7 @@ struct Relay::Impl {
       SaveStream(*s);
       if (s->exactly_once && !s->fenced) ReleaseFenced(*s);
     }
-    if (s) CloseStreamProducer(*s);
+    if (s) CloseStreamProducers(*s);
     MutexLock g(&streams_mu);
     owned.erase(lock_name);
   }
@@ -357,17 +357,18 @@ struct Relay::Impl {
                       c.created_at / 1000, std::span<const RecordHeader>(headers, n), tag);
   }
 
-  // Exactly-once: the stream's transactional producer, transactional.id
-  // "<topic prefix>.relay.<host database>.<datastore>" (the same for every
-  // relay, so the broker fences a previous owner), initialised: OK means no
-  // record of an earlier owner can still become visible.
-  Status OpenStreamProducer(HostStream& s);
-  // Drops the stream's producer, first purging (and reporting) its records.
-  static void CloseStreamProducer(HostStream& s);
+  // Exactly-once: the stream's transactional producers (RelayTransactionalIds;
+  // the same for every relay, so the broker fences a previous owner), all
+  // initialised: OK means no record of an earlier owner can still become
+  // visible. On an error none is kept.
+  Status OpenStreamProducers(HostStream& s);
+  // Drops the stream's producers, first purging (and reporting) their records.
+  static void CloseStreamProducers(HostStream& s);
 
   size_t PumpFenced(const std::shared_ptr<HostStream>& sp);
-  // Ends a failed exactly-once batch: aborts its transaction (or replaces the
-  // stream's producer after a fatal error), rewinds, reconciles next time.
+  // Ends a failed exactly-once batch: drops the stream's producers (the next
+  // batch's new ones abort its transaction with a bumped epoch), rewinds,
+  // reconciles next time.
   void FailFencedBatch(HostStream& s, const Status& why, const char* reason);
   // When `s` is read next, after a read at `round` that handed `produced`
   // cells on (host thread).
