@@ -16,8 +16,6 @@
 
 #include "changelog/cell_event.h"
 #include "gtest/gtest.h"
-#include "indexes/index_definition.h"
-#include "indexes/index_query.h"
 #include "testing/plain_topic_reader.h"
 #include "testing/wait_for.h"
 #include "testing/webhook_sink.h"
@@ -159,32 +157,7 @@ TEST(BrokerOutageTest, AMinuteWithoutTheBrokerEveryProcessResumesNothingLostNoth
       std::chrono::duration<double>(std::chrono::steady_clock::now() - up_at).count();
 
   // The index has every trip of every driver (relay -> Kafka -> cellar-indexer).
-  auto defs = LoadIndexDefinitions(kIndexFile, c->config);
-  ASSERT_TRUE(defs.ok()) << defs.status().ToString();
-  IndexReader reader(c->store.get(), *defs, 0);
-  for (const auto& [driver, want] : by_driver) {
-    IndexQuery q;
-    q.index = "driver_partner_index";
-    q.shard_value = driver;
-    q.limit = 1000;
-    std::set<std::string> indexed;
-    std::string last_error;
-    EXPECT_TRUE(WaitFor(
-        [&] {
-          auto r = reader.Query(q);
-          if (!r.ok()) {
-            last_error = r.status().ToString();
-            return false;
-          }
-          indexed.clear();
-          for (const IndexHit& h : r->hits) indexed.insert(h.row_key.ToString());
-          return indexed == want;
-        },
-        120s, 200ms))
-        << "driver " << driver << ": index has " << indexed.size() << " of " << want.size()
-        << " trips; last error " << last_error << "\n"
-        << w.Logs();
-  }
+  for (const auto& [driver, want] : by_driver) ExpectIndexedTrips(*c, w, driver, want, 120s);
 
   // The topic, as any read_committed client reads it: every trip exactly once.
   auto topic = testing::ReadTopic(Env().broker->bootstrap(),

@@ -6,7 +6,10 @@
 #include "changelog/cell_event.h"
 #include "changelog/kafka/consumer_group_lag.h"
 #include "gtest/gtest.h"
+#include "indexes/index_definition.h"
+#include "indexes/index_query.h"
 #include "testing/test_certificates.h"
+#include "testing/wait_for.h"
 
 namespace cellar::kafkaproc {
 
@@ -179,6 +182,34 @@ int64_t Sum(const std::vector<int64_t>& v) {
   int64_t s = 0;
   for (int64_t x : v) s += x;
   return s;
+}
+
+void ExpectIndexedTrips(const Cluster& c, Workers& w, const std::string& driver,
+                        const std::set<std::string>& rows, std::chrono::milliseconds timeout) {
+  auto defs = LoadIndexDefinitions(kIndexFile, c.config);
+  ASSERT_TRUE(defs.ok()) << defs.status().ToString();
+  IndexReader reader(c.store.get(), *defs, 0);
+  IndexQuery q;
+  q.index = "driver_partner_index";
+  q.shard_value = driver;
+  q.limit = 1000;
+  std::set<std::string> indexed;
+  std::string last_error;
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        auto r = reader.Query(q);
+        if (!r.ok()) {
+          last_error = r.status().ToString();
+          return false;
+        }
+        indexed.clear();
+        for (const IndexHit& h : r->hits) indexed.insert(h.row_key.ToString());
+        return indexed == rows;
+      },
+      timeout, std::chrono::milliseconds(100)))
+      << "driver " << driver << ": index has " << indexed.size() << " of " << rows.size()
+      << " trips; last error " << last_error << "\n"
+      << w.Logs();
 }
 
 nlohmann::json TripBody(const Uuid& driver, int i) {

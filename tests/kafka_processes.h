@@ -6,8 +6,10 @@
 // (broker_outage_test.cc), which run in one binary with one broker.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +87,11 @@ struct Workers {
 // through the broker's PLAINTEXT listener; empty after a test failure.
 std::vector<int64_t> EndOffsets(const Cluster& c);
 int64_t Sum(const std::vector<int64_t>& v);
+
+// Waits up to `timeout` until driver_partner_index answers exactly `rows`
+// (row keys) for `driver`; a test failure naming the difference otherwise.
+void ExpectIndexedTrips(const Cluster& c, Workers& w, const std::string& driver,
+                        const std::set<std::string>& rows, std::chrono::milliseconds timeout);
 
 // A BASE body the driver_partner_index indexes.
 nlohmann::json TripBody(const Uuid& driver, int i);

@@ -25,8 +25,6 @@
 #include "changelog/cell_event.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "indexes/index_definition.h"
-#include "indexes/index_query.h"
 #include "testing/free_port.h"
 #include "testing/wait_for.h"
 #include "testing/webhook_sink.h"
@@ -144,30 +142,7 @@ TEST(KafkaSecurityTest, PipelineRunsEndToEndThroughSaslSslOnly) {
       << w.Logs();
 
   // The index has every trip (relay -> Kafka -> cellar-indexer).
-  auto defs = LoadIndexDefinitions(kIndexFile, c->config);
-  ASSERT_TRUE(defs.ok()) << defs.status().ToString();
-  IndexReader reader(c->store.get(), *defs, 0);
-  IndexQuery q;
-  q.index = "driver_partner_index";
-  q.shard_value = driver.ToString();
-  q.limit = 100;
-  std::set<std::string> indexed;
-  std::string last_error;
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        auto r = reader.Query(q);
-        if (!r.ok()) {
-          last_error = r.status().ToString();
-          return false;
-        }
-        indexed.clear();
-        for (const IndexHit& h : r->hits) indexed.insert(h.row_key.ToString());
-        return indexed == rows;
-      },
-      60s, 100ms))
-      << "index has " << indexed.size() << " of " << rows.size() << " trips; last error "
-      << last_error << "\n"
-      << w.Logs();
+  ExpectIndexedTrips(*c, w, driver.ToString(), rows, 60s);
 
   // What the relay published is in the topic, read through PLAINTEXT.
   EXPECT_GE(Sum(EndOffsets(*c)), kTrips);
