@@ -3,6 +3,7 @@
 #include <atomic>
 #include <exception>
 
+#include "bench/bench_broker_warm_up.h"
 #include "bench/bench_common.h"
 #include "testing/kafka_broker.h"
 #include "testing/mock_broker.h"
@@ -10,6 +11,10 @@
 namespace cellar::bench {
 namespace {
 std::atomic<const BenchBroker*> g_current{nullptr};
+// Until the JIT settles (bench_broker_warm_up.h); short runs still get the minimum.
+constexpr double kWarmUpMinSeconds = 20;
+constexpr double kWarmUpMaxSeconds = 90;
+constexpr int kWarmUpPartitions = 8;
 }  // namespace
 
 Result<std::unique_ptr<BenchBroker>> BenchBroker::Start(const BenchBrokerOptions& options) {
@@ -30,6 +35,21 @@ Result<std::unique_ptr<BenchBroker>> BenchBroker::Start(const BenchBrokerOptions
     }
   } catch (const std::exception& e) {
     return Unavailable(std::string("could not start the private broker: ") + e.what());
+  }
+  if (b->kafka_) {
+    const std::string topic = "bench.broker-warm-up";
+    CELLAR_RETURN_IF_ERROR(b->kafka_->CreateTopic(topic, kWarmUpPartitions));
+    Progress("broker warm-up: transactions and a read_committed group on " + topic +
+             " until the JVM's JIT compiler settles (" + FormatNumber(kWarmUpMinSeconds, 0) + "-" +
+             FormatNumber(kWarmUpMaxSeconds, 0) + " s)");
+    CELLAR_ASSIGN_OR_RETURN(b->warm_up_,
+                            WarmUpBroker(b->kafka_->bootstrap(), topic, kWarmUpPartitions,
+                                         b->kafka_->pid(), kWarmUpMinSeconds, kWarmUpMaxSeconds));
+    Progress("broker warm-up: " + FormatNumber(b->warm_up_.seconds, 1) + " s, " +
+             std::to_string(b->warm_up_.transactions) + " transactions, " +
+             std::to_string(b->warm_up_.records) + " records produced, " +
+             std::to_string(b->warm_up_.consumed) + " consumed; JIT compiler threads " +
+             FormatNumber(b->warm_up_.compiler_cpu_s, 1) + " s of CPU");
   }
   g_current = b.get();
   return b;
@@ -60,6 +80,7 @@ void AddBrokerKeys(nlohmann::ordered_json& j, const BenchBroker* broker) {
   j["broker_transaction_verification"] =
       broker ? nlohmann::ordered_json(broker->transaction_verification())
              : nlohmann::ordered_json(nullptr);
+  j["broker_warm_up_s"] = broker ? Round(broker->warm_up().seconds, 1) : 0.0;
 }
 
 std::string DescribeKafka(const BenchBroker* broker, const std::string& brokers) {

@@ -1,5 +1,6 @@
 // The private Kafka broker of a benchmark run: Apache Kafka (the default: the
-// broker users run, testing/kafka_broker.h, with the JVM's full JIT) or, with
+// broker users run, testing/kafka_broker.h, with the JVM settings of Kafka's
+// start script, warmed up before Start returns: bench_broker_warm_up.h) or, with
 // --mock-broker, librdkafka's in-memory mock cluster in this process (the
 // broker of the figures before Cellar met a real Kafka; kept for comparison).
 // Threading: one thread; CpuSeconds() from any.
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "bench/bench_broker_warm_up.h"
 #include "nlohmann/json.hpp"
 
 namespace cellar::testing {
@@ -36,6 +38,8 @@ class BenchBroker {
   Status CreateTopic(const std::string& topic, int partitions);
   // "apache-kafka-3.9.1" or "mock": the JSON key `broker`.
   const std::string& name() const { return name_; }
+  // The warm-up Start ran on Apache Kafka (zeros for the mock).
+  const BrokerWarmUp& warm_up() const { return warm_up_; }
   // Whether Apache Kafka verifies transactional partitions (false for the mock).
   bool transaction_verification() const { return transaction_verification_; }
   // True for the mock: its CPU is part of this process's (ProcessCpuSeconds).
@@ -49,14 +53,15 @@ class BenchBroker {
   std::unique_ptr<testing::MockBroker> mock_;
   std::string name_;
   bool transaction_verification_ = false;
+  BrokerWarmUp warm_up_;
 };
 
 // The JSON `broker` of a run: the private broker's name, or "external"
 // (--config: whatever kafka.brokers names).
 std::string BrokerName(const BenchBroker* broker);
 
-// Sets the JSON keys `broker` (BrokerName) and `broker_transaction_verification`
-// (null for an external broker: not known).
+// Sets the JSON keys `broker` (BrokerName), `broker_transaction_verification`
+// (null for an external broker: not known) and `broker_warm_up_s` (0: none).
 void AddBrokerKeys(nlohmann::ordered_json& j, const BenchBroker* broker);
 
 // The table's "kafka" row: "private apache-kafka-3.9.1 (single-node KRaft)

@@ -252,16 +252,33 @@ std::optional<double> StatCpuSeconds(const std::string& path) {
 
 }  // namespace
 
-double ThreadsCpuSeconds(const std::string& name_prefix) {
+namespace {
+
+// CPU seconds of the threads under `tasks` (/proc/.../task) whose name passes `match`.
+template <typename Match>
+double TasksCpuSeconds(const std::filesystem::path& tasks, Match match) {
   double total = 0;
   std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
     std::ifstream comm_file(task.path() / "comm");
     std::string comm;
-    if (!std::getline(comm_file, comm) || comm.rfind(name_prefix, 0) != 0) continue;
+    if (!std::getline(comm_file, comm) || !match(comm)) continue;
     total += StatCpuSeconds((task.path() / "stat").string()).value_or(0);
   }
   return total;
+}
+
+}  // namespace
+
+double ThreadsCpuSeconds(const std::string& name_prefix) {
+  return TasksCpuSeconds("/proc/self/task",
+                         [&](const std::string& comm) { return comm.rfind(name_prefix, 0) == 0; });
+}
+
+double ThreadsCpuSeconds(long pid, const std::string& name_part) {
+  return TasksCpuSeconds("/proc/" + std::to_string(pid) + "/task", [&](const std::string& comm) {
+    return comm.find(name_part) != std::string::npos;
+  });
 }
 
 std::optional<double> ServerCpuSeconds(const BenchCluster& cluster) {

@@ -196,6 +196,9 @@ double ProcessCpuSeconds();
 // starts with `name_prefix` (/proc/self/task/*/comm), e.g. "rdk:mock", the
 // thread of the private local broker. 0 when none is found.
 double ThreadsCpuSeconds(const std::string& name_prefix);
+// The same for the threads of process `pid` whose name contains `name_part`
+// (e.g. "CompilerThre", a JVM's JIT compiler threads).
+double ThreadsCpuSeconds(long pid, const std::string& name_part);
 
 // CPU seconds (user + system) process `pid` has used so far (/proc); nullopt
 // when it cannot be read.
