@@ -1,0 +1,50 @@
+// The rows `cellar-bench all` writes into BENCHMARKS.md from a benchmark's
+// JSON line (bench/bench_all_figures.h).
+#include <string>
+#include <vector>
+
+#include "bench/bench_all_figures.h"
+#include "gtest/gtest.h"
+
+namespace cellar::bench {
+namespace {
+
+const FigureRow* Find(const std::vector<FigureRow>& rows, const std::string& prefix) {
+  for (const FigureRow& r : rows)
+    if (r.figure.rfind(prefix, 0) == 0) return &r;
+  return nullptr;
+}
+
+// A pipeline run that sustained no step reports its p99s as 0: the table
+// must not call a latency target met at a rate that was never sustained.
+TEST(BenchFiguresTest, PipelineThatSustainedNoStepMeetsNoLatencyTarget) {
+  nlohmann::ordered_json j = {
+      {"sustained_writes_per_s", 0.0}, {"raw_rows_per_s", 47000.0}, {"ratio", 0.0},
+      {"index_p99_ms", 0.0},           {"trigger_p99_ms", 0.0},     {"webhook_p99_ms", 0.0}};
+  const std::vector<FigureRow> rows = BenchFigureRows("pipeline", j);
+  for (const char* figure :
+       {"commit-ack to index-visible p99", "commit-ack to no-op handler p99"}) {
+    const FigureRow* row = Find(rows, figure);
+    ASSERT_NE(row, nullptr) << figure;
+    EXPECT_EQ(row->target.find("(met)"), std::string::npos) << figure << ": " << row->target;
+    EXPECT_NE(row->target.find("no step sustained"), std::string::npos) << row->target;
+    EXPECT_EQ(row->value, "n/a") << figure;
+  }
+  EXPECT_NE(Find(rows, "sustained single puts/s")->target.find("(missed)"), std::string::npos);
+}
+
+TEST(BenchFiguresTest, PipelineThatSustainedAStepJudgesItsLatency) {
+  nlohmann::ordered_json j = {{"sustained_writes_per_s", 1000.0},
+                              {"raw_rows_per_s", 40000.0},
+                              {"ratio", 0.025},
+                              {"index_p99_ms", 80.0},
+                              {"trigger_p99_ms", 120.0},
+                              {"webhook_p99_ms", 90.0}};
+  const std::vector<FigureRow> rows = BenchFigureRows("pipeline", j);
+  EXPECT_EQ(Find(rows, "commit-ack to index-visible p99")->target, "p99 < 100 ms (met)");
+  EXPECT_EQ(Find(rows, "commit-ack to no-op handler p99")->target, "p99 < 100 ms (missed)");
+  EXPECT_EQ(Find(rows, "commit-ack to index-visible p99")->value, "80.00");
+}
+
+}  // namespace
+}  // namespace cellar::bench
