@@ -152,7 +152,8 @@ struct RelayConfig {
   int poll_min_ms = 1;       // idle poll interval starts here (and pause after a caught-up read)...
   int poll_max_ms = 50;      // ...and doubles up to this while nothing is new
   int lock_retry_ms = 1000;  // how often an idle relay tries to take unowned shards
-  // Publish each stream in Kafka transactions (transactional.id per stream):
+  // Publish each stream in Kafka transactions (two transactional.ids per stream,
+  // RelayTransactionalIds):
   // read_committed consumers see every cell exactly once; false: idempotent
   // producer, at-least-once (changelog/relay.h).
   bool exactly_once = true;

@@ -12,8 +12,8 @@
 //    position is committed), or finds a newer epoch and publishes nothing;
 //  - if the old owner's MySQL connection dies mid-batch, the row lock goes
 //    with it; but its Kafka transaction cannot commit any more once the new
-//    owner's transactional producer (same transactional.id) has run
-//    InitTransactions, which the new owner does before it reads what the
+//    owner's transactional producers (the same transactional.ids,
+//    RelayTransactionalIds) have run InitTransactions, which the new owner does before it reads what the
 //    stream already published (relay_exactly_once.cc): the broker fences
 //    the old producer and aborts its open transaction, and read_committed
 //    readers never see aborted records. A batch the old owner committed in
