@@ -6,6 +6,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
@@ -83,30 +84,22 @@ Result<BrokerWarmUp> WarmUpBroker(const std::string& bootstrap, const std::strin
   rd_kafka_subscribe(consumer.get(), subscription);
   rd_kafka_topic_partition_list_destroy(subscription);
 
-  std::atomic<bool> stop{false};
   std::atomic<long> consumed{0};
-  std::thread reader([&] {
-    while (!stop) {
+  // Declared after the consumer: joined before the consumer is destroyed.
+  std::jthread reader([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
       rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer.get(), 50);
       if (m == nullptr) continue;
       if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) consumed++;
       rd_kafka_message_destroy(m);
     }
   });
-  struct JoinReader {
-    std::atomic<bool>& stop;
-    std::thread& t;
-    ~JoinReader() {
-      stop = true;
-      if (t.joinable()) t.join();
-    }
-  } join_reader{stop, reader};
 
   const std::string value(400, 'w');
   const auto start = Clock::now();
   const double compiler_at_start = CompilerCpuSeconds(jvm_pid);
   std::deque<std::pair<Clock::time_point, double>> samples;  // (when, compiler CPU)
-  for (long k = 0;; ++k) {
+  for (;;) {
     CELLAR_RETURN_IF_ERROR(TxnStatus(rd_kafka_begin_transaction(txn.get()), "begin"));
     for (int i = 0; i < 4 * partitions; ++i) {
       for (rd_kafka_t* p : {txn.get(), plain.get()}) {
@@ -134,6 +127,8 @@ Result<BrokerWarmUp> WarmUpBroker(const std::string& bootstrap, const std::strin
       break;
     }
   }
+  reader.request_stop();
+  reader.join();  // no poll may run while the consumer closes
   out.consumed = consumed;
   rd_kafka_consumer_close(consumer.get());
   return out;

@@ -13,11 +13,10 @@
 //  - if the old owner's MySQL connection dies mid-batch, the row lock goes
 //    with it; but its Kafka transaction cannot commit any more once the new
 //    owner's transactional producers (the same transactional.ids,
-//    RelayTransactionalIds) have run InitTransactions, which the new owner does before it reads what the
-//    stream already published (relay_exactly_once.cc): the broker fences
-//    the old producer and aborts its open transaction, and read_committed
-//    readers never see aborted records. A batch the old owner committed in
-//    Kafka but not in MySQL is found by that read and not sent again.
+//    RelayTransactionalIds) have run InitTransactions, which the new owner does before it reads
+//    what the stream already published (relay_exactly_once.cc): the broker fences the old producer
+//    and aborts its open transaction, and read_committed readers never see aborted records. A batch
+//    the old owner committed in Kafka but not in MySQL is found by that read and not sent again.
 // Nothing here trusts the old owner to notice it lost its lock.
 //
 // Threading: functions are stateless; each uses the connection it is given.
