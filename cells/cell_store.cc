@@ -3,6 +3,8 @@
 #include <map>
 
 #include "base/log.h"
+#include "cells/host_failover.h"
+#include "cells/host_topology.h"
 #include "cells/internal/cell_validation.h"
 #include "cells/internal/cells_purge.h"
 #include "cells/internal/cells_table.h"
@@ -25,6 +27,7 @@ using internal::WriteUnit;
 
 struct CellStore::Impl {
   ClusterConfig config;
+  std::unique_ptr<TopologyView> topology;                           // which server is primary
   std::vector<std::unique_ptr<MysqlHostPool>> pools;                // one per host
   MetricsRegistry own_metrics;                                      // when Open() was given none
   std::vector<std::unique_ptr<internal::GroupCommitProbe>> probes;  // one per host
@@ -45,6 +48,9 @@ struct CellStore::Impl {
     MysqlHostPool& pool = *pools[host];
     Status last;
     for (int attempt = 0; attempt < 2; ++attempt) {
+      // A primary that is gone or refuses (demoted): learn the topology now,
+      // which retargets the pool when a failover moved the primary.
+      if (attempt > 0) topology->Refresh(host);
       auto lease = pool.Acquire();
       if (!lease.ok()) {
         if (lease.status().code() != StatusCode::kUnavailable)
@@ -105,28 +111,41 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsR
   if (!metrics) metrics = &impl->own_metrics;
   impl->config = config;
   impl->host_of_shard.assign(config.shards, 0);
+  impl->topology = std::make_unique<TopologyView>(config, metrics);
+  TopologyView& topology = *impl->topology;
   for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
     const auto& host = config.mysql.hosts[h];
-    MysqlEndpoint ep = EndpointFor(config, host);
-    impl->pools.push_back(std::make_unique<MysqlHostPool>(ep, config.mysql.pool_size_per_host));
+    impl->pools.push_back(std::make_unique<MysqlHostPool>(
+        topology.PrimaryEndpoint(h), config.mysql.pool_size_per_host, topology.PrimaryCheck(h)));
     internal::GroupCommitterOptions opts;
     opts.threads = config.group_commit.writer_threads_per_host;
     opts.max_batch_cells = config.group_commit.max_batch_cells;
     opts.min_pipelined_cells = config.group_commit.min_pipelined_cells;
     opts.linger_us = config.group_commit.linger_us;
     opts.database = config.HostDatabase(host);
+    // Only a host with replicas can get a new primary to wait for.
+    opts.hold_writes_ms = host.replicas.empty() ? 0 : config.mysql.hold_writes_ms;
     impl->probes.push_back(std::make_unique<internal::GroupCommitProbe>(metrics, host.name));
     impl->committers.push_back(
-        std::make_unique<GroupCommitter>(ep, opts, impl->probes.back().get()));
+        std::make_unique<GroupCommitter>(&topology, h, opts, impl->probes.back().get()));
     for (uint32_t s : host.shards) impl->host_of_shard[s] = static_cast<uint32_t>(h);
   }
+  Impl* raw = impl.get();
+  topology.AddListener([raw](size_t host, const HostTopology&) {
+    raw->pools[host]->Retarget(raw->topology->PrimaryEndpoint(host),
+                               raw->topology->PrimaryCheck(host));
+  });
+  topology.Start();
   return std::unique_ptr<CellStore>(new CellStore(std::move(impl)));
 }
 
 void CellStore::Close() {
   if (!impl_) return;
   for (auto& c : impl_->committers) c->Stop();
+  impl_->topology->Stop();
 }
+
+TopologyView& CellStore::topology() { return *impl_->topology; }
 
 const ClusterConfig& CellStore::config() const { return impl_->config; }
 
@@ -187,6 +206,13 @@ Status CellStore::Init() {
     return layout;
   Status first_error;
   for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) {
+    // A new host's topology (epoch 1, the configured primary) first: the
+    // pools connect only to a verified primary.
+    if (Status st = BootstrapHost(impl_->config, h); !st.ok()) {
+      if (first_error.ok()) first_error = st;
+      continue;
+    }
+    impl_->topology->Refresh(h);
     const MysqlHostConfig& host = impl_->config.mysql.hosts[h];
     const std::string db = impl_->config.HostDatabase(host);
     auto r = impl_->WithHost<bool>(h, "host " + host.name, [&](MysqlConnection& c) -> Result<bool> {

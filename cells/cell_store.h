@@ -55,6 +55,7 @@ namespace cellar {
 class MetricsRegistry;  // base/metrics.h
 
 class MysqlHostPool;
+class TopologyView;  // cells/host_topology.h
 
 // How a log read returns bodies.
 enum class LogBodies {
@@ -252,6 +253,10 @@ class CellStore : public CellService {
   // Connection pool of mysql.hosts[host]. REQUIRES: host < mysql.hosts.size().
   MysqlHostPool& PoolForHost(size_t host);
   const ClusterConfig& config() const;
+  // Which server of each host is primary (cells/host_topology.h): the pools
+  // and writers above follow it; modules that open their own connections to a
+  // host's primary use its PrimaryEndpoint and PrimaryCheck.
+  TopologyView& topology();
 
   // Stops the writer threads; queued puts fail with Unavailable. Idempotent.
   void Close();

@@ -1,5 +1,6 @@
 #include "cells/layout_migration.h"
 
+#include "cells/host_topology.h"
 #include "cells/internal/cells_table.h"
 #include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
@@ -94,9 +95,10 @@ Result<MigrationStats> MigrateShardLayout(CellStore& store,
                                           const std::function<void(const std::string&)>& progress) {
   const ClusterConfig& config = store.config();
   MigrationStats stats;
-  for (const MysqlHostConfig& host : config.mysql.hosts) {
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+    const MysqlHostConfig& host = config.mysql.hosts[h];
     const std::string host_db = config.HostDatabase(host);
-    CELLAR_ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(EndpointFor(config, host)));
+    CELLAR_ASSIGN_OR_RETURN(auto conn, store.topology().ConnectPrimary(h));
     MysqlConnection& c = *conn;
     CELLAR_RETURN_IF_ERROR(internal::CreateHostSchema(c, host_db, config.datastores));
     CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(

@@ -26,6 +26,10 @@ bool IsConnectionError(int code) {
     case 1927:  // ER_CONNECTION_KILLED
     case 1053:  // ER_SERVER_SHUTDOWN
     case 2026:  // CR_SSL_CONNECTION_ERROR
+    // ER_OPTION_PREVENTS_STATEMENT: a write on a read_only server, i.e. one
+    // that was demoted (a failover, cells/host_topology.h): the connection
+    // must go and the next one to the host's current primary.
+    case 1290:
       return true;
     default:
       return code >= 2000 && code < 3000 && code != 2014 && code != 2031 && code != 2034;
@@ -155,13 +159,18 @@ struct MysqlConnection::Impl {
 
   // Runs a statement without preparing it; appends its rows (as text) to
   // `rows` when it returns any and `rows` is not null.
-  Status RunText(const std::string& what, const std::string& sql, std::vector<SqlRow>* rows) {
+  Status RunText(const std::string& what, const std::string& sql, std::vector<SqlRow>* rows,
+                 std::vector<std::string>* columns = nullptr) {
     if (broken) return BrokenStatus();
     if (mysql_real_query(mysql, sql.data(), sql.size()) != 0) return FailConnection(what);
     if (mysql_field_count(mysql) == 0) return Status::Ok();
     MYSQL_RES* res = mysql_store_result(mysql);
     if (!res) return FailConnection(what);
     const unsigned n = mysql_num_fields(res);
+    if (columns) {
+      const MYSQL_FIELD* fields = mysql_fetch_fields(res);
+      for (unsigned c = 0; c < n; ++c) columns->emplace_back(fields[c].name);
+    }
     while (MYSQL_ROW row = mysql_fetch_row(res)) {
       if (!rows) continue;
       const unsigned long* lengths = mysql_fetch_lengths(res);
@@ -380,6 +389,19 @@ Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEnd
   return std::unique_ptr<MysqlConnection>(new MysqlConnection(e, std::move(impl)));
 }
 
+Result<std::vector<std::map<std::string, std::string>>> MysqlConnection::QueryNamed(
+    const std::string& sql) {
+  std::vector<SqlRow> rows;
+  std::vector<std::string> columns;
+  CELLAR_RETURN_IF_ERROR(impl_->RunText("query", sql, &rows, &columns));
+  std::vector<std::map<std::string, std::string>> out;
+  for (const SqlRow& row : rows) {
+    std::map<std::string, std::string>& named = out.emplace_back();
+    for (size_t c = 0; c < columns.size() && c < row.size(); ++c) named[columns[c]] = row.Bytes(c);
+  }
+  return out;
+}
+
 Result<std::string> MysqlConnection::TlsCipher() {
   std::vector<SqlRow> rows;
   CELLAR_RETURN_IF_ERROR(impl_->RunText("query", "SHOW SESSION STATUS LIKE 'Ssl_cipher'", &rows));
@@ -443,29 +465,54 @@ void MysqlConnection::Rollback() {
   if (!s.ok()) impl_->broken = true;
 }
 
-MysqlHostPool::MysqlHostPool(MysqlEndpoint endpoint, int max_idle)
-    : endpoint_(std::move(endpoint)), max_idle_(max_idle) {}
+MysqlHostPool::MysqlHostPool(MysqlEndpoint endpoint, int max_idle, ConnectCheck check)
+    : max_idle_(max_idle), endpoint_(std::move(endpoint)), check_(std::move(check)) {}
 
 MysqlHostPool::Lease::~Lease() {
-  if (pool_ && conn_) pool_->Release(std::move(conn_));
+  if (pool_ && conn_) pool_->Release(std::move(conn_), generation_);
+}
+
+void MysqlHostPool::Retarget(MysqlEndpoint endpoint, ConnectCheck check) {
+  std::vector<std::unique_ptr<MysqlConnection>> dropped;  // closed after the lock is released
+  MutexLock lock(&mu_);
+  endpoint_ = std::move(endpoint);
+  check_ = std::move(check);
+  ++generation_;
+  dropped.swap(idle_);
+}
+
+MysqlEndpoint MysqlHostPool::endpoint() const {
+  MutexLock lock(&mu_);
+  return endpoint_;
 }
 
 Result<MysqlHostPool::Lease> MysqlHostPool::Acquire() {
+  MysqlEndpoint endpoint;
+  ConnectCheck check;
+  uint64_t generation;
   {
     MutexLock lock(&mu_);
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(this, std::move(c));
+      return Lease(this, std::move(c), generation_);
     }
+    endpoint = endpoint_;
+    check = check_;
+    generation = generation_;
   }
-  CELLAR_ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(endpoint_));
-  return Lease(this, std::move(conn));
+  CELLAR_ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(endpoint));
+  if (check) CELLAR_RETURN_IF_ERROR(check(*conn));
+  return Lease(this, std::move(conn), generation);
 }
 
-void MysqlHostPool::Release(std::unique_ptr<MysqlConnection> conn) {
+void MysqlHostPool::Release(std::unique_ptr<MysqlConnection> conn, uint64_t generation) {
   std::vector<std::unique_ptr<MysqlConnection>> dropped;  // closed after the lock is released
   MutexLock lock(&mu_);
+  if (generation != generation_) {
+    dropped.push_back(std::move(conn));  // opened before a Retarget
+    return;
+  }
   if (conn->broken()) {
     // The server went away or restarted: the idle connections opened before
     // are as stale as this one. Drop them all, so that a retry (CellStore's

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,6 +99,10 @@ class MysqlConnection {
                                             const std::vector<SqlParamView>& params);
   // Runs a non-prepared statement (DDL, SET). REQUIRES: `sql` contains no user data.
   Status ExecuteDdl(const std::string& sql);
+  // Runs a non-prepared query (SHOW SLAVE STATUS and other administration)
+  // and returns its rows by column name (NULL as ""). REQUIRES: `sql`
+  // contains no user data.
+  Result<std::vector<std::map<std::string, std::string>>> QueryNamed(const std::string& sql);
 
   // Starts a transaction. With implicit transactions on, sends nothing: the
   // next statement opens one.
@@ -136,16 +141,25 @@ class MysqlConnection {
   bool implicit_transactions_ = false;
 };
 
-// A pool of connections to one MySQL host.
+// A pool of connections to one MySQL host: to its current primary, which a
+// failover changes (Retarget).
 class MysqlHostPool {
  public:
-  explicit MysqlHostPool(MysqlEndpoint endpoint, int max_idle);
+  // Run on every new connection before the pool hands it out; an error fails
+  // Acquire() with it (Unavailable unless the check says otherwise).
+  using ConnectCheck = std::function<Status(MysqlConnection&)>;
+
+  explicit MysqlHostPool(MysqlEndpoint endpoint, int max_idle, ConnectCheck check = {});
+
+  // From now on new connections go to `endpoint` and must pass `check`; idle
+  // connections are closed, leased ones when they come back. Thread-safe.
+  void Retarget(MysqlEndpoint endpoint, ConnectCheck check);
 
   // A connection checked out of the pool; returned to it on destruction unless broken.
   class Lease {
    public:
-    Lease(MysqlHostPool* pool, std::unique_ptr<MysqlConnection> conn)
-        : pool_(pool), conn_(std::move(conn)) {}
+    Lease(MysqlHostPool* pool, std::unique_ptr<MysqlConnection> conn, uint64_t generation = 0)
+        : pool_(pool), conn_(std::move(conn)), generation_(generation) {}
     Lease(Lease&&) = default;
     Lease& operator=(Lease&&) = default;
     ~Lease();
@@ -155,18 +169,22 @@ class MysqlHostPool {
    private:
     MysqlHostPool* pool_;
     std::unique_ptr<MysqlConnection> conn_;
+    uint64_t generation_;  // the pool's Retarget count when the connection was opened
   };
 
   // An idle connection or a new one. Unavailable when the host cannot be reached.
   Result<Lease> Acquire();
-  const MysqlEndpoint& endpoint() const { return endpoint_; }
+  // Where new connections go now.
+  MysqlEndpoint endpoint() const;
 
  private:
-  void Release(std::unique_ptr<MysqlConnection> conn);
+  void Release(std::unique_ptr<MysqlConnection> conn, uint64_t generation);
 
-  MysqlEndpoint endpoint_;
-  int max_idle_;
-  Mutex mu_;
+  const int max_idle_;
+  uint64_t generation_ GUARDED_BY(mu_) = 0;  // Retarget() calls so far
+  mutable Mutex mu_;
+  MysqlEndpoint endpoint_ GUARDED_BY(mu_);
+  ConnectCheck check_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<MysqlConnection>> idle_ GUARDED_BY(mu_);
 };
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cells/cell_store.h"
+#include "cells/host_topology.h"
 #include "cells/internal/cells_table.h"
 #include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
@@ -31,7 +32,9 @@ struct Side {
 
 // A plain (autocommit) connection to `host`.
 Result<Side> Open(const ClusterConfig& config, const MysqlHostConfig& host) {
-  CELLAR_ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(EndpointFor(config, host)));
+  size_t index = 0;
+  while (config.mysql.hosts[index].name != host.name) ++index;
+  CELLAR_ASSIGN_OR_RETURN(auto conn, ConnectCurrentPrimary(config, index));
   // DDL (the freeze trigger) waits for open transactions' metadata locks: bounded.
   CELLAR_RETURN_IF_ERROR(conn->ExecuteDdl("SET SESSION lock_wait_timeout = 30"));
   return Side{config.HostDatabase(host), std::move(conn)};

@@ -1,6 +1,7 @@
 #include "changelog/relay.h"
 
 #include "base/thread_name.h"
+#include "cells/host_topology.h"
 #include "changelog/internal/relay_impl.h"
 
 namespace cellar {
@@ -44,7 +45,10 @@ void Relay::Impl::ScheduleNextRead(HostStream& s, size_t produced,
 void Relay::Impl::HostLoop(size_t host_index) {
   const MysqlHostConfig& host = config.mysql.hosts[host_index];
   const std::string db = config.HostDatabase(host);
-  NamedLocks locks(EndpointFor(config, host));
+  TopologyView& topology = store->topology();
+  NamedLocks locks([&topology, host_index] { return topology.ConnectPrimary(host_index); });
+  // The stream locks live on the host's primary: a failover moves them.
+  uint64_t lock_epoch = topology.Current(host_index).epoch;
   std::vector<std::string> mine;  // lock names of the streams of this host this relay owns
   auto next_ownership = std::chrono::steady_clock::now();
   const size_t n = config.datastores.size();
@@ -65,6 +69,10 @@ void Relay::Impl::HostLoop(size_t host_index) {
     if (now >= next_ownership) {
       next_ownership = now + std::chrono::milliseconds(config.relay.lock_retry_ms);
       if (!mine.empty() && !locks.Ping().ok()) lose_all("lock connection broke");
+      if (const uint64_t epoch = topology.Current(host_index).epoch; epoch != lock_epoch) {
+        lose_all("the host's primary changed (topology epoch " + std::to_string(epoch) + ")");
+        lock_epoch = epoch;
+      }
       const int target = TargetShare();
       // Host threads share owned_total: a slot is taken (or given back) with
       // one compare-and-swap, so two threads never both pass the target.
@@ -171,8 +179,9 @@ Status Relay::Start() {
                                                      m.config.kafka.partitions, kKafkaTimeoutMs));
   }
   m.CheckAllCheckpoints();
+  TopologyView* topology = &m.store->topology();
   m.membership = std::make_unique<RelayMembership>(
-      EndpointFor(m.config, m.config.mysql.hosts.front()), m.config.mysql.database_prefix);
+      [topology] { return topology->ConnectPrimary(0); }, m.config.mysql.database_prefix);
   m.poll_thread = NamedThread("relay-acks", [&m] { m.PollLoop(); });
   m.checkpoint_thread = NamedThread("relay-checkpt", [&m] { m.CheckpointLoop(); });
   if (m.probe) m.metrics_thread = NamedThread("relay-metrics", [&m] { m.MetricsLoop(); });

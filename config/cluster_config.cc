@@ -116,12 +116,64 @@ void LoadKafkaProperties(YamlReader& r, const YAML::Node& n, KafkaConfig* kafka)
   }
 }
 
+// Reads hosts[i].replicas and .replication into *host. Every server must be
+// unique across the cluster (`earlier` hosts and *host's own).
+void LoadReplicas(YamlReader& r, const YAML::Node& h, const std::string& hp,
+                  const std::vector<MysqlHostConfig>& earlier, MysqlHostConfig* host) {
+  std::string mode;
+  if (r.ReadString(h, "replication", hp, &mode)) {
+    if (mode == "semi_sync")
+      host->replication = ReplicationMode::kSemiSync;
+    else if (mode == "async")
+      host->replication = ReplicationMode::kAsync;
+    else
+      r.Error(h["replication"], hp + ".replication",
+              "expected semi_sync or async, got '" + mode + "'");
+  }
+  // Two hosts may share a server (their databases differ) only while neither
+  // replicates: a server's replication and read_only belong to one host.
+  const bool replicated = h["replicas"] && h["replicas"].IsSequence() && h["replicas"].size() > 0;
+  auto taken_by = [&](const MysqlServerConfig& s, bool as_replica) -> std::string {
+    for (const auto& other : earlier)
+      for (const auto& o : other.Servers())
+        if (o == s && (as_replica || replicated || !other.replicas.empty()))
+          return "host " + other.name + "'s";
+    if (as_replica)
+      for (const auto& o : host->Servers())
+        if (o == s) return "this host's";
+    return "";
+  };
+  if (std::string other = taken_by(MysqlServerConfig{host->address, host->port}, false);
+      !other.empty())
+    r.Error(h["port"] ? h["port"] : h, hp,
+            "server " + host->address + ":" + std::to_string(host->port) + " is already " + other +
+                ": hosts with replicas cannot share a server");
+  if (!h["replicas"]) return;
+  const YAML::Node list = h["replicas"];
+  if (!r.ExpectSequence(list, hp + ".replicas")) return;
+  for (size_t j = 0; j < list.size(); ++j) {
+    const std::string rp = hp + ".replicas[" + std::to_string(j) + "]";
+    if (!r.CheckKeys(list[j], rp, {"address", "port"}) && !list[j].IsMap()) continue;
+    MysqlServerConfig server;
+    r.Require(list[j], "address", rp);
+    r.ReadString(list[j], "address", rp, &server.address);
+    if (!r.Require(list[j], "port", rp)) continue;
+    ReadIntInto(r, list[j], "port", rp, 1, 65535, &server.port);
+    if (std::string other = taken_by(server, true); !other.empty()) {
+      r.Error(list[j], rp, "server " + server.Label() + " is already " + other);
+      continue;
+    }
+    host->replicas.push_back(server);
+  }
+}
+
 void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::string& base_dir,
                MysqlConfig* m) {
   const std::string p = "mysql";
-  if (!r.CheckKeys(n, p,
-                   {"user", "password_env", "database_prefix", "connect_timeout_ms",
-                    "io_timeout_ms", "pool_size_per_host", "tls", "hosts"}))
+  if (!r.CheckKeys(
+          n, p,
+          {"user", "password_env", "database_prefix", "connect_timeout_ms", "io_timeout_ms",
+           "pool_size_per_host", "tls", "topology_refresh", "hold_writes", "hosts"}))
     if (!n.IsMap()) return;
   if (n["tls"]) LoadTls(r, n["tls"], "mysql.tls", base_dir, &m->tls);
   r.ReadString(n, "user", p, &m->user);
@@ -133,6 +185,14 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::s
   ReadIntInto(r, n, "connect_timeout_ms", p, 1, 600000, &m->connect_timeout_ms);
   ReadIntInto(r, n, "io_timeout_ms", p, 1, 3600000, &m->io_timeout_ms);
   ReadIntInto(r, n, "pool_size_per_host", p, 1, 1024, &m->pool_size_per_host);
+  if (r.ReadDurationMillis(n, "topology_refresh", p, &m->topology_refresh_ms) &&
+      (m->topology_refresh_ms < 10 || m->topology_refresh_ms > 60000))
+    r.Error(n["topology_refresh"], "mysql.topology_refresh",
+            "must be between 10ms and 60s, got " + std::to_string(m->topology_refresh_ms) + "ms");
+  if (r.ReadDurationMillis(n, "hold_writes", p, &m->hold_writes_ms) &&
+      (m->hold_writes_ms < 0 || m->hold_writes_ms > 600000))
+    r.Error(n["hold_writes"], "mysql.hold_writes",
+            "must be between 0s and 600s, got " + std::to_string(m->hold_writes_ms) + "ms");
   if (!r.Require(n, "hosts", p)) return;
   const YAML::Node hosts = n["hosts"];
   if (!r.ExpectSequence(hosts, "mysql.hosts")) return;
@@ -140,7 +200,10 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::s
   for (size_t i = 0; i < hosts.size(); ++i) {
     const YAML::Node h = hosts[i];
     const std::string hp = "mysql.hosts[" + std::to_string(i) + "]";
-    if (!r.CheckKeys(h, hp, {"name", "address", "port", "shards", "tls"}) && !h.IsMap()) continue;
+    if (!r.CheckKeys(h, hp,
+                     {"name", "address", "port", "replicas", "replication", "shards", "tls"}) &&
+        !h.IsMap())
+      continue;
     MysqlHostConfig host;
     host.tls = m->tls;
     if (h["tls"]) LoadTls(r, h["tls"], hp + ".tls", base_dir, &host.tls);
@@ -158,6 +221,7 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::s
     }
     r.ReadString(h, "address", hp, &host.address);
     ReadIntInto(r, h, "port", hp, 1, 65535, &host.port);
+    LoadReplicas(r, h, hp, m->hosts, &host);
     std::string list;
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     if (r.Require(h, "shards", hp) && r.ReadString(h, "shards", hp, &list)) {
@@ -324,6 +388,24 @@ const MysqlHostConfig& ClusterConfig::HostForShard(uint32_t shard) const {
   for (const auto& h : mysql.hosts)
     if (h.Owns(shard)) return h;
   return mysql.hosts.front();
+}
+
+std::string MysqlServerConfig::Label() const { return address + ":" + std::to_string(port); }
+
+const char* ReplicationModeName(ReplicationMode mode) {
+  return mode == ReplicationMode::kAsync ? "async" : "semi_sync";
+}
+
+std::vector<MysqlServerConfig> MysqlHostConfig::Servers() const {
+  std::vector<MysqlServerConfig> out{MysqlServerConfig{address, port}};
+  out.insert(out.end(), replicas.begin(), replicas.end());
+  return out;
+}
+
+std::optional<MysqlServerConfig> MysqlHostConfig::FindServer(std::string_view label) const {
+  for (const MysqlServerConfig& s : Servers())
+    if (s.Label() == label) return s;
+  return std::nullopt;
 }
 
 bool MysqlHostConfig::Owns(uint32_t shard) const {

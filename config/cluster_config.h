@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,10 +74,44 @@ struct MysqlTlsConfig {
 // "disabled", "required", "verify_ca", "verify_identity".
 const char* MysqlTlsModeName(MysqlTlsMode mode);
 
-struct MysqlHostConfig {
-  std::string name;  // [A-Za-z0-9_-]{1,32}: logs, metrics and the database <prefix>_<name>
+// One MariaDB server of a host. Named by "address:port" (Label()) in the
+// topology, the CLI and metrics.
+struct MysqlServerConfig {
   std::string address = "127.0.0.1";
   int port = 3306;
+
+  std::string Label() const;  // "address:port"
+  bool operator==(const MysqlServerConfig& o) const {
+    return address == o.address && port == o.port;
+  }
+};
+
+// How a host's replicas acknowledge commits (YAML mysql.hosts[].replication).
+enum class ReplicationMode {
+  // Lossless semi-synchronous replication (rpl_semi_sync_master_enabled with
+  // wait point AFTER_SYNC, GTID strict mode): a commit is answered, and seen
+  // by any reader, only once a replica holds it. A primary that does not run
+  // so is refused as a primary. The default; the only mode in which a
+  // failover can show that no acknowledged write is lost.
+  kSemiSync,
+  // Asynchronous replicas: commits are answered before any replica has them;
+  // an emergency failover loses what the primary had not yet sent.
+  kAsync,
+};
+const char* ReplicationModeName(ReplicationMode mode);  // "semi_sync", "async"
+
+struct MysqlHostConfig {
+  std::string name;  // [A-Za-z0-9_-]{1,32}: logs, metrics and the database <prefix>_<name>
+  // The server that is primary when the cluster is created (`cellar init`
+  // bootstraps the topology with it). After a failover the topology held in
+  // the host's databases names the primary (cells/host_topology.h), not this.
+  std::string address = "127.0.0.1";
+  int port = 3306;
+  // The other servers of the host: MariaDB replicas replicating with GTIDs.
+  // YAML: replicas: [ { address: 10.0.0.2, port: 3306 }, ... ]. Every server
+  // (address and port) must be unique across the cluster.
+  std::vector<MysqlServerConfig> replicas;
+  ReplicationMode replication = ReplicationMode::kSemiSync;
   // The logical shards the host owns, ascending. YAML: ranges separated by
   // commas, e.g. "0-31" or "0-30,32" (after a shard moved).
   std::vector<uint32_t> shards;
@@ -84,6 +119,10 @@ struct MysqlHostConfig {
   MysqlTlsConfig tls;
 
   bool Owns(uint32_t shard) const;
+  // The configured primary (address, port) followed by the replicas.
+  std::vector<MysqlServerConfig> Servers() const;
+  // The server `label` ("address:port") of this host; nullopt when none is.
+  std::optional<MysqlServerConfig> FindServer(std::string_view label) const;
   // `shards` as the YAML spells it, e.g. "0-30,32".
   std::string ShardList() const;
 };
@@ -96,6 +135,15 @@ struct MysqlConfig {
   int io_timeout_ms = 10000;               // read/write timeout of one statement round trip
   int pool_size_per_host = 8;              // idle reader connections kept per host
   MysqlTlsConfig tls;  // YAML mysql.tls: the default of hosts[].tls (already applied to them)
+  // How often every process re-reads each host's topology (which server is
+  // primary, at which epoch) from the host's servers, milliseconds. YAML:
+  // `topology_refresh: 1s`. A failover is seen within about this time.
+  int64_t topology_refresh_ms = 1000;
+  // How long a put, batch or erase to a host with replicas whose primary
+  // cannot be reached (a failover under way) waits for one before it fails
+  // Unavailable, milliseconds. YAML: `hold_writes: 10s`; 0: fail at once.
+  // Writes to a host without replicas fail at once (nothing to wait for).
+  int64_t hold_writes_ms = 10000;
   std::vector<MysqlHostConfig> hosts;
 };
 

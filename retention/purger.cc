@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "cells/host_topology.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
 #include "changelog/relay_checkpoint.h"
@@ -32,8 +33,10 @@ Result<bool> RemoveWithRetry(IndexWriter& writer, const IndexedColumns& index,
 class HostLock {
  public:
   // True when taken; false when another session holds it.
-  Result<bool> Take(const ClusterConfig& cfg, const MysqlHostConfig& host) {
-    CELLAR_ASSIGN_OR_RETURN(conn_, MysqlConnection::Connect(EndpointFor(cfg, host)));
+  Result<bool> Take(CellStore& store, size_t host_index) {
+    const ClusterConfig& cfg = store.config();
+    const MysqlHostConfig& host = cfg.mysql.hosts[host_index];
+    CELLAR_ASSIGN_OR_RETURN(conn_, store.topology().ConnectPrimary(host_index));
     name_ = PurgeLockName(cfg.HostDatabase(host));
     CELLAR_ASSIGN_OR_RETURN(auto rows, conn_->Query("SELECT GET_LOCK(?, 0)", {name_}));
     held_ = !rows.empty() && !rows[0].IsNull(0) && rows[0].Int(0) == 1;
@@ -83,7 +86,7 @@ Result<PurgeReport> Purger::Run(const std::string& datastore, const std::atomic<
     auto run_host = [&]() -> Status {
       if (stop && stop->load()) return Aborted("stopped");
       HostLock lock;
-      CELLAR_ASSIGN_OR_RETURN(bool taken, lock.Take(cfg, host));
+      CELLAR_ASSIGN_OR_RETURN(bool taken, lock.Take(*store_, h));
       if (!taken) {
         hp.busy = true;
         return Status::Ok();

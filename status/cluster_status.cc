@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "cells/host_topology.h"
 #include "cells/mysql_client.h"
 #include "changelog/cell_event.h"
 #include "changelog/consumer_groups.h"
@@ -23,7 +24,11 @@ std::vector<HostRow> GatherHosts(CellStore& store) {
     const MysqlHostConfig& host = cfg.mysql.hosts[h];
     HostRow row;
     row.name = host.name;
-    row.address = host.address + ":" + std::to_string(host.port);
+    const HostTopology topology = store.topology().Refresh(h);
+    row.address = topology.primary.Label();
+    row.epoch = topology.epoch;
+    for (const auto& r : store.topology().Replicas(h))
+      row.replicas.push_back(ReplicaRow{r.server, r.reachable, r.lag_seconds});
     auto t0 = std::chrono::steady_clock::now();
     // A query proves the host answers now. A pooled connection that broke
     // since the last round (--watch over a server restart) fails once and is

@@ -28,9 +28,17 @@
 
 namespace cellar {
 
+struct ReplicaRow {
+  std::string server;        // address:port
+  bool up = false;           // answered the last topology refresh
+  int64_t lag_seconds = -1;  // Seconds_Behind_Master; -1: not replicating
+};
+
 struct HostRow {
   std::string name;     // mysql.hosts[].name
-  std::string address;  // host:port
+  std::string address;  // its current primary, address:port (cells/host_topology.h)
+  uint64_t epoch = 0;   // topology epoch: 1 at `cellar init`, +1 per failover
+  std::vector<ReplicaRow> replicas;
   bool up = false;      // a connection answered SELECT VERSION()
   std::string version;  // the server's VERSION() when up
   double latency_ms = 0;

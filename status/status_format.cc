@@ -58,13 +58,22 @@ std::string Age(const std::optional<double>& s) {
 
 nlohmann::json ClusterStatusToJson(const ClusterStatus& st) {
   nlohmann::json hosts = nlohmann::json::array();
-  for (const auto& h : st.hosts)
+  for (const auto& h : st.hosts) {
+    nlohmann::json replicas = nlohmann::json::array();
+    for (const auto& r : h.replicas)
+      replicas.push_back(
+          {{"server", r.server},
+           {"up", r.up},
+           {"lag_seconds", r.lag_seconds >= 0 ? nlohmann::json(r.lag_seconds) : nlohmann::json()}});
     hosts.push_back({{"name", h.name},
                      {"address", h.address},
+                     {"epoch", h.epoch},
+                     {"replicas", replicas},
                      {"up", h.up},
                      {"version", h.up ? nlohmann::json(h.version) : nlohmann::json(nullptr)},
                      {"latency_ms", h.up ? nlohmann::json(h.latency_ms) : nlohmann::json(nullptr)},
                      {"error", ErrorOrNull(h.error)}});
+  }
   nlohmann::json relay = nlohmann::json::array();
   uint64_t relay_total = 0;
   for (const auto& r : st.relay) {
@@ -125,6 +134,15 @@ std::string FormatClusterStatus(const ClusterStatus& st) {
     hosts.Add({h.name, h.address, h.up ? "up" : "DOWN", ms, h.up ? h.version : h.error});
   }
   out << hosts.Render();
+  Table replicas({"HOST", "REPLICA", "STATE", "LAG"});
+  bool any_replica = false;
+  for (const auto& h : st.hosts)
+    for (const auto& r : h.replicas) {
+      any_replica = true;
+      replicas.Add({h.name, r.server, r.up ? "up" : "DOWN",
+                    r.lag_seconds >= 0 ? std::to_string(r.lag_seconds) + "s" : "not replicating"});
+    }
+  if (any_replica) out << "\nReplicas\n" << replicas.Render();
 
   out << "\nKafka: "
       << (!st.kafka.configured ? "not configured"

@@ -257,7 +257,6 @@ std::string PrivateMariaDb::Launch(bool* port_in_use) {
       "--pid-file=" + dir_ + "/mariadbd.pid",
       "--log-error=" + log,
       "--skip-name-resolve",
-      "--skip-log-bin",
       "--max-connections=1000",
       "--character-set-server=utf8mb4",
       "--collation-server=utf8mb4_general_ci",
@@ -269,6 +268,24 @@ std::string PrivateMariaDb::Launch(bool* port_in_use) {
       "--innodb-buffer-pool-dump-at-shutdown=OFF",
   };
   if (IsRoot()) args.push_back("--user=root");
+  if (options_.server_id == 0) {
+    args.push_back("--skip-log-bin");
+  } else {
+    for (std::string a :
+         {"--log-bin=" + dir_ + "/data/binlog", std::string("--binlog-format=ROW"),
+          std::string("--log-slave-updates=ON"), std::string("--gtid-strict-mode=ON"),
+          std::string("--read-only=ON"), std::string("--rpl-semi-sync-master-enabled=ON"),
+          std::string("--rpl-semi-sync-slave-enabled=ON"),
+          std::string("--rpl-semi-sync-master-wait-point=AFTER_SYNC"),
+          std::string("--rpl-semi-sync-master-wait-no-slave=OFF"), std::string("--sync-binlog=1")})
+      args.push_back(a);
+    args.push_back("--server-id=" + std::to_string(options_.server_id));
+    args.push_back("--rpl-semi-sync-master-timeout=" +
+                   std::to_string(options_.semi_sync_timeout_ms));
+    args.push_back("--relay-log=" + dir_ + "/data/relay");
+    if (!options_.init_rpl_role.empty())
+      args.push_back("--init-rpl-role=" + options_.init_rpl_role);
+  }
   if (!options_.ssl_cert.empty()) {
     args.push_back("--ssl-ca=" + options_.ssl_ca);
     args.push_back("--ssl-cert=" + options_.ssl_cert);

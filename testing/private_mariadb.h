@@ -38,6 +38,20 @@ struct PrivateMariaDbOptions {
   std::string ssl_cert{};
   std::string ssl_key{};
   bool require_secure_transport = false;
+  // Replication. A server_id > 0 makes a server ready to be a primary or a
+  // replica of a Cellar host (README, "Replicas and failover"): binary log in
+  // ROW format with GTIDs in strict mode, log_slave_updates, semi-synchronous
+  // replication enabled both ways with the lossless wait point AFTER_SYNC, and
+  // read_only from the start (a promotion makes the primary writable). 0: no
+  // binary log, writable (a host without replicas).
+  uint32_t server_id = 0;
+  // --init-rpl-role: "" (the server's default) or "SLAVE", with which a
+  // crashed primary rolls back the binlog tail no replica acknowledged instead
+  // of committing it in crash recovery.
+  std::string init_rpl_role{};
+  // rpl_semi_sync_master_timeout, milliseconds: how long a primary waits for a
+  // replica's acknowledgement before it falls back to asynchronous replication.
+  int semi_sync_timeout_ms = 10000;
 };
 
 class PrivateMariaDb {
@@ -72,6 +86,8 @@ class PrivateMariaDb {
   // included). Throws std::runtime_error on failure (e.g. the port was taken
   // by someone else meanwhile).
   void Restart();
+  // The options the next Restart() uses (e.g. init_rpl_role after a crash).
+  PrivateMariaDbOptions& options() { return options_; }
 
   // Runs `sql` (one or more ';'-separated statements) as root with the
   // `mariadb` command-line client. Returns true when the client exits 0.

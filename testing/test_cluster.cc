@@ -44,21 +44,40 @@ std::string Quote(const std::string& s) {
 
 std::string MakeClusterYaml(const std::vector<const PrivateMariaDb*>& dbs, uint32_t shards,
                             const std::string& brokers, const std::string& database_prefix) {
-  if (dbs.empty()) Die("MakeClusterYaml: no databases");
-  if (shards < dbs.size()) Die("MakeClusterYaml: fewer shards than databases");
+  std::vector<std::vector<const PrivateMariaDb*>> hosts;
+  for (const auto* db : dbs) hosts.push_back({db});
+  return MakeReplicatedClusterYaml(hosts, shards, brokers, database_prefix);
+}
+
+std::string MakeReplicatedClusterYaml(const std::vector<std::vector<const PrivateMariaDb*>>& hosts,
+                                      uint32_t shards, const std::string& brokers,
+                                      const std::string& database_prefix,
+                                      const std::string& mysql_extra) {
+  if (hosts.empty()) Die("MakeClusterYaml: no databases");
+  if (shards < hosts.size()) Die("MakeClusterYaml: fewer shards than databases");
   std::set<std::string> labels;
-  for (const auto* db : dbs) labels.insert(db->label());
-  const bool use_labels = labels.size() == dbs.size();
+  for (const auto& h : hosts) {
+    if (h.empty()) Die("MakeReplicatedClusterYaml: a host without servers");
+    labels.insert(h[0]->label());
+  }
+  const bool use_labels = labels.size() == hosts.size();
 
   std::string y = "shards: " + std::to_string(shards) + "\n";
-  y += "mysql:\n  user: root\n  database_prefix: " + database_prefix + "\n  hosts:\n";
-  const uint64_t n = dbs.size();
+  y += "mysql:\n  user: root\n  database_prefix: " + database_prefix + "\n" + mysql_extra +
+       "  hosts:\n";
+  const uint64_t n = hosts.size();
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t first = i * shards / n, last = (i + 1) * shards / n - 1;
-    const std::string name = use_labels ? dbs[i]->label() : "db" + std::to_string(i + 1);
-    y += "    - { name: " + Quote(name) + ", address: " + dbs[i]->host() +
-         ", port: " + std::to_string(dbs[i]->port()) + ", shards: \"" + std::to_string(first) +
-         "-" + std::to_string(last) + "\" }\n";
+    const PrivateMariaDb* primary = hosts[i][0];
+    const std::string name = use_labels ? primary->label() : "db" + std::to_string(i + 1);
+    std::string replicas;
+    for (size_t r = 1; r < hosts[i].size(); ++r)
+      replicas += std::string(replicas.empty() ? "" : ", ") + "{ address: " + hosts[i][r]->host() +
+                  ", port: " + std::to_string(hosts[i][r]->port()) + " }";
+    y += "    - { name: " + Quote(name) + ", address: " + primary->host() +
+         ", port: " + std::to_string(primary->port()) + ", shards: \"" + std::to_string(first) +
+         "-" + std::to_string(last) + "\"" +
+         (replicas.empty() ? std::string() : ", replicas: [" + replicas + "]") + " }\n";
   }
   if (!brokers.empty()) y += "kafka:\n  brokers: " + Quote(brokers) + "\n";
   y += "datastores:\n"

@@ -25,6 +25,15 @@ std::string MakeClusterYaml(const std::vector<const PrivateMariaDb*>& dbs, uint3
                             const std::string& brokers = "",
                             const std::string& database_prefix = "cellar");
 
+// MakeClusterYaml over hosts of several servers: hosts[i][0] is host i's
+// primary (address, port), the rest its `replicas`. `mysql_extra` is spliced
+// into the mysql section as is (lines indented by two spaces, e.g.
+// "  hold_writes: 5s\n").
+std::string MakeReplicatedClusterYaml(const std::vector<std::vector<const PrivateMariaDb*>>& hosts,
+                                      uint32_t shards, const std::string& brokers = "",
+                                      const std::string& database_prefix = "cellar",
+                                      const std::string& mysql_extra = "");
+
 // MakeClusterYaml with a Kafka section for `brokers` whose topics are
 // <prefix>.<datastore>.cells with `partitions` partitions each; `prefix` is
 // also the database prefix. REQUIRES: !brokers.empty(), partitions >= 1.

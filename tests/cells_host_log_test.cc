@@ -550,7 +550,10 @@ TEST_F(FusedFenceTest, AnInsertWaitingForItsFenceRowGetsIdsAfterWritersThatCommi
   EXPECT_GT(unit->results[0]->added_id, meanwhile->added_id);
 }
 
-TEST_F(FusedFenceTest, AWriterWhoseFenceRowIsGoneRegistersAgainEvenInALaxSqlMode) {
+// A writer whose fence row is gone (a failover fenced the server, or the
+// table was recreated) writes nothing and says so: the group committer then
+// reconnects, verifies the primary and registers again.
+TEST_F(FusedFenceTest, AWriterWhoseFenceRowIsGoneWritesNothingUntilItRegistersAgain) {
   auto writer = Connect();
   // In a lax sql_mode a NULL created_at would be stored as 0 with a warning,
   // and the missing fence row would go unnoticed: RegisterWriter makes the
@@ -576,6 +579,10 @@ TEST_F(FusedFenceTest, AWriterWhoseFenceRowIsGoneRegistersAgainEvenInALaxSqlMode
   const Uuid row = RowOnShard(7);
   std::unique_ptr<internal::WriteUnit> unit = Unit(row);
   Status st = Run(*writer, unit.get());
+  EXPECT_EQ(StatusCode::kFailedPrecondition, st.code()) << st.ToString();
+  EXPECT_EQ(StatusCode::kNotFound, store().Get(kDs, row, "BASE", 0).status().code());
+  ASSERT_TRUE(internal::RegisterWriter(*writer, Database()).ok());
+  st = Run(*writer, unit.get());
   ASSERT_TRUE(st.ok()) << st.ToString();
   ASSERT_TRUE(unit->results[0].ok()) << unit->results[0].status().ToString();
   EXPECT_EQ(1u, FenceRow(*admin, writer_id)->size()) << "the writer did not register again";

@@ -48,8 +48,9 @@ TEST_F(StoreTest, InitIsIdempotentAndCreatesOneDatabasePerHost) {
   Result<Cell> got = store_->Get("trips", row, "BASE", 0);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(put.added_id, got->added_id);
-  // Every server holds exactly its host's database with the two cells tables
-  // and the write fence, and no per-shard databases.
+  // Every server holds exactly its host's database with the two cells tables,
+  // the write fence, the topology and the semi-sync heartbeat
+  // (cells/host_topology.h), and no per-shard databases.
   for (size_t h = 0; h < store_env->dbs.size(); ++h) {
     std::string out;
     ASSERT_TRUE(store_env->dbs[h]->Execute(
@@ -57,7 +58,9 @@ TEST_F(StoreTest, InitIsIdempotentAndCreatesOneDatabasePerHost) {
         " FROM information_schema.tables WHERE table_schema LIKE 'cellar\\_%'",
         &out));
     const std::string db = store_env->config.HostDatabase(store_env->config.mysql.hosts[h]);
-    EXPECT_EQ(db + ".cells_trips," + db + ".cells_users," + db + ".write_fence\n", out);
+    EXPECT_EQ(db + ".cells_trips," + db + ".cells_users," + db + ".semi_sync_heartbeat," + db +
+                  ".topology," + db + ".write_fence\n",
+              out);
   }
 }
 

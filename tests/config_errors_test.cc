@@ -89,7 +89,9 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
        "datastores)"},
       {Yaml("    - { name: db1, port: 3306, shards: 0-31 }\n"
             "    - { name: db2, port: 3307, shards: 32-63, weight: 2 }\n"),
-       "weight", "mysql.hosts[1].weight: unknown key (allowed: name address port shards tls)"},
+       "weight",
+       "mysql.hosts[1].weight: unknown key (allowed: name address port replicas replication shards "
+       "tls)"},
       {Yaml("    - { name: db1, port: 3306, shards: 0-31 }\n"
             "    - { name: db2, port: 3307, shards: 32-63, tls: { mode: required, colour: blue } "
             "}\n"),
@@ -103,7 +105,7 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
        "index_wait)"},
       {bad_mysql_key, "passwd",
        "mysql.passwd: unknown key (allowed: user password_env database_prefix connect_timeout_ms "
-       "io_timeout_ms pool_size_per_host tls hosts)"},
+       "io_timeout_ms pool_size_per_host tls topology_refresh hold_writes hosts)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.error);
@@ -397,6 +399,74 @@ TEST(ConfigTest, BadDatastoreTtlAndPurgeAreRejected) {
     const std::string yaml = Yaml("", "", "purge: 1h\n");
     EXPECT_THAT(Errors(yaml), ElementsAre(At(yaml, "purge: 1h", "purge: expected a mapping")));
   }
+}
+
+}  // namespace
+}  // namespace cellar
+
+namespace cellar {
+namespace {
+
+using config_test::At;
+using config_test::Errors;
+using config_test::Yaml;
+using ::testing::UnorderedElementsAreArray;
+
+// A host's replicas (README, "Replicas and failover"): servers named by
+// address:port, a replication mode, and the topology and hold settings.
+TEST(ConfigTest, ReplicasReplicationModeAndFailoverSettings) {
+  Result<ClusterConfig> r = ParseClusterConfig(
+      Yaml("    - name: db1\n"
+           "      address: 10.0.0.1\n"
+           "      port: 3306\n"
+           "      replicas: [ { address: 10.0.0.2, port: 3306 }, { address: 10.0.0.3, port: 3307 } "
+           "]\n"
+           "      shards: 0-31\n"
+           "    - { name: db2, address: 10.0.0.4, port: 3306, replication: async, shards: 32-63,\n"
+           "        replicas: [ { address: 10.0.0.5, port: 3306 } ] }\n",
+           "", ""),
+      "x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const MysqlHostConfig& db1 = r->mysql.hosts[0];
+  ASSERT_EQ(2u, db1.replicas.size());
+  EXPECT_EQ("10.0.0.3:3307", db1.replicas[1].Label());
+  EXPECT_EQ(ReplicationMode::kSemiSync, db1.replication);
+  EXPECT_EQ(ReplicationMode::kAsync, r->mysql.hosts[1].replication);
+  EXPECT_EQ(3u, db1.Servers().size());
+  EXPECT_TRUE(db1.FindServer("10.0.0.2:3306").has_value());
+  EXPECT_FALSE(db1.FindServer("10.0.0.5:3306").has_value());
+  EXPECT_EQ(1000, r->mysql.topology_refresh_ms);
+  EXPECT_EQ(10000, r->mysql.hold_writes_ms);
+}
+
+TEST(ConfigTest, BadReplicasAreRejected) {
+  const std::string yaml =
+      "shards: 64\n"
+      "mysql:\n"
+      "  user: root\n"
+      "  topology_refresh: 5ms\n"
+      "  hold_writes: 11m\n"
+      "  hosts:\n"
+      "    - { name: db1, address: h1, port: 3306, shards: 0-31, replication: sync,\n"
+      "        replicas: [ { address: h2, port: 3306 }, { address: h2, port: 3306 } ] }\n"
+      "    - { name: db2, address: h2, port: 3306, shards: 32-63,\n"
+      "        replicas: [ { address: h1 }, { address: h9, port: 1, tls: {} } ] }\n"
+      "datastores:\n"
+      "  - name: trips\n"
+      "    columns:\n"
+      "      BASE: {}\n";
+  EXPECT_THAT(
+      Errors(yaml),
+      UnorderedElementsAreArray(std::vector<std::string>{
+          "cellar.yaml:4: mysql.topology_refresh: must be between 10ms and 60s, got 5ms",
+          "cellar.yaml:5: mysql.hold_writes: must be between 0s and 600s, got 660000ms",
+          "cellar.yaml:7: mysql.hosts[0].replication: expected semi_sync or async, got 'sync'",
+          "cellar.yaml:8: mysql.hosts[0].replicas[1]: server h2:3306 is already this host's",
+          "cellar.yaml:9: mysql.hosts[1]: server h2:3306 is already host db1's: hosts with "
+          "replicas cannot share a server",
+          "cellar.yaml:10: mysql.hosts[1].replicas[0].port: missing required key",
+          "cellar.yaml:10: mysql.hosts[1].replicas[1].tls: unknown key (allowed: address port)",
+      }));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "triggers/trigger_control.h"
 
+#include "cells/host_topology.h"
 #include "cells/mysql_client.h"
 #include "triggers/internal/trigger_control_internal.h"
 #include "triggers/trigger_config.h"
@@ -13,7 +14,7 @@ Result<std::unique_ptr<MysqlConnection>> ConnectControl(const ClusterConfig& con
     return InvalidArgument("trigger control needs a MySQL host in the config");
   const MysqlHostConfig& host = config.mysql.hosts.front();
   *table = QualifiedTable(config.HostDatabase(host), "trigger_control");
-  return MysqlConnection::Connect(EndpointFor(config, host));
+  return ConnectCurrentPrimary(config, 0);
 }
 
 Status EnsureControlTable(MysqlConnection& conn, const std::string& table) {

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   cellar::cli::AddCellCommands(app, g);
   cellar::cli::AddChangeLogCommands(app, g);
   cellar::cli::AddLayoutCommands(app, g);
+  cellar::cli::AddHostCommands(app, g);
   cellar::cli::AddTriggerCommands(app, g);
   cellar::cli::AddServeCommand(app, g);
   cellar::cli::AddIndexCommands(app, g);

@@ -463,16 +463,8 @@ Status RunOnce(MysqlConnection& conn, const std::string& database,
 
 Status RunGroupTransaction(MysqlConnection& conn, const std::string& database,
                            std::vector<DatastoreBatch>& batches) {
-  bool registered_again = false;
   for (bool look_up : {false, true}) {
     Status st = RunOnce(conn, database, batches, look_up);
-    if (st.code() == StatusCode::kFailedPrecondition && !registered_again) {
-      // Our fence row was removed (e.g. the table was recreated): register
-      // again and redo this pass once.
-      registered_again = true;
-      CELLAR_RETURN_IF_ERROR(RegisterWriter(conn, database));
-      st = RunOnce(conn, database, batches, look_up);
-    }
     if (st.ok()) return st;
     // A duplicate key on the optimistic pass: some cell exists already. Redo
     // the transaction, this time reading existing cells first.

@@ -79,8 +79,11 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
 // REQUIRES: `conn` is a registered writer (RegisterWriter) of `database` in
 // autocommit mode (not UseImplicitTransactions), no transaction open.
 // On OK every unit's results are filled. On error (Unavailable, Aborted for a
-// deadlock or lock timeout, Internal) nothing was committed, or the outcome is
-// unknown (a lost COMMIT); units' results are empty for the caller to fill.
+// deadlock or lock timeout, FailedPrecondition when the connection's write
+// fence row is gone: a failover demoted the server, the caller reconnects,
+// verifies the primary and registers again; Internal) nothing was committed,
+// or the outcome is unknown (a lost COMMIT); units' results are empty for the
+// caller to fill.
 Status RunGroupTransaction(MysqlConnection& conn, const std::string& database,
                            std::vector<DatastoreBatch>& batches);
 

@@ -1,6 +1,7 @@
 #include "cells/internal/cells_table.h"
 
 #include "cells/body_codec.h"
+#include "cells/host_topology.h"
 #include "cells/internal/write_fence.h"
 
 namespace cellar::internal {
@@ -28,6 +29,8 @@ Status CreateHostSchema(MysqlConnection& conn, const std::string& database,
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + database +
                                          "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateWriteFenceSql(database)));
+  CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateTopologySql(database)));
+  CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateSemiSyncHeartbeatSql(database)));
   for (const auto& ds : datastores)
     CELLAR_RETURN_IF_ERROR(
         conn.ExecuteDdl(CreateCellsTableSql(QualifiedTable(database, CellsTableName(ds.name)))));

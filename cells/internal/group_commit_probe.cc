@@ -30,6 +30,10 @@ GroupCommitProbe::GroupCommitProbe(MetricsRegistry* r, const std::string& host)
       cells_(r->GetCounter("cellar_group_commit_cells_total",
                            "Cells answered by committed group-commit transactions",
                            {{"host", host}})),
+      held_(r->GetCounter("cellar_group_commit_held_transactions_total",
+                          "Group-commit transactions held because the host had no reachable, "
+                          "verified primary (a failover under way)",
+                          {{"host", host}})),
       queued_cells_(r->GetGauge("cellar_group_commit_queued_cells",
                                 "Cells waiting for a group-commit writer", {{"host", host}})),
       waiting_(WriterSeconds(r, host, "waiting")),

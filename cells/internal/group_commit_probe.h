@@ -40,6 +40,7 @@ class GroupCommitProbe {
     }
   }
   void SetQueuedCells(size_t cells) { queued_cells_.Set(static_cast<double>(cells)); }
+  Counter& held() { return held_; }
   Histogram& waiting() { return waiting_; }
   Histogram& committing() { return committing_; }
   Histogram& answering() { return answering_; }
@@ -48,6 +49,7 @@ class GroupCommitProbe {
   Counter& transactions_;
   Counter& failed_;
   Counter& cells_;
+  Counter& held_;
   Gauge& queued_cells_;
   Histogram& waiting_;
   Histogram& committing_;

@@ -1,5 +1,6 @@
 #include "cells/internal/group_committer.h"
 
+#include <algorithm>
 #include <map>
 
 #include "base/log.h"
@@ -27,9 +28,9 @@ double SecondsSince(Clock::time_point start, Clock::time_point end) {
 
 }  // namespace
 
-GroupCommitter::GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options,
+GroupCommitter::GroupCommitter(TopologyView* topology, size_t host, GroupCommitterOptions options,
                                GroupCommitProbe* probe)
-    : endpoint_(std::move(endpoint)), options_(std::move(options)), probe_(probe) {
+    : topology_(topology), host_(host), options_(std::move(options)), probe_(probe) {
   answerer_ = NamedThread("commit-answer", [this] { AnswerLoop(); });
   for (int i = 0; i < options_.threads; ++i)
     threads_.push_back(NamedThread("commit-writer", [this] { WriterLoop(); }));
@@ -96,7 +97,7 @@ bool GroupCommitter::WriterMayStart() const {
 }
 
 void GroupCommitter::WriterLoop() {
-  std::unique_ptr<MysqlConnection> conn;
+  WriterConnection conn;
   std::vector<WriteUnit*> units;
   size_t expect = 0;
   Clock::time_point linger_until;
@@ -149,8 +150,7 @@ void GroupCommitter::WriterLoop() {
   }
 }
 
-void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
-                            std::vector<WriteUnit*>& units) {
+void GroupCommitter::Commit(WriterConnection& writer, std::vector<WriteUnit*>& units) {
   std::map<std::string, size_t> index;  // datastore -> batches[i]
   std::vector<DatastoreBatch> batches;
   for (WriteUnit* u : units) {
@@ -159,7 +159,8 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
     batches[it->second].units.push_back(u);
   }
   const Clock::time_point start = Clock::now();
-  Status status = CommitWithRetries(conn, batches);
+  Status status = CommitWithRetries(writer, batches);
+  MysqlConnection* conn = writer.conn.get();
   const Clock::time_point committed = Clock::now();
   if (probe_) {
     size_t cells = 0;
@@ -193,7 +194,7 @@ void GroupCommitter::Commit(std::unique_ptr<MysqlConnection>& conn,
     if (!frozen.empty() && rest.size() < units.size()) {
       Answer(std::move(answers));
       if (probe_) probe_->answering().Observe(SecondsSince(committed, Clock::now()));
-      if (!rest.empty()) Commit(conn, rest);
+      if (!rest.empty()) Commit(writer, rest);
       return;
     }
   }
@@ -236,39 +237,65 @@ void GroupCommitter::AnswerLoop() {
   }
 }
 
-Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
+bool GroupCommitter::Stopping() {
+  MutexLock lock(&mu_);
+  return stopping_;
+}
+
+Status GroupCommitter::Reconnect(WriterConnection& writer) {
+  writer.conn.reset();
+  const HostTopology topology = topology_->Current(host_);
+  auto c = MysqlConnection::Connect(topology_->PrimaryEndpoint(host_));
+  if (!c.ok())
+    return c.status().code() == StatusCode::kUnavailable ? c.status()
+                                                         : Unavailable(c.status().message());
+  Status st = topology_->PrimaryCheck(host_)(**c);
+  // Autocommit stays on: most group transactions are one INSERT.
+  if (st.ok()) st = RegisterWriter(**c, options_.database);
+  if (!st.ok()) return st.code() == StatusCode::kInternal ? st : Unavailable(st.message());
+  writer.conn = std::move(c).value();
+  writer.epoch = topology.epoch;
+  return Status::Ok();
+}
+
+Status GroupCommitter::CommitWithRetries(WriterConnection& writer,
                                          std::vector<DatastoreBatch>& batches) {
   Status status;
-  for (int attempt = 0; attempt <= kDeadlockRetries; ++attempt) {
+  const MicrosSinceEpoch hold_until = NowMicros() + options_.hold_writes_ms * 1000;
+  int aborts = 0;
+  bool held = false;
+  while (true) {
     bool fresh = false;
-    if (!conn || conn->broken()) {
+    if (!writer.conn || writer.conn->broken() || writer.epoch != topology_->Current(host_).epoch) {
       fresh = true;
-      conn.reset();
-      auto c = MysqlConnection::Connect(endpoint_);
-      if (!c.ok()) {
-        status = c.status().code() == StatusCode::kUnavailable ? c.status()
-                                                               : Unavailable(c.status().message());
-        break;
-      }
-      conn = std::move(c).value();
-      // Autocommit stays on: most group transactions are one INSERT.
-      Status st = RegisterWriter(*conn, options_.database);
-      if (!st.ok()) {
-        conn.reset();
-        status = st.code() == StatusCode::kInternal ? st : Unavailable(st.message());
-        break;
-      }
+      status = Reconnect(writer);
+      if (!status.ok() && status.code() != StatusCode::kUnavailable) break;  // no `cellar init`
     }
-    status = RunGroupTransaction(*conn, options_.database, batches);
-    if (status.ok()) break;
-    if (status.code() == StatusCode::kUnavailable) {
-      // A pooled connection may have gone stale (server restarted): retry once
-      // on a fresh one. If the lost COMMIT did happen, the retry finds the
-      // identical cells and succeeds (writes are idempotent by address).
+    if (writer.conn) {
+      status = RunGroupTransaction(*writer.conn, options_.database, batches);
+      if (status.ok()) break;
+      if (status.code() == StatusCode::kAborted && ++aborts <= kDeadlockRetries) continue;
+      // The fence row is gone: a failover demoted this server (or the fence
+      // table was recreated). Reconnect, which verifies the primary again.
+      if (status.code() == StatusCode::kFailedPrecondition) {
+        writer.conn.reset();
+        status = Unavailable(status.message());
+        fresh = false;
+      }
+      if (status.code() != StatusCode::kUnavailable) break;
+      // A pooled connection may have gone stale (server restarted): retry at
+      // once on a fresh one. If the lost COMMIT did happen, the retry finds
+      // the identical cells and succeeds (writes are idempotent by address).
       if (!fresh) continue;
-      break;
     }
-    if (status.code() != StatusCode::kAborted) break;  // deadlocks and lock timeouts retry
+    // No verified primary: hold the transaction until the topology names a
+    // new one (a failover) or the primary answers again, up to hold_writes.
+    if (NowMicros() >= hold_until || Stopping()) break;
+    if (!held && probe_) probe_->held().Increment();
+    held = true;
+    topology_->WaitForNewer(host_, writer.epoch,
+                            std::min<MicrosSinceEpoch>(hold_until, NowMicros() + 200000));
+    writer.conn.reset();
   }
   if (!status.ok()) {
     size_t units = 0;
@@ -276,6 +303,7 @@ Status GroupCommitter::CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
     LogWarn("group_commit", "batch failed",
             {{"database", options_.database},
              {"units", std::to_string(units)},
+             {"held", held ? "true" : "false"},
              {"error", status.ToString()}});
   }
   return status;

@@ -18,6 +18,14 @@
 // it), 12% of its cycle; handing them on costs ~20 us, and measured +6% single
 // puts and +15% put_batch (6 alternating pairs of `cellar-bench put`).
 //
+// Writers connect to the host's current primary (TopologyView) and verify it
+// (VerifyPrimary) before they register with its write fence. When the
+// primary cannot be reached, or a failover demoted it, a transaction is held
+// (retried as the view changes) for up to hold_writes_ms from its first
+// attempt, then fails Unavailable. A retry after a commit whose outcome was
+// lost finds the cells already there (idempotent by address), so a held
+// write is never written twice.
+//
 // Threading: Submit() is thread-safe. Completions are told on the answering
 // thread (or on Submit's/Stop()'s thread for refused and stopped units), so
 // a completion that blocks holds up every answer of the host. Stop() (and the
@@ -35,6 +43,7 @@
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "cells/host_topology.h"
 #include "cells/internal/batch_transaction.h"
 #include "cells/internal/group_commit_probe.h"
 #include "cells/internal/write_unit.h"
@@ -53,12 +62,22 @@ struct GroupCommitterOptions {
   // to this long for N units to queue before it starts (0: no wait).
   int linger_us = 0;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
+  // How long a transaction waits for a reachable, verified primary before it
+  // fails Unavailable (mysql.hold_writes), milliseconds.
+  int64_t hold_writes_ms = 10000;
+};
+
+// A writer thread's connection and the topology epoch it was verified at.
+struct WriterConnection {
+  std::unique_ptr<MysqlConnection> conn;
+  uint64_t epoch = 0;
 };
 
 class GroupCommitter {
  public:
-  // `probe` (nullable: no metrics) is not owned and outlives the committer.
-  GroupCommitter(MysqlEndpoint endpoint, GroupCommitterOptions options,
+  // Writes to mysql.hosts[host]'s primary as `topology` says. `topology` and
+  // `probe` (nullable: no metrics) are not owned and outlive the committer.
+  GroupCommitter(TopologyView* topology, size_t host, GroupCommitterOptions options,
                  GroupCommitProbe* probe = nullptr);
   ~GroupCommitter();
 
@@ -80,12 +99,16 @@ class GroupCommitter {
   // not wake the idle writer once each just to send it back to sleep.
   bool WriterMayStart() const REQUIRES(mu_);
   // Commits `units` in one transaction (with retries) and answers every unit.
-  void Commit(std::unique_ptr<MysqlConnection>& conn, std::vector<WriteUnit*>& units);
-  // RunGroupTransaction with reconnects and deadlock/lock-timeout retries.
-  Status CommitWithRetries(std::unique_ptr<MysqlConnection>& conn,
-                           std::vector<DatastoreBatch>& batches);
+  void Commit(WriterConnection& conn, std::vector<WriteUnit*>& units);
+  // RunGroupTransaction with reconnects, deadlock/lock-timeout retries and
+  // the hold through a failover.
+  Status CommitWithRetries(WriterConnection& conn, std::vector<DatastoreBatch>& batches);
+  // Connects to the current primary, verifies it and registers as a writer.
+  Status Reconnect(WriterConnection& conn);
+  bool Stopping();
 
-  const MysqlEndpoint endpoint_;
+  TopologyView* const topology_;
+  const size_t host_;
   const GroupCommitterOptions options_;
   GroupCommitProbe* const probe_;
   Mutex mu_;

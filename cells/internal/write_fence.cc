@@ -18,6 +18,10 @@ Status NameInitIfMissing(const Status& st, const std::string& database) {
 
 }  // namespace
 
+namespace {
+Status RegisterUnlogged(MysqlConnection& conn, const std::string& database);
+}  // namespace
+
 std::string CreateWriteFenceSql(const std::string& database) {
   return "CREATE TABLE IF NOT EXISTS " + FenceTable(database) +
          " (conn_id BIGINT UNSIGNED NOT NULL PRIMARY KEY COMMENT 'CONNECTION_ID() of a writer',"
@@ -25,6 +29,24 @@ std::string CreateWriteFenceSql(const std::string& database) {
 }
 
 Status RegisterWriter(MysqlConnection& conn, const std::string& database) {
+  // Fence rows name connections of this server: they must never replicate
+  // (a replica applying another server's fence rows, or missing rows a
+  // failover deleted here, would stop its replication). So a server with a
+  // binary log registers with sql_log_bin off (which needs BINLOG ADMIN).
+  CELLAR_ASSIGN_OR_RETURN(auto log_bin, conn.Query("SELECT @@log_bin"));
+  CELLAR_RETURN_IF_ERROR(conn.Commit());
+  const bool logged = !log_bin.empty() && log_bin[0].Int(0) != 0;
+  if (logged) CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl("SET SESSION sql_log_bin = 0"));
+  Status st = RegisterUnlogged(conn, database);
+  if (logged && !conn.broken()) {
+    Status restore = conn.ExecuteDdl("SET SESSION sql_log_bin = 1");
+    if (st.ok()) st = restore;
+  }
+  return st;
+}
+
+namespace {
+Status RegisterUnlogged(MysqlConnection& conn, const std::string& database) {
   const std::string table = FenceTable(database);
   // Rows of closed connections are never locked again; drop them so the
   // readers' scan stays small. A live connection is always in PROCESSLIST
@@ -48,6 +70,7 @@ Status RegisterWriter(MysqlConnection& conn, const std::string& database) {
   conn.Rollback();
   return NameInitIfMissing(st, database);
 }
+}  // namespace
 
 Status EnterWriteFence(MysqlConnection& conn, const std::string& database) {
   auto rows = conn.Query("SELECT conn_id FROM " + FenceTable(database) +

@@ -63,7 +63,9 @@ std::string CreateWriteFenceSql(const std::string& database);
 // deletes the rows of connections that no longer exist on the server. Adds
 // STRICT_ALL_TABLES to the session's sql_mode, so that a NULL created_at
 // (FencedCreatedAt without a fence row) fails the INSERT instead of being
-// stored as 0 with a warning.
+// stored as 0 with a warning. Fence rows stay out of the binary log (they
+// name this server's connections; replicas must not apply them).
+// A failover deletes a demoted primary's fence rows (host_servers.h).
 // REQUIRES: no transaction is open on `conn`.
 [[nodiscard]] Status RegisterWriter(MysqlConnection& conn, const std::string& database);
 

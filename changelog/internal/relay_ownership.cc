@@ -5,7 +5,7 @@ namespace cellar::internal {
 Status NamedLocks::EnsureConnected() {
   if (connected()) return Status::Ok();
   conn_.reset();
-  CELLAR_ASSIGN_OR_RETURN(conn_, MysqlConnection::Connect(endpoint_));
+  CELLAR_ASSIGN_OR_RETURN(conn_, connect_());
   return Status::Ok();
 }
 

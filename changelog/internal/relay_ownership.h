@@ -2,6 +2,7 @@
 // locks that let relays count each other (see changelog/relay.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -17,7 +18,9 @@ namespace cellar::internal {
 // Not thread-safe.
 class NamedLocks {
  public:
-  explicit NamedLocks(MysqlEndpoint endpoint) : endpoint_(std::move(endpoint)) {}
+  // `connect` opens the lock connection (to a host's current primary).
+  using Connector = std::function<Result<std::unique_ptr<MysqlConnection>>()>;
+  explicit NamedLocks(Connector connect) : connect_(std::move(connect)) {}
 
   // true: acquired (or already held by this connection); false: held by someone else.
   // Unavailable: the connection is gone (all locks lost).
@@ -31,7 +34,7 @@ class NamedLocks {
   Status EnsureConnected();
 
  private:
-  MysqlEndpoint endpoint_;
+  Connector connect_;
   std::unique_ptr<MysqlConnection> conn_;
 };
 
@@ -39,8 +42,8 @@ class NamedLocks {
 class RelayMembership {
  public:
   static constexpr int kSlots = 64;
-  RelayMembership(MysqlEndpoint endpoint, std::string prefix)
-      : locks_(std::move(endpoint)), prefix_(std::move(prefix)) {}
+  RelayMembership(NamedLocks::Connector connect, std::string prefix)
+      : locks_(std::move(connect)), prefix_(std::move(prefix)) {}
 
   // Joins (takes a free slot) if not a member, then returns the number of
   // live members (>= 1). When MySQL is unreachable, assumes 1.

@@ -44,6 +44,8 @@ void AddChangeLogCommands(CLI::App& app, const GlobalOptions& g);
 void AddTriggerCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `migrate` and `shards move` (REQUIRES: AddCellCommands first).
 void AddLayoutCommands(CLI::App& app, const GlobalOptions& g);
+// Registers `host failover`.
+void AddHostCommands(CLI::App& app, const GlobalOptions& g);
 // Registers `index apply | query | backfill | check | status | drop-retired`.
 void AddIndexCommands(CLI::App& app, const GlobalOptions& g);
 

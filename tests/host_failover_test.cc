@@ -1,0 +1,277 @@
+// Failover of a MySQL host on real MariaDB servers replicating with GTIDs and
+// lossless semi-synchronous replication (cells/host_failover.h): bootstrap,
+// bad input, a planned switch under load, an emergency switch after SIGKILL,
+// a refusal when semi-sync had fallen back to async, and an old primary that
+// comes back writable by mistake.
+#include "cells/host_failover.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/uuid.h"
+#include "cells/cell_store.h"
+#include "cells/host_topology.h"
+#include "gtest/gtest.h"
+#include "testing/private_mariadb.h"
+#include "testing/status_printing.h"
+#include "testing/test_cluster.h"
+#include "testing/wait_for.h"
+
+namespace cellar {
+namespace {
+
+using testing::PrivateMariaDb;
+using testing::WaitFor;
+using namespace std::chrono_literals;
+
+constexpr uint32_t kShards = 4;
+
+#define ASSERT_OK(expr)                                       \
+  do {                                                        \
+    const Status st_ = (expr);                                \
+    ASSERT_TRUE(st_.ok()) << #expr << ": " << st_.ToString(); \
+  } while (0)
+
+// One host: a primary and a replica, fresh for every test (each test changes
+// which server is primary).
+class HostFailoverTest : public ::testing::Test {
+ protected:
+  void StartServers(int semi_sync_timeout_ms = 10000) {
+    testing::PrivateMariaDbOptions options;
+    options.semi_sync_timeout_ms = semi_sync_timeout_ms;
+    options.server_id = 1;
+    primary_ = PrivateMariaDb::Start("fo_p", options);
+    options.server_id = 2;
+    replica_ = PrivateMariaDb::Start("fo_r", options);
+    yaml_ = testing::MakeReplicatedClusterYaml({{primary_.get(), replica_.get()}}, kShards, "",
+                                               "cellar", "  topology_refresh: 100ms\n");
+    auto cfg = ParseClusterConfig(yaml_, "<test>");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    config_ = *cfg;
+    store_ = CellStore::Open(config_);
+    ASSERT_OK(store_->Init());
+  }
+
+  std::string Label(const PrivateMariaDb& db) const {
+    return db.host() + ":" + std::to_string(db.port());
+  }
+
+  // A scalar query's text on `db` ("" when it fails).
+  static std::string Ask(const PrivateMariaDb& db, const std::string& sql) {
+    std::string out;
+    if (!db.Execute(sql, &out)) return "";
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  static int64_t Cells(const PrivateMariaDb& db) {
+    std::string n = Ask(db, "SELECT COUNT(*) FROM cellar_fo_p.cells_trips");
+    return n.empty() ? -1 : std::stoll(n);
+  }
+
+  CellWrite Write(int i) { return CellWrite{Uuid::Random(), "BASE", 1, nlohmann::json{{"i", i}}}; }
+
+  // Puts from `threads` callers until Stop(); records every outcome.
+  class Load {
+   public:
+    Load(CellStore* store, int threads) {
+      for (int t = 0; t < threads; ++t)
+        threads_.emplace_back([this, store, t] {
+          for (int i = 0; !stop_.load(); ++i) {
+            CellWrite w{Uuid::Random(), "BASE", 1, nlohmann::json{{"t", t}, {"i", i}}};
+            const auto start = std::chrono::steady_clock::now();
+            Result<PutResult> r = store->Put("trips", w);
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count();
+            std::lock_guard<std::mutex> lock(mu_);
+            max_ms_ = std::max<int64_t>(max_ms_, ms);
+            if (r.ok())
+              acked_.push_back(w);
+            else
+              failed_.push_back(r.status());
+          }
+        });
+    }
+    void Stop() {
+      stop_ = true;
+      for (auto& t : threads_) t.join();
+      threads_.clear();
+    }
+    ~Load() { Stop(); }
+    size_t Acked() {
+      std::lock_guard<std::mutex> lock(mu_);
+      return acked_.size();
+    }
+    std::vector<CellWrite> acked_;
+    std::vector<Status> failed_;
+    int64_t max_ms_ = 0;
+
+   private:
+    std::atomic<bool> stop_{false};
+    std::mutex mu_;
+    std::vector<std::thread> threads_;
+  };
+
+  // Every acknowledged write reads back with its body from the store.
+  void ExpectReadable(const std::vector<CellWrite>& acked) {
+    size_t missing = 0;
+    for (const CellWrite& w : acked) {
+      Result<Cell> c = store_->Get("trips", w.row_key, "BASE", 1);
+      if (!c.ok() || c->body != w.body) ++missing;
+    }
+    EXPECT_EQ(0u, missing) << "of " << acked.size() << " acknowledged writes";
+  }
+
+  std::unique_ptr<PrivateMariaDb> primary_, replica_;
+  std::string yaml_;
+  ClusterConfig config_;
+  std::unique_ptr<CellStore> store_;
+};
+
+TEST_F(HostFailoverTest, InitMakesAReplicatingLosslessHost) {
+  StartServers();
+  EXPECT_EQ("0", Ask(*primary_, "SELECT @@read_only"));
+  EXPECT_EQ("1", Ask(*replica_, "SELECT @@read_only"));
+  EXPECT_EQ("AFTER_SYNC", Ask(*primary_, "SELECT @@rpl_semi_sync_master_wait_point"));
+  ASSERT_OK(store_->Put("trips", Write(1)).status());
+  // The put was answered after the replica acknowledged it (AFTER_SYNC).
+  EXPECT_EQ("ON", Ask(*primary_,
+                      "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+                      " WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS'"));
+  EXPECT_TRUE(WaitFor([&] { return Cells(*replica_) == 1; }, 10s));
+  EXPECT_EQ("1\t" + Label(*primary_),
+            Ask(*replica_, "SELECT epoch, primary_server FROM cellar_fo_p.topology"));
+  EXPECT_EQ(1u, store_->topology().Current(0).epoch);
+}
+
+TEST_F(HostFailoverTest, BadInputIsRefusedAndChangesNothing) {
+  StartServers();
+  // A second host without replicas, never started: refused before any server is asked.
+  ClusterConfig two = config_;
+  MysqlHostConfig other;
+  other.name = "lonely";
+  other.port = 1;  // nothing listens there
+  two.mysql.hosts.push_back(other);
+  struct Case {
+    std::string host, to, says;
+  } cases[] = {
+      {"nope", "", "no host 'nope'"},
+      {"fo_p", "127.0.0.1:1", "belongs to host lonely"},
+      {"fo_p", "10.9.9.9:3306", "is not a server of host fo_p"},
+      {"lonely", "", "host lonely has no replicas"},
+  };
+  for (const Case& c : cases) {
+    Result<FailoverReport> r = FailoverHost(two, c.host, FailoverOptions{c.to});
+    ASSERT_FALSE(r.ok()) << c.host << " --to " << c.to;
+    EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code()) << r.status().ToString();
+    EXPECT_NE(std::string::npos, r.status().message().find(c.says)) << r.status().ToString();
+  }
+  EXPECT_EQ("0", Ask(*primary_, "SELECT @@read_only"));
+  EXPECT_EQ("1", Ask(*primary_, "SELECT epoch FROM cellar_fo_p.topology"));
+  ASSERT_OK(store_->Put("trips", Write(2)).status());
+  // The target already is the primary: nothing to do.
+  Result<FailoverReport> same = FailoverHost(config_, "fo_p", FailoverOptions{Label(*primary_)});
+  ASSERT_OK(same.status());
+  EXPECT_EQ("none", same->kind);
+  EXPECT_EQ(1u, same->epoch_after);
+}
+
+TEST_F(HostFailoverTest, PlannedFailoverUnderLoadFailsNoWrite) {
+  StartServers();
+  Load load(store_.get(), 8);
+  ASSERT_TRUE(WaitFor([&] { return load.Acked() > 200; }, 30s));
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
+  ASSERT_OK(r.status());
+  EXPECT_EQ("planned", r->kind);
+  EXPECT_EQ(Label(*replica_), r->to);
+  EXPECT_EQ(2u, r->epoch_after);
+  const size_t at_switch = load.Acked();
+  ASSERT_TRUE(WaitFor([&] { return load.Acked() > at_switch + 200; }, 30s));
+  load.Stop();
+  std::cerr << "planned failover: " << load.acked_.size() << " writes, longest " << load.max_ms_
+            << " ms, writes stopped " << r->writes_stopped_ms << " ms\n";
+  EXPECT_TRUE(load.failed_.empty())
+      << load.failed_.size() << " failed, first " << load.failed_.front().ToString();
+  ExpectReadable(load.acked_);
+  // The old primary is read-only and replicates from the new one.
+  EXPECT_EQ("1", Ask(*primary_, "SELECT @@read_only"));
+  EXPECT_EQ("0", Ask(*replica_, "SELECT @@read_only"));
+  EXPECT_TRUE(WaitFor([&] { return Cells(*primary_) == Cells(*replica_); }, 10s));
+  EXPECT_EQ(2u, store_->topology().Current(0).epoch);
+  // Running it again with the same target changes nothing.
+  Result<FailoverReport> again = FailoverHost(config_, "fo_p", FailoverOptions{Label(*replica_)});
+  ASSERT_OK(again.status());
+  EXPECT_EQ("none", again->kind);
+}
+
+TEST_F(HostFailoverTest, EmergencyFailoverKeepsEveryAcknowledgedWrite) {
+  StartServers();
+  Load load(store_.get(), 8);
+  ASSERT_TRUE(WaitFor([&] { return load.Acked() > 200; }, 30s));
+  primary_->Kill();
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
+  ASSERT_OK(r.status());
+  EXPECT_EQ("emergency", r->kind);
+  EXPECT_TRUE(r->loss_ruled_out);
+  const size_t at_switch = load.Acked();
+  ASSERT_TRUE(WaitFor([&] { return load.Acked() > at_switch + 200; }, 30s));
+  load.Stop();
+  std::cerr << "emergency failover: " << load.acked_.size() << " writes, longest " << load.max_ms_
+            << " ms, " << load.failed_.size() << " failed\n";
+  for (const Status& st : load.failed_)
+    EXPECT_EQ(StatusCode::kUnavailable, st.code()) << st.ToString();
+  ExpectReadable(load.acked_);
+
+  // The old primary comes back writable by mistake: nothing reaches it.
+  primary_->options().init_rpl_role = "SLAVE";
+  primary_->Restart();
+  ASSERT_TRUE(primary_->Execute("SET GLOBAL read_only = OFF"));
+  const int64_t before = Cells(*primary_);
+  auto fresh = CellStore::Open(config_);  // a process started after the failover
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_OK(store_->Put("trips", Write(i)).status());
+    ASSERT_OK(fresh->Put("trips", Write(i)).status());
+  }
+  EXPECT_EQ(before, Cells(*primary_));
+  EXPECT_EQ(2u, fresh->topology().Current(0).epoch);
+}
+
+TEST_F(HostFailoverTest, EmergencyIsRefusedWhenSemiSyncHadFallenBack) {
+  StartServers(/*semi_sync_timeout_ms=*/300);
+  ASSERT_OK(store_->Put("trips", Write(0)).status());
+  ASSERT_TRUE(WaitFor([&] { return Cells(*replica_) == 1; }, 10s));
+  // The replica stops receiving: the primary falls back to asynchronous
+  // commits and keeps acknowledging writes the replica never gets.
+  ASSERT_TRUE(replica_->Execute("STOP SLAVE"));
+  for (int i = 1; i <= 5; ++i) ASSERT_OK(store_->Put("trips", Write(i)).status());
+  primary_->Kill();
+  ASSERT_TRUE(replica_->Execute("START SLAVE"));
+  Result<FailoverReport> refused = FailoverHost(config_, "fo_p", FailoverOptions{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(StatusCode::kFailedPrecondition, refused.status().code())
+      << refused.status().ToString();
+  EXPECT_NE(std::string::npos, refused.status().message().find("--accept-loss"))
+      << refused.status().ToString();
+  // Nothing changed: still a read-only replica at epoch 1.
+  EXPECT_EQ("1", Ask(*replica_, "SELECT @@read_only"));
+  EXPECT_EQ("1", Ask(*replica_, "SELECT epoch FROM cellar_fo_p.topology"));
+
+  FailoverOptions accept;
+  accept.accept_loss = true;
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", accept);
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->loss_ruled_out);
+  EXPECT_FALSE(r->may_be_lost.empty());
+  std::cerr << "accepted loss: " << r->may_be_lost << "\n";
+  EXPECT_EQ(1, Cells(*replica_));  // the five async commits are the loss
+  ASSERT_OK(store_->Put("trips", Write(9)).status());
+}
+
+}  // namespace
+}  // namespace cellar
