@@ -56,6 +56,20 @@ Result<std::map<std::string, std::string>> QueryParams(
   return out;
 }
 
+// `read` (primary | replica) and `after` (a position token) of a read.
+Result<ReadOptions> ParseReadOptions(const std::map<std::string, std::string>& p) {
+  ReadOptions read;
+  if (auto it = p.find("read"); it != p.end()) {
+    if (it->second == "replica")
+      read.preference = ReadPreference::kReplica;
+    else if (it->second != "primary")
+      return InvalidArgument("query parameter 'read' must be primary or replica, got '" +
+                             Shown(it->second) + "'");
+  }
+  if (auto it = p.find("after"); it != p.end()) read.after = it->second;
+  return read;
+}
+
 Result<VersionQuery> ParseVersionQuery(const std::map<std::string, std::string>& p) {
   VersionQuery q;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -205,9 +219,11 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
   if (!row.ok()) return Error(row.status());
   const int64_t shard = ShardForRow(*row, config_.shards);
   if (route.kind == RouteKind::kRow) {
-    auto params = QueryParams(req, {});
+    auto params = QueryParams(req, {"read", "after"});
     if (!params.ok()) return Error(params.status());
-    auto cells = cells_->Row(ds.name, *row);
+    auto read = ParseReadOptions(*params);
+    if (!read.ok()) return Error(read.status());
+    auto cells = cells_->Row(ds.name, *row, *read);
     if (!cells.ok()) return Error(cells.status(), shard);
     return Json(200, {{"row_key", row->ToString()}, {"cells", CellsToJson(*cells)}});
   }
@@ -215,18 +231,22 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
   const std::string& column = route.column;
   switch (route.kind) {
     case RouteKind::kVersions: {
-      auto params = QueryParams(req, {"max_ref", "min_ref", "as_of", "limit"});
+      auto params = QueryParams(req, {"max_ref", "min_ref", "as_of", "limit", "read", "after"});
       if (!params.ok()) return Error(params.status());
       auto q = ParseVersionQuery(*params);
       if (!q.ok()) return Error(q.status());
-      auto cells = cells_->Versions(ds.name, *row, column, *q);
+      auto read = ParseReadOptions(*params);
+      if (!read.ok()) return Error(read.status());
+      auto cells = cells_->Versions(ds.name, *row, column, *q, *read);
       if (!cells.ok()) return Error(cells.status(), shard);
       return Json(200, {{"cells", CellsToJson(*cells)}});
     }
     case RouteKind::kLatest: {
-      auto params = QueryParams(req, {});
+      auto params = QueryParams(req, {"read", "after"});
       if (!params.ok()) return Error(params.status());
-      auto cell = cells_->Latest(ds.name, *row, column);
+      auto read = ParseReadOptions(*params);
+      if (!read.ok()) return Error(read.status());
+      auto cell = cells_->Latest(ds.name, *row, column, *read);
       if (!cell.ok()) return Error(cell.status(), shard);
       return Json(200, CellToJson(*cell));
     }
@@ -251,10 +271,14 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
   auto ref = ParseRefKey(route.ref_key);
   if (!ref.ok()) return Error(ref.status());
   const std::string address = CellAddress(ds.name, *row, column, *ref);
-  auto params = QueryParams(req, {});
+  auto params = QueryParams(req, route.kind == RouteKind::kGetCell
+                                     ? std::initializer_list<std::string_view>{"read", "after"}
+                                     : std::initializer_list<std::string_view>{});
   if (!params.ok()) return Error(params.status());
   if (route.kind == RouteKind::kGetCell) {
-    auto cell = cells_->Get(ds.name, *row, column, *ref);
+    auto read = ParseReadOptions(*params);
+    if (!read.ok()) return Error(read.status());
+    auto cell = cells_->Get(ds.name, *row, column, *ref, *read);
     if (!cell.ok()) return Error(cell.status(), shard);
     return Json(200, CellToJson(*cell));
   }

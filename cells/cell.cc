@@ -22,4 +22,8 @@ nlohmann::json CellToJson(const Cell& c) {
                         {"added_id", c.added_id}};
 }
 
+const char* ReadPreferenceName(ReadPreference preference) {
+  return preference == ReadPreference::kReplica ? "replica" : "primary";
+}
+
 }  // namespace cellar

@@ -57,6 +57,26 @@ struct VersionQuery {
   int limit = 100;                        // 1..10000
 };
 
+// Where a read goes (get, latest, row, versions).
+enum class ReadPreference {
+  kPrimary,  // the host's primary: every acknowledged write (the default)
+  // One of the host's replicas (the primary when none answers): takes load
+  // off the primary, stale by at most the replica's lag (cellar status,
+  // cellar_mysql_replica_lag_seconds) unless `after` is given.
+  kReplica,
+};
+// "primary" / "replica".
+const char* ReadPreferenceName(ReadPreference preference);
+
+struct ReadOptions {
+  ReadPreference preference = ReadPreference::kPrimary;
+  // A position token a write returned (PutResult::position): a replica read
+  // first waits until its replica holds that write (up to limits.index_wait,
+  // then it reads from the primary), so a caller reads its own writes. Empty:
+  // no wait. InvalidArgument when it is not a token of this datastore.
+  std::string after;
+};
+
 // One page of a shard's log (shard_log()).
 struct ShardLogPage {
   std::vector<Cell> cells;  // in added_id order, all columns, tombstones and expired included

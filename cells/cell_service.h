@@ -52,16 +52,21 @@ class CellService {
                                               const CellWrite& cell) = 0;
   [[nodiscard]] virtual std::vector<Result<PutResult>> PutBatch(
       const std::string& datastore, const std::vector<CellWrite>& cells) = 0;
+  // Reads take ReadOptions (cell.h): primary (default) or replica, and a
+  // position to read after. Every override declares the same default.
   [[nodiscard]] virtual Result<Cell> Get(const std::string& datastore, const Uuid& row,
-                                         const std::string& column, int64_t ref_key) = 0;
+                                         const std::string& column, int64_t ref_key,
+                                         const ReadOptions& read = {}) = 0;
   [[nodiscard]] virtual Result<Cell> Latest(const std::string& datastore, const Uuid& row,
-                                            const std::string& column) = 0;
-  [[nodiscard]] virtual Result<std::vector<Cell>> Row(const std::string& datastore,
-                                                      const Uuid& row) = 0;
+                                            const std::string& column,
+                                            const ReadOptions& read = {}) = 0;
+  [[nodiscard]] virtual Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row,
+                                                      const ReadOptions& read = {}) = 0;
   [[nodiscard]] virtual Result<std::vector<Cell>> Versions(const std::string& datastore,
                                                            const Uuid& row,
                                                            const std::string& column,
-                                                           const VersionQuery& query) = 0;
+                                                           const VersionQuery& query,
+                                                           const ReadOptions& read = {}) = 0;
   [[nodiscard]] virtual Result<PutResult> Erase(
       const std::string& datastore, const Uuid& row, const std::string& column,
       std::optional<int64_t> expected_ref_key = std::nullopt) = 0;

@@ -1,8 +1,13 @@
 #include "cells/cell_store.h"
 
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <optional>
+#include <thread>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "cells/host_failover.h"
 #include "cells/host_topology.h"
 #include "cells/internal/cell_validation.h"
@@ -11,6 +16,7 @@
 #include "cells/internal/group_committer.h"
 #include "cells/internal/unit_completion.h"
 #include "cells/internal/write_fence.h"
+#include "cells/log_position.h"
 #include "cells/mysql_client.h"
 #include "cells/shard_map.h"
 
@@ -33,6 +39,11 @@ struct CellStore::Impl {
   std::vector<std::unique_ptr<internal::GroupCommitProbe>> probes;  // one per host
   std::vector<std::unique_ptr<GroupCommitter>> committers;          // one per host
   std::vector<uint32_t> host_of_shard;
+  // Per host with replicas: a read pool per server ("address:port"), used
+  // for ReadPreference::kReplica while the server is not the primary.
+  std::vector<std::map<std::string, std::unique_ptr<MysqlHostPool>>> server_pools;
+  std::atomic<uint64_t> next_replica{0};
+  Counter* replica_reads = nullptr;  // cellar_replica_reads_total
 
   std::string Table(uint32_t shard, const std::string& datastore) const {
     return QualifiedTable(config.DatabaseForShard(shard), CellsTableName(datastore));
@@ -67,6 +78,58 @@ struct CellStore::Impl {
   Result<T> WithShard(uint32_t shard, Fn&& fn) {
     return WithHost<T>(host_of_shard[shard], "shard " + std::to_string(shard),
                        std::forward<Fn>(fn));
+  }
+
+  // A pool of one of `host`'s replicas that answered the last topology
+  // refresh, taking turns; nullptr when there is none.
+  MysqlHostPool* ReplicaPool(size_t host) {
+    std::vector<std::string> up;
+    for (const auto& r : topology->Replicas(host))
+      if (r.reachable) up.push_back(r.server);
+    if (up.empty()) return nullptr;
+    auto it = server_pools[host].find(up[next_replica.fetch_add(1) % up.size()]);
+    return it == server_pools[host].end() ? nullptr : it->second.get();
+  }
+
+  // Waits until `conn`'s server holds the cell at `added_id` of `table` (a
+  // replica applying the primary's log in commit order then holds every
+  // write committed before it), up to limits.index_wait. False on timeout.
+  bool WaitForCell(MysqlConnection& conn, const std::string& table, uint64_t added_id) {
+    const MicrosSinceEpoch deadline = NowMicros() + config.limits.index_wait_ms * 1000;
+    const std::string sql = "SELECT 1 FROM " + table + " WHERE added_id = ?";
+    for (int pause_us = 500;; pause_us = std::min(pause_us * 2, 20000)) {
+      auto rows = conn.Query(sql, {SqlParam(added_id)});
+      if (!rows.ok()) return false;
+      if (!rows->empty()) return true;
+      if (NowMicros() + pause_us > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    }
+  }
+
+  // fn on a replica of `shard`'s host when `read` asks for one (after the
+  // replica holds read.after), else, or when no replica serves, on the primary.
+  template <typename T, typename Fn>
+  Result<T> ReadShard(uint32_t shard, const std::string& datastore, const ReadOptions& read,
+                      Fn&& fn) {
+    std::optional<LogPosition> after;
+    if (!read.after.empty()) {
+      CELLAR_ASSIGN_OR_RETURN(LogPosition p, DecodeLogPosition(config, datastore, read.after));
+      after = p;
+    }
+    const size_t host = host_of_shard[shard];
+    if (read.preference == ReadPreference::kReplica)
+      if (MysqlHostPool* pool = ReplicaPool(host)) {
+        auto lease = pool->Acquire();
+        const bool ready =
+            lease.ok() && (!after || host_of_shard[after->shard] != host ||
+                           WaitForCell(**lease, HostTable(host, datastore), after->added_id));
+        if (ready) {
+          replica_reads->Increment();
+          Result<T> r = fn(**lease);
+          if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
+        }
+      }
+    return WithShard<T>(shard, std::forward<Fn>(fn));
   }
 
   // Visibility floor for a column's TTL (0 when the column never expires).
@@ -129,7 +192,15 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsR
     impl->committers.push_back(
         std::make_unique<GroupCommitter>(&topology, h, opts, impl->probes.back().get()));
     for (uint32_t s : host.shards) impl->host_of_shard[s] = static_cast<uint32_t>(h);
+    impl->server_pools.emplace_back();
+    if (!host.replicas.empty())
+      for (const MysqlServerConfig& server : host.Servers())
+        impl->server_pools.back()[server.Label()] = std::make_unique<MysqlHostPool>(
+            ServerEndpoint(config, host, server), config.mysql.pool_size_per_host);
   }
+  impl->replica_reads = &metrics->GetCounter(
+      "cellar_replica_reads_total",
+      "Reads served by a replica (read preference replica); the others went to the primary");
   Impl* raw = impl.get();
   topology.AddListener([raw](size_t host, const HostTopology&) {
     raw->pools[host]->Retarget(raw->topology->PrimaryEndpoint(host),
@@ -324,7 +395,7 @@ Result<PutResult> CellStore::Erase(const std::string& datastore, const Uuid& row
 }
 
 Result<Cell> CellStore::Get(const std::string& datastore, const Uuid& row,
-                            const std::string& column, int64_t ref_key) {
+                            const std::string& column, int64_t ref_key, const ReadOptions& read) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
   CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
   if (ref_key < 0) return InvalidArgument("ref_key must be >= 0, got " + std::to_string(ref_key));
@@ -332,7 +403,7 @@ Result<Cell> CellStore::Get(const std::string& datastore, const Uuid& row,
   const std::string sql =
       std::string("SELECT ") + internal::kCellColumns + " FROM " + impl_->Table(shard, datastore) +
       " WHERE row_key = ? AND column_name = ? AND ref_key = ? AND created_at >= ?";
-  return impl_->WithShard<Cell>(shard, [&](MysqlConnection& c) -> Result<Cell> {
+  return impl_->ReadShard<Cell>(shard, datastore, read, [&](MysqlConnection& c) -> Result<Cell> {
     CELLAR_ASSIGN_OR_RETURN(
         auto rows, c.Query(sql, {row.ToBytes(), column, ref_key, Impl::VisibleSince(*col)}));
     if (rows.empty()) return NotFound("no cell " + CellAddress(datastore, row, column, ref_key));
@@ -341,10 +412,10 @@ Result<Cell> CellStore::Get(const std::string& datastore, const Uuid& row,
 }
 
 Result<Cell> CellStore::Latest(const std::string& datastore, const Uuid& row,
-                               const std::string& column) {
+                               const std::string& column, const ReadOptions& read) {
   VersionQuery q;
   q.limit = 1;
-  CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(datastore, row, column, q));
+  CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(datastore, row, column, q, read));
   const std::string where = datastore + "/" + row.ToString() + "/" + column;
   if (versions.empty()) return NotFound("no cell at " + where);
   if (versions[0].tombstone)
@@ -353,11 +424,12 @@ Result<Cell> CellStore::Latest(const std::string& datastore, const Uuid& row,
   return std::move(versions[0]);
 }
 
-Result<std::vector<Cell>> CellStore::Row(const std::string& datastore, const Uuid& row) {
+Result<std::vector<Cell>> CellStore::Row(const std::string& datastore, const Uuid& row,
+                                         const ReadOptions& read) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
   std::vector<Cell> out;
   for (const auto& col : ds->columns) {
-    auto latest = Latest(datastore, row, col.name);
+    auto latest = Latest(datastore, row, col.name, read);
     if (latest.ok())
       out.push_back(std::move(latest).value());
     else if (latest.status().code() != StatusCode::kNotFound)
@@ -367,7 +439,8 @@ Result<std::vector<Cell>> CellStore::Row(const std::string& datastore, const Uui
 }
 
 Result<std::vector<Cell>> CellStore::Versions(const std::string& datastore, const Uuid& row,
-                                              const std::string& column, const VersionQuery& q) {
+                                              const std::string& column, const VersionQuery& q,
+                                              const ReadOptions& read) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
   CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
   if (q.limit < 1 || q.limit > 10000)
@@ -393,8 +466,8 @@ Result<std::vector<Cell>> CellStore::Versions(const std::string& datastore, cons
     params.emplace_back(*q.as_of);
   }
   sql += " ORDER BY ref_key DESC LIMIT " + std::to_string(q.limit);
-  return impl_->WithShard<std::vector<Cell>>(
-      shard, [&](MysqlConnection& c) -> Result<std::vector<Cell>> {
+  return impl_->ReadShard<std::vector<Cell>>(
+      shard, datastore, read, [&](MysqlConnection& c) -> Result<std::vector<Cell>> {
         CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, params));
         std::vector<Cell> out;
         for (const auto& r : rows) {

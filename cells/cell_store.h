@@ -159,17 +159,20 @@ class CellStore : public CellService {
       const std::string& datastore, const std::vector<CellWrite>& cells) override;
 
   [[nodiscard]] Result<Cell> Get(const std::string& datastore, const Uuid& row,
-                                 const std::string& column, int64_t ref_key) override;
+                                 const std::string& column, int64_t ref_key,
+                                 const ReadOptions& read = {}) override;
   // The highest-ref_key unexpired version. NotFound when there is none or it is a tombstone.
   [[nodiscard]] Result<Cell> Latest(const std::string& datastore, const Uuid& row,
-                                    const std::string& column) override;
+                                    const std::string& column,
+                                    const ReadOptions& read = {}) override;
   // Latest() of every column of the datastore that has a live value (possibly empty).
-  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore,
-                                              const Uuid& row) override;
+  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row,
+                                              const ReadOptions& read = {}) override;
   // Unexpired versions, newest (highest ref_key) first, tombstones included.
   [[nodiscard]] Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
                                                    const std::string& column,
-                                                   const VersionQuery& query) override;
+                                                   const VersionQuery& query,
+                                                   const ReadOptions& read = {}) override;
   // Erases a column: appends a tombstone, which hides every older version
   // from Latest() and Row(). Idempotent, so retries write one tombstone.
   // "The latest version" is the one Latest() would consider: the highest

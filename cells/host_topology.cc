@@ -197,10 +197,7 @@ struct TopologyView::Impl {
     return !stopping;
   }
 
-  bool WantsHeartbeat(size_t host) const {
-    const MysqlHostConfig& h = config.mysql.hosts[host];
-    return !h.replicas.empty() && h.replication == ReplicationMode::kSemiSync;
-  }
+  bool WantsHeartbeat(size_t host) const { return !config.mysql.hosts[host].replicas.empty(); }
 
   void Heartbeat(size_t host) {
     HostTopology t;
@@ -252,11 +249,15 @@ struct TopologyView::Impl {
       auto t = ReadServerTopology(*conn, db);
       if (!t.ok()) continue;
       state.reachable = true;
-      if (!h.replicas.empty())
-        if (auto slave = conn->QueryNamed("SHOW SLAVE STATUS"); slave.ok() && !slave->empty()) {
-          const std::string& lag = (*slave)[0]["Seconds_Behind_Master"];
-          if (!lag.empty()) state.lag_seconds = std::atoll(lag.c_str());
-        }
+      if (!h.replicas.empty()) {
+        // Lag as staleness: how old the newest heartbeat this server holds is
+        // (it moves while a replica's SQL thread is stopped, when
+        // Seconds_Behind_Master says NULL).
+        auto hb = ReadSemiSyncHeartbeat(*conn, db);
+        auto now = conn->Query("SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)");
+        if (hb.ok() && hb->at > 0 && now.ok() && !now->empty())
+          state.lag_seconds = std::max<double>(0, ((*now)[0].Int(0) - hb->at) / 1e6);
+      }
       if (t->epoch <= best.epoch) continue;
       if (h.FindServer(t->primary.Label())) {
         best = *t;
@@ -289,7 +290,7 @@ struct TopologyView::Impl {
     if (!epoch_gauges.empty()) epoch_gauges[host]->Set(static_cast<double>(now.epoch));
     for (const auto& [label, state] : lags)
       if (auto it = lag_gauges.find(name + "/" + label); it != lag_gauges.end())
-        it->second->Set(label == now.primary.Label() ? -1 : static_cast<double>(state.lag_seconds));
+        it->second->Set(label == now.primary.Label() ? -1 : state.lag_seconds);
     if (moved) {
       LogInfo("topology", "host primary changed",
               {{"host", config.mysql.hosts[host].name},

@@ -68,9 +68,9 @@ std::string CreateTopologySql(const std::string& database);
                                          const HostTopology& topology);
 
 // The semi-sync heartbeat: how an emergency failover shows that no
-// acknowledged write is missing. Every second (mysql.topology_refresh) each
-// process's TopologyView writes, on the primary of each semi_sync host with
-// replicas, one row (the primary's clock, whether its semi-sync was ON as the
+// acknowledged write is missing, and how replica lag is measured. Every
+// mysql.topology_refresh each process's TopologyView writes, on the primary
+// of each host with replicas, one row (the primary's clock, whether its semi-sync was ON as the
 // statement ran, its rpl_semi_sync_master_timeout). The row replicates like
 // any commit. If a replica holds a heartbeat written at H with semi-sync ON,
 // the primary cannot have fallen back to asynchronous commits before H + T
@@ -118,7 +118,9 @@ class TopologyView {
   struct ReplicaState {
     std::string server;  // "address:port"
     bool reachable = false;
-    int64_t lag_seconds = -1;  // Seconds_Behind_Master; -1: not replicating (or unreachable)
+    // How stale it is: its clock minus the primary's clock in the newest
+    // heartbeat it holds (one a second, below); -1 when unknown.
+    double lag_seconds = -1;
   };
 
   // Reads nothing yet: every host starts at epoch 0 with its configured

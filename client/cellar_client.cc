@@ -361,26 +361,46 @@ std::vector<Result<PutResult>> Client::PutBatch(const std::string& ds,
   return impl_->PostCells(ds, items, nullptr);
 }
 
+namespace {
+
+// "read=replica&after=<token>" for `read` ("" for the defaults), joined to a
+// path that has a query already when `more` is true.
+std::string ReadQuery(const ReadOptions& read, bool more) {
+  std::string q;
+  if (read.preference == ReadPreference::kReplica) q += "read=replica";
+  if (!read.after.empty()) q += std::string(q.empty() ? "" : "&") + "after=" + Escape(read.after);
+  if (q.empty()) return q;
+  return (more ? "&" : "?") + q;
+}
+
+}  // namespace
+
 Result<Cell> Client::Get(const std::string& ds, const Uuid& row, const std::string& column,
-                         int64_t ref_key) {
-  return impl_->CallCell(ColumnPath(ds, row, column) + "/" + std::to_string(ref_key));
+                         int64_t ref_key, const ReadOptions& read) {
+  return impl_->CallCell(ColumnPath(ds, row, column) + "/" + std::to_string(ref_key) +
+                         ReadQuery(read, false));
 }
 
-Result<Cell> Client::Latest(const std::string& ds, const Uuid& row, const std::string& column) {
-  return impl_->CallCell(ColumnPath(ds, row, column));
+Result<Cell> Client::Latest(const std::string& ds, const Uuid& row, const std::string& column,
+                            const ReadOptions& read) {
+  return impl_->CallCell(ColumnPath(ds, row, column) + ReadQuery(read, false));
 }
 
-Result<std::vector<Cell>> Client::Row(const std::string& ds, const Uuid& row) {
-  CELLAR_ASSIGN_OR_RETURN(json doc, impl_->Call("GET", CellsPath(ds, row)));
+Result<std::vector<Cell>> Client::Row(const std::string& ds, const Uuid& row,
+                                      const ReadOptions& read) {
+  CELLAR_ASSIGN_OR_RETURN(json doc,
+                          impl_->Call("GET", CellsPath(ds, row) + ReadQuery(read, false)));
   return ParseList<Cell>(doc, "cells", [](const json& j) { return CellFromJson(j); });
 }
 
 Result<std::vector<Cell>> Client::Versions(const std::string& ds, const Uuid& row,
-                                           const std::string& column, const VersionQuery& q) {
+                                           const std::string& column, const VersionQuery& q,
+                                           const ReadOptions& read) {
   std::string query = "?limit=" + std::to_string(q.limit);
   if (q.max_ref) query += "&max_ref=" + std::to_string(*q.max_ref);
   if (q.min_ref) query += "&min_ref=" + std::to_string(*q.min_ref);
   if (q.as_of) query += "&as_of=" + Escape(FormatRfc3339(*q.as_of));
+  query += ReadQuery(read, true);
   CELLAR_ASSIGN_OR_RETURN(json doc,
                           impl_->Call("GET", ColumnPath(ds, row, column) + "/versions" + query));
   return ParseList<Cell>(doc, "cells", [](const json& j) { return CellFromJson(j); });

@@ -133,14 +133,17 @@ class Client : public CellService {
   [[nodiscard]] std::vector<Result<PutResult>> PutBatch(
       const std::string& datastore, const std::vector<CellWrite>& cells) override;
   [[nodiscard]] Result<Cell> Get(const std::string& datastore, const Uuid& row,
-                                 const std::string& column, int64_t ref_key) override;
+                                 const std::string& column, int64_t ref_key,
+                                 const ReadOptions& read = {}) override;
   [[nodiscard]] Result<Cell> Latest(const std::string& datastore, const Uuid& row,
-                                    const std::string& column) override;
-  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore,
-                                              const Uuid& row) override;
+                                    const std::string& column,
+                                    const ReadOptions& read = {}) override;
+  [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row,
+                                              const ReadOptions& read = {}) override;
   [[nodiscard]] Result<std::vector<Cell>> Versions(const std::string& datastore, const Uuid& row,
                                                    const std::string& column,
-                                                   const VersionQuery& query) override;
+                                                   const VersionQuery& query,
+                                                   const ReadOptions& read = {}) override;
   // The contract of CellStore::Erase (cells/cell_store.h): a column whose
   // latest version is a tombstone answers created=false with it; with
   // expected_ref_key K only version K is erased (Conflict naming the latest

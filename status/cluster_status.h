@@ -29,9 +29,9 @@
 namespace cellar {
 
 struct ReplicaRow {
-  std::string server;        // address:port
-  bool up = false;           // answered the last topology refresh
-  int64_t lag_seconds = -1;  // Seconds_Behind_Master; -1: not replicating
+  std::string server;       // address:port
+  bool up = false;          // answered the last topology refresh
+  double lag_seconds = -1;  // age of the newest heartbeat it holds; -1: unknown
 };
 
 struct HostRow {

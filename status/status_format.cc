@@ -124,6 +124,14 @@ nlohmann::json ClusterStatusToJson(const ClusterStatus& st) {
           {"indexes", indexes}};
 }
 
+namespace {
+std::string FormatSeconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", s);
+  return buf;
+}
+}  // namespace
+
 std::string FormatClusterStatus(const ClusterStatus& st) {
   std::ostringstream out;
   out << "cellar status at " << FormatRfc3339(st.at) << "\n\nMySQL hosts\n";
@@ -140,7 +148,7 @@ std::string FormatClusterStatus(const ClusterStatus& st) {
     for (const auto& r : h.replicas) {
       any_replica = true;
       replicas.Add({h.name, r.server, r.up ? "up" : "DOWN",
-                    r.lag_seconds >= 0 ? std::to_string(r.lag_seconds) + "s" : "not replicating"});
+                    r.lag_seconds >= 0 ? FormatSeconds(r.lag_seconds) : "unknown"});
     }
   if (any_replica) out << "\nReplicas\n" << replicas.Render();
 

@@ -13,9 +13,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/uuid.h"
 #include "cells/cell_store.h"
 #include "cells/host_topology.h"
+#include "cells/log_position.h"
 #include "gtest/gtest.h"
 #include "testing/private_mariadb.h"
 #include "testing/status_printing.h"
@@ -53,7 +55,7 @@ class HostFailoverTest : public ::testing::Test {
     auto cfg = ParseClusterConfig(yaml_, "<test>");
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     config_ = *cfg;
-    store_ = CellStore::Open(config_);
+    store_ = CellStore::Open(config_, &metrics_);
     ASSERT_OK(store_->Init());
   }
 
@@ -128,6 +130,16 @@ class HostFailoverTest : public ::testing::Test {
     EXPECT_EQ(0u, missing) << "of " << acked.size() << " acknowledged writes";
   }
 
+  // The replica's lag gauge and the replica-read counter of store_.
+  double ReplicaLag() {
+    return metrics_
+        .GetGauge("cellar_mysql_replica_lag_seconds", "",
+                  {{"host", "fo_p"}, {"server", Label(*replica_)}})
+        .value();
+  }
+  uint64_t ReplicaReads() { return metrics_.GetCounter("cellar_replica_reads_total", "").value(); }
+
+  MetricsRegistry metrics_;
   std::unique_ptr<PrivateMariaDb> primary_, replica_;
   std::string yaml_;
   ClusterConfig config_;
@@ -271,6 +283,55 @@ TEST_F(HostFailoverTest, EmergencyIsRefusedWhenSemiSyncHadFallenBack) {
   std::cerr << "accepted loss: " << r->may_be_lost << "\n";
   EXPECT_EQ(1, Cells(*replica_));  // the five async commits are the loss
   ASSERT_OK(store_->Put("trips", Write(9)).status());
+}
+
+// Reads from a replica: stale while it does not apply, its lag gauge growing;
+// with a write's position the read waits until the replica holds the write.
+TEST_F(HostFailoverTest, ReplicaReadsAreBoundedByLagAndReadYourWritesWithAPosition) {
+  StartServers();
+  ReadOptions replica;
+  replica.preference = ReadPreference::kReplica;
+  const CellWrite first = Write(1);
+  ASSERT_OK(store_->Put("trips", first).status());
+  ASSERT_TRUE(
+      WaitFor([&] { return store_->Get("trips", first.row_key, "BASE", 1, replica).ok(); }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return ReplicaLag() >= 0 && ReplicaLag() < 1; }, 10s))
+      << "lag " << ReplicaLag();
+
+  // The replica still receives (and acknowledges) but stops applying.
+  ASSERT_TRUE(replica_->Execute("STOP SLAVE SQL_THREAD"));
+  const CellWrite second = Write(2);
+  Result<PutResult> put = store_->Put("trips", second);
+  ASSERT_OK(put.status());
+  EXPECT_EQ(StatusCode::kNotFound,
+            store_->Get("trips", second.row_key, "BASE", 1, replica).status().code());
+  ASSERT_OK(store_->Get("trips", second.row_key, "BASE", 1).status());  // the primary has it
+  ASSERT_TRUE(WaitFor([&] { return ReplicaLag() > 1.5; }, 10s)) << "lag " << ReplicaLag();
+
+  ReadOptions after = replica;
+  after.after = EncodeLogPosition(config_, "trips", put->shard, put->added_id);
+  const uint64_t served = ReplicaReads();
+  // Applying resumes while the read waits for the write's position.
+  std::thread resume([&] {
+    std::this_thread::sleep_for(300ms);  // let the read start waiting first
+    replica_->Execute("START SLAVE SQL_THREAD");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result<Cell> got = store_->Get("trips", second.row_key, "BASE", 1, after);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  resume.join();
+  ASSERT_OK(got.status());
+  EXPECT_EQ(second.body, got->body);
+  EXPECT_EQ(served + 1, ReplicaReads()) << "served by the primary, not the replica";
+  EXPECT_GE(waited, 250ms);
+  ASSERT_TRUE(WaitFor([&] { return ReplicaLag() >= 0 && ReplicaLag() < 1; }, 10s))
+      << "lag " << ReplicaLag();
+
+  // A token of another datastore is refused.
+  ReadOptions wrong = replica;
+  wrong.after = EncodeLogPosition(config_, "users", put->shard, put->added_id);
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            store_->Get("trips", second.row_key, "BASE", 1, wrong).status().code());
 }
 
 }  // namespace

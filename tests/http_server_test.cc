@@ -139,6 +139,22 @@ TEST_F(HttpServerTest, ClientPutGetLatestRowVersionsErase) {
   ASSERT_EQ(1u, versions->size());
   EXPECT_EQ(1, (*versions)[0].ref_key);
 
+  // Replica reads with the put's position (this host has no replica: the
+  // primary answers) through the client's read, after and the HTTP API.
+  ReadOptions replica;
+  replica.preference = ReadPreference::kReplica;
+  replica.after = put->position;
+  ASSERT_FALSE(replica.after.empty());
+  auto from_replica = client_->Get("trips", row, "BASE", 1, replica);
+  ASSERT_TRUE(from_replica.ok()) << from_replica.status().ToString();
+  EXPECT_EQ(json({{"city", "SF"}}), from_replica->body);
+  EXPECT_EQ(2, client_->Latest("trips", row, "BASE", replica)->ref_key);
+  EXPECT_EQ(2u, client_->Row("trips", row, replica)->size());
+  EXPECT_EQ(1u, client_->Versions("trips", row, "BASE", q, replica)->size());
+  replica.after = "not-a-token";
+  EXPECT_EQ(StatusCode::kInvalidArgument,
+            client_->Latest("trips", row, "BASE", replica).status().code());
+
   auto erased = client_->Erase("trips", row, "BASE");
   ASSERT_TRUE(erased.ok()) << erased.status().ToString();
   EXPECT_EQ(3, erased->ref_key);

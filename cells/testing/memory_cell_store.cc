@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cells/internal/cell_validation.h"
+#include "cells/log_position.h"
 #include "cells/shard_map.h"
 
 namespace cellar {
@@ -115,8 +116,14 @@ std::vector<Cell> MemoryCellStore::VersionsLocked(const std::string& ds, const U
   return out;
 }
 
+Status MemoryCellStore::CheckRead(const std::string& ds, const ReadOptions& read) const {
+  if (read.after.empty() || config_.FindDatastore(ds) == nullptr) return Status::Ok();
+  return DecodeLogPosition(config_, ds, read.after).status();
+}
+
 Result<Cell> MemoryCellStore::Get(const std::string& ds, const Uuid& row, const std::string& column,
-                                  int64_t ref_key) {
+                                  int64_t ref_key, const ReadOptions& read) {
+  CELLAR_RETURN_IF_ERROR(CheckRead(ds, read));
   MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
   auto it = cells_.find(Key{ds, row, column, ref_key});
@@ -125,7 +132,8 @@ Result<Cell> MemoryCellStore::Get(const std::string& ds, const Uuid& row, const 
 }
 
 Result<Cell> MemoryCellStore::Latest(const std::string& ds, const Uuid& row,
-                                     const std::string& column) {
+                                     const std::string& column, const ReadOptions& read) {
+  CELLAR_RETURN_IF_ERROR(CheckRead(ds, read));
   MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
   auto v = VersionsLocked(ds, row, column);
@@ -133,7 +141,9 @@ Result<Cell> MemoryCellStore::Latest(const std::string& ds, const Uuid& row,
   return v[0];
 }
 
-Result<std::vector<Cell>> MemoryCellStore::Row(const std::string& ds, const Uuid& row) {
+Result<std::vector<Cell>> MemoryCellStore::Row(const std::string& ds, const Uuid& row,
+                                               const ReadOptions& read) {
+  CELLAR_RETURN_IF_ERROR(CheckRead(ds, read));
   MutexLock lock(&mu_);
   if (unavailable_) return Unavailable("memory backend: unavailable");
   const DatastoreConfig* d = config_.FindDatastore(ds);
@@ -148,7 +158,9 @@ Result<std::vector<Cell>> MemoryCellStore::Row(const std::string& ds, const Uuid
 
 Result<std::vector<Cell>> MemoryCellStore::Versions(const std::string& ds, const Uuid& row,
                                                     const std::string& column,
-                                                    const VersionQuery& q) {
+                                                    const VersionQuery& q,
+                                                    const ReadOptions& read) {
+  CELLAR_RETURN_IF_ERROR(CheckRead(ds, read));
   MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
   if (q.limit < 1 || q.limit > 10000) return InvalidArgument("limit must be between 1 and 10000");

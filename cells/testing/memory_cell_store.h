@@ -27,12 +27,17 @@ class MemoryCellStore : public CellService {
   Result<PutResult> Put(const std::string& ds, const CellWrite& cell) override;
   std::vector<Result<PutResult>> PutBatch(const std::string& ds,
                                           const std::vector<CellWrite>& cells) override;
+  // One copy: `read` is checked (a bad position token is InvalidArgument)
+  // and otherwise changes nothing.
   Result<Cell> Get(const std::string& ds, const Uuid& row, const std::string& column,
-                   int64_t ref_key) override;
-  Result<Cell> Latest(const std::string& ds, const Uuid& row, const std::string& column) override;
-  Result<std::vector<Cell>> Row(const std::string& ds, const Uuid& row) override;
+                   int64_t ref_key, const ReadOptions& read = {}) override;
+  Result<Cell> Latest(const std::string& ds, const Uuid& row, const std::string& column,
+                      const ReadOptions& read = {}) override;
+  Result<std::vector<Cell>> Row(const std::string& ds, const Uuid& row,
+                                const ReadOptions& read = {}) override;
   Result<std::vector<Cell>> Versions(const std::string& ds, const Uuid& row,
-                                     const std::string& column, const VersionQuery& q) override;
+                                     const std::string& column, const VersionQuery& q,
+                                     const ReadOptions& read = {}) override;
   Result<PutResult> Erase(const std::string& ds, const Uuid& row, const std::string& column,
                           std::optional<int64_t> expected_ref_key) override;
   Result<ShardLogPage> ShardLog(const std::string& ds, uint32_t shard, uint64_t after,
@@ -44,6 +49,8 @@ class MemoryCellStore : public CellService {
   size_t size() const;
 
  private:
+  // InvalidArgument for a position token that is not one of `ds`'s.
+  Status CheckRead(const std::string& ds, const ReadOptions& read) const;
   using Key = std::tuple<std::string, Uuid, std::string, int64_t>;  // ds, row, column, ref
   Status CheckWrite(const std::string& ds, const CellWrite& cell) const REQUIRES(mu_);
   Status CheckColumnLocked(const std::string& ds, const std::string& column) const REQUIRES(mu_);

@@ -21,6 +21,8 @@ struct CellArgs {
   int limit = 100;
   uint32_t shard = 0;
   uint64_t after = 0;
+  std::string read = "primary";  // get/latest/row/versions --read
+  std::string read_after;        // get/latest/row/versions --after (a position token)
 };
 
 Result<nlohmann::json> ParseBody(const std::string& text) {
@@ -46,6 +48,21 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
           ->required();
   };
 
+  // --read and --after of the reads (ReadOptions, cells/cell.h).
+  auto add_read = [a](CLI::App* c) {
+    c->add_option("--read", a->read,
+                  "primary (default) or replica: a replica may be stale by its lag")
+        ->check(CLI::IsMember({"primary", "replica"}));
+    c->add_option("--after", a->read_after,
+                  "a position token a put printed: a replica read waits until it holds that write");
+  };
+  auto read_options = [a] {
+    ReadOptions read;
+    if (a->read == "replica") read.preference = ReadPreference::kReplica;
+    read.after = a->read_after;
+    return read;
+  };
+
   app.add_subcommand("init", "create the host databases and tables (idempotent)")->callback([open] {
     auto store = open();
     OrFail(store->Init());
@@ -67,23 +84,27 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
 
   auto* get = app.add_subcommand("get", "read one cell version");
   add_addr(get, true, true);
-  get->callback([a, open] {
+  add_read(get);
+  get->callback([a, open, read_options] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
-    PrintJson(CellToJson(OrFail(open()->Get(a->datastore, row, a->column, a->ref_key))));
+    PrintJson(
+        CellToJson(OrFail(open()->Get(a->datastore, row, a->column, a->ref_key, read_options()))));
   });
 
   auto* latest = app.add_subcommand("latest", "read the latest version of a column");
   add_addr(latest, true, false);
-  latest->callback([a, open] {
+  add_read(latest);
+  latest->callback([a, open, read_options] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
-    PrintJson(CellToJson(OrFail(open()->Latest(a->datastore, row, a->column))));
+    PrintJson(CellToJson(OrFail(open()->Latest(a->datastore, row, a->column, read_options()))));
   });
 
   auto* rowc = app.add_subcommand("row", "read the latest version of every column of a row");
   add_addr(rowc, false, false);
-  rowc->callback([a, open] {
+  add_read(rowc);
+  rowc->callback([a, open, read_options] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
-    PrintJson(CellsToJson(OrFail(open()->Row(a->datastore, row))));
+    PrintJson(CellsToJson(OrFail(open()->Row(a->datastore, row, read_options()))));
   });
 
   auto* versions = app.add_subcommand("versions", "list versions of a column, newest first");
@@ -95,14 +116,16 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   versions->add_option("--as-of", a->as_of, "only versions created at or before (RFC 3339)");
   versions->add_option("--limit", a->limit, "at most this many (1-10000)")
       ->transform(DecimalInteger<int>());
-  versions->callback([a, open] {
+  add_read(versions);
+  versions->callback([a, open, read_options] {
     const Uuid row = OrFail(Uuid::Parse(a->row));
     VersionQuery q;
     q.max_ref = a->max_ref;
     q.min_ref = a->min_ref;
     q.limit = a->limit;
     if (!a->as_of.empty()) q.as_of = OrFail(ParseRfc3339(a->as_of));
-    PrintJson(CellsToJson(OrFail(open()->Versions(a->datastore, row, a->column, q))));
+    PrintJson(
+        CellsToJson(OrFail(open()->Versions(a->datastore, row, a->column, q, read_options()))));
   });
 
   auto* erase = app.add_subcommand(
