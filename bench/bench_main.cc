@@ -16,6 +16,8 @@ void AddTriggerCommand(CLI::App& app, int* exit_code);
 void AddIndexCommand(CLI::App& app, int* exit_code);
 // Registers `pipeline`: the whole write path under stepped load (bench_pipeline.cc).
 void AddPipelineCommand(CLI::App& app, int* exit_code);
+// Registers `failover`: semi-sync puts and failovers under load (bench_failover.cc).
+void AddFailoverCommand(CLI::App& app, int* exit_code);
 // Registers `all`: runs the others as child processes, writes BENCHMARKS.md (bench_all.cc).
 void AddAllCommand(CLI::App& app, int* exit_code);
 }  // namespace cellar::bench
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   cellar::bench::AddTriggerCommand(app, &exit_code);
   cellar::bench::AddIndexCommand(app, &exit_code);
   cellar::bench::AddPipelineCommand(app, &exit_code);
+  cellar::bench::AddFailoverCommand(app, &exit_code);
   cellar::bench::AddAllCommand(app, &exit_code);
   if (auto parse_exit = cellar::ParseCommandLine(app, argc, argv)) return *parse_exit;
   return exit_code;

@@ -48,8 +48,10 @@ Result<GtidPosition> GtidPosition::Parse(const std::string& text) {
     auto seq = d2 == std::string::npos || d2 == d1
                    ? std::nullopt
                    : ParseDecimalInteger<uint64_t>(part.substr(d2 + 1));
-    if (!domain || !seq) return InvalidArgument("not a GTID position: '" + text + "'");
-    p.seq_[*domain] = *seq;
+    if (!domain.has_value() || !seq.has_value())
+      return InvalidArgument("not a GTID position: '" + text + "'");
+    const uint32_t d = domain.value();
+    p.seq_[d] = seq.value();
     start = comma + 1;
   }
   return p;
