@@ -17,6 +17,7 @@
 #include "cells/cell_store.h"
 #include "cells/host_failover.h"
 #include "testing/private_mariadb.h"
+#include "testing/put_load.h"
 #include "testing/test_cluster.h"
 
 namespace cellar::bench {
@@ -30,58 +31,7 @@ struct FailoverOptions {
   uint32_t shards = 16;
 };
 
-// Callers putting one cell at a time until Stop(); every outcome recorded.
-class PutLoad {
- public:
-  PutLoad(CellStore* store, int callers) {
-    for (int t = 0; t < callers; ++t)
-      threads_.emplace_back([this, store, t] {
-        for (int i = 0; !stop_.load(); ++i) {
-          CellWrite w{Uuid::Random(), "BASE", 1, nlohmann::json{{"caller", t}, {"i", i}}};
-          const auto start = Clock::now();
-          Result<PutResult> r = store->Put("trips", w);
-          const auto end = Clock::now();
-          const double ms = std::chrono::duration<double, std::milli>(end - start).count();
-          std::lock_guard<std::mutex> lock(mu_);
-          max_ms_ = std::max(max_ms_, ms);
-          if (r.ok()) {
-            acked_.push_back(std::move(w));
-            ack_times_.push_back(end);
-          } else {
-            ++failed_;
-            if (first_error_.empty()) first_error_ = r.status().ToString();
-          }
-        }
-      });
-  }
-  ~PutLoad() { Stop(); }
-  void Stop() {
-    stop_ = true;
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-  }
-  size_t acked() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return acked_.size();
-  }
-  // Milliseconds from `since` to the first put acknowledged after it (-1: none).
-  double FirstAckAfterMs(Clock::time_point since) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& t : ack_times_)
-      if (t > since) return std::chrono::duration<double, std::milli>(t - since).count();
-    return -1;
-  }
-  std::vector<CellWrite> acked_;
-  std::vector<Clock::time_point> ack_times_;
-  uint64_t failed_ = 0;
-  std::string first_error_;
-  double max_ms_ = 0;
-
- private:
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
-};
+using testing::PutLoad;
 
 void Wait(double seconds) {
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
@@ -99,7 +49,7 @@ double Throughput(CellStore* store, int callers, double seconds, uint64_t* faile
   const double rate =
       (load.acked() - before) / std::chrono::duration<double>(Clock::now() - start).count();
   load.Stop();
-  *failed += load.failed_;
+  *failed += load.failed_.size();
   return rate;
 }
 
@@ -142,11 +92,11 @@ int Run(const FailoverOptions& o) {
   PutLoad load(pair.get(), o.callers);
   Wait(o.seconds);
   Progress("planned failover under load");
-  const size_t failed_before_planned = load.failed_;
+  const size_t failed_before_planned = load.failed();
   Result<FailoverReport> planned = FailoverHost(*pair_cfg, host, cellar::FailoverOptions{});
   Wait(o.seconds);
-  const uint64_t planned_failed = load.failed_ - failed_before_planned;
-  const double planned_max_ms = load.max_ms_;
+  const uint64_t planned_failed = load.failed() - failed_before_planned;
+  const double planned_max_ms = load.max_ms();
   Progress("emergency failover: SIGKILL of the primary under load");
   b->Kill();  // the primary since the planned failover
   const auto killed = Clock::now();
@@ -181,7 +131,8 @@ int Run(const FailoverOptions& o) {
   t.Add("kill to first acknowledged put (ms, goal < 10000)", FormatNumber(unavailable_ms, 0));
   t.Add("failover command (ms)", FormatNumber(failover_ms, 0));
   t.Add("loss ruled out", emergency->loss_ruled_out ? "yes" : "no");
-  t.Add("failed writes", std::to_string(load.failed_ - planned_failed - failed_before_planned));
+  t.Add("failed writes",
+        std::to_string(load.failed_.size() - planned_failed - failed_before_planned));
   t.Add("acknowledged writes missing (must be 0)",
         std::to_string(lost) + " of " + std::to_string(load.acked_.size()));
   t.Print();
@@ -199,7 +150,7 @@ int Run(const FailoverOptions& o) {
   j["emergency_loss_ruled_out"] = emergency->loss_ruled_out;
   j["lost_acknowledged"] = lost;
   j["acknowledged"] = load.acked_.size();
-  j["failed_writes"] = load.failed_ + failed;
+  j["failed_writes"] = load.failed_.size() + failed;
   PrintJsonLine(j);
   return lost == 0 ? 0 : 1;
 }

@@ -20,6 +20,7 @@
 #include "cells/log_position.h"
 #include "gtest/gtest.h"
 #include "testing/private_mariadb.h"
+#include "testing/put_load.h"
 #include "testing/status_printing.h"
 #include "testing/test_cluster.h"
 #include "testing/wait_for.h"
@@ -77,48 +78,6 @@ class HostFailoverTest : public ::testing::Test {
   }
 
   CellWrite Write(int i) { return CellWrite{Uuid::Random(), "BASE", 1, nlohmann::json{{"i", i}}}; }
-
-  // Puts from `threads` callers until Stop(); records every outcome.
-  class Load {
-   public:
-    Load(CellStore* store, int threads) {
-      for (int t = 0; t < threads; ++t)
-        threads_.emplace_back([this, store, t] {
-          for (int i = 0; !stop_.load(); ++i) {
-            CellWrite w{Uuid::Random(), "BASE", 1, nlohmann::json{{"t", t}, {"i", i}}};
-            const auto start = std::chrono::steady_clock::now();
-            Result<PutResult> r = store->Put("trips", w);
-            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
-            std::lock_guard<std::mutex> lock(mu_);
-            max_ms_ = std::max<int64_t>(max_ms_, ms);
-            if (r.ok())
-              acked_.push_back(w);
-            else
-              failed_.push_back(r.status());
-          }
-        });
-    }
-    void Stop() {
-      stop_ = true;
-      for (auto& t : threads_) t.join();
-      threads_.clear();
-    }
-    ~Load() { Stop(); }
-    size_t Acked() {
-      std::lock_guard<std::mutex> lock(mu_);
-      return acked_.size();
-    }
-    std::vector<CellWrite> acked_;
-    std::vector<Status> failed_;
-    int64_t max_ms_ = 0;
-
-   private:
-    std::atomic<bool> stop_{false};
-    std::mutex mu_;
-    std::vector<std::thread> threads_;
-  };
 
   // Every acknowledged write reads back with its body from the store.
   void ExpectReadable(const std::vector<CellWrite>& acked) {
@@ -196,15 +155,15 @@ TEST_F(HostFailoverTest, BadInputIsRefusedAndChangesNothing) {
 
 TEST_F(HostFailoverTest, PlannedFailoverUnderLoadFailsNoWrite) {
   StartServers();
-  Load load(store_.get(), 8);
-  ASSERT_TRUE(WaitFor([&] { return load.Acked() > 200; }, 30s));
+  testing::PutLoad load(store_.get(), 8);
+  ASSERT_TRUE(WaitFor([&] { return load.acked() > 200; }, 30s));
   Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
   ASSERT_OK(r.status());
   EXPECT_EQ("planned", r->kind);
   EXPECT_EQ(Label(*replica_), r->to);
   EXPECT_EQ(2u, r->epoch_after);
-  const size_t at_switch = load.Acked();
-  ASSERT_TRUE(WaitFor([&] { return load.Acked() > at_switch + 200; }, 30s));
+  const size_t at_switch = load.acked();
+  ASSERT_TRUE(WaitFor([&] { return load.acked() > at_switch + 200; }, 30s));
   load.Stop();
   std::cerr << "planned failover: " << load.acked_.size() << " writes, longest " << load.max_ms_
             << " ms, writes stopped " << r->writes_stopped_ms << " ms\n";
@@ -224,15 +183,15 @@ TEST_F(HostFailoverTest, PlannedFailoverUnderLoadFailsNoWrite) {
 
 TEST_F(HostFailoverTest, EmergencyFailoverKeepsEveryAcknowledgedWrite) {
   StartServers();
-  Load load(store_.get(), 8);
-  ASSERT_TRUE(WaitFor([&] { return load.Acked() > 200; }, 30s));
+  testing::PutLoad load(store_.get(), 8);
+  ASSERT_TRUE(WaitFor([&] { return load.acked() > 200; }, 30s));
   primary_->Kill();
   Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
   ASSERT_OK(r.status());
   EXPECT_EQ("emergency", r->kind);
   EXPECT_TRUE(r->loss_ruled_out);
-  const size_t at_switch = load.Acked();
-  ASSERT_TRUE(WaitFor([&] { return load.Acked() > at_switch + 200; }, 30s));
+  const size_t at_switch = load.acked();
+  ASSERT_TRUE(WaitFor([&] { return load.acked() > at_switch + 200; }, 30s));
   load.Stop();
   std::cerr << "emergency failover: " << load.acked_.size() << " writes, longest " << load.max_ms_
             << " ms, " << load.failed_.size() << " failed\n";
