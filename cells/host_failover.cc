@@ -174,6 +174,49 @@ Result<const ServerState*> ChooseTarget(const MysqlHostConfig& host,
   return FailedPrecondition("no replica of host " + host.name + " can be promoted" + seen);
 }
 
+// A run naming the current primary: every other server that answers is made
+// read_only, and one that does not replicate from the primary (a former
+// primary back after an emergency failover) is pointed at it, unless it holds
+// commits the primary lacks (`diverged`: rebuild it from the primary).
+void RejoinOthers(const ClusterConfig& config, const MysqlHostConfig& host,
+                  const MysqlServerConfig& primary, const ServerState* p,
+                  const std::vector<ServerState>& states, FailoverReport* report,
+                  const FailoverProgress& progress) {
+  const std::string label = primary.Label();
+  auto primary_holds = p && p->reachable() ? GtidPosition::Parse(p->gtid_binlog_pos)
+                                           : Result<GtidPosition>(Unavailable(label));
+  for (const ServerState& s : states) {
+    if (!s.reachable() || s.server == primary) continue;
+    auto conn = ConnectTo(config, host, s.server);
+    if (!conn.ok()) {
+      report->unreachable.push_back(s.server.Label());
+      continue;
+    }
+    if (!s.read_only && (*conn)->ExecuteDdl("SET GLOBAL read_only = ON").ok())
+      report->fenced.push_back(s.server.Label());
+    if (s.master == label || !primary_holds.ok()) continue;
+    auto holds = GtidPosition::Parse(s.gtid_current_pos);
+    if (!holds.ok() || !primary_holds->Covers(*holds)) {
+      report->diverged.push_back(s.server.Label());
+      LogWarn("failover", "server holds commits the primary lacks: not pointed at it",
+              {{"host", host.name},
+               {"server", s.server.Label()},
+               {"server_position", s.gtid_current_pos},
+               {"primary_position", p->gtid_binlog_pos}});
+      continue;
+    }
+    if (progress) progress("pointing " + s.server.Label() + " at the primary " + label);
+    Status st = ReplicateFrom(**conn, config, primary, s.master.empty());
+    if (st.ok()) {
+      report->repointed.push_back(s.server.Label());
+    } else {
+      report->unreachable.push_back(s.server.Label());
+      LogWarn("failover", "server not pointed at the primary",
+              {{"host", host.name}, {"server", s.server.Label()}, {"error", st.ToString()}});
+    }
+  }
+}
+
 }  // namespace
 
 Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::string& name,
@@ -200,16 +243,11 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
   report.epoch_before = current.epoch;
   const ServerState* p = StateOf(states, primary);
 
-  if (options.to == primary) {  // already the primary: fence the others only
+  if (options.to == primary) {  // already the primary: fence and rejoin the others
     report.kind = "none";
     report.to = primary;
     report.epoch_after = current.epoch;
-    for (const ServerState& s : states) {
-      if (!s.reachable() || s.server == current.primary || s.read_only) continue;
-      auto conn = ConnectTo(config, host, s.server);
-      if (conn.ok() && (*conn)->ExecuteDdl("SET GLOBAL read_only = ON").ok())
-        report.fenced.push_back(s.server.Label());
-    }
+    RejoinOthers(config, host, current.primary, p, states, &report, progress);
     report.duration_ms = MillisSince(start);
     return report;
   }

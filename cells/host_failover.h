@@ -28,7 +28,11 @@
 //      later failover run fences it when it answers.
 // Running it twice, or twice at once, is harmless: one run at a time holds a
 // named lock (GET_LOCK) on the first server of the host that answers, and a
-// run whose target is already the primary only fences the other servers.
+// run whose target is already the primary only fences the other servers and
+// points those that do not replicate from it at it (how a former primary
+// rejoins after an emergency failover: restart it with --init-rpl-role=SLAVE,
+// then run `cellar host failover HOST --to <the primary>`), except a server
+// holding commits the primary lacks (`diverged`).
 //
 // Errors: InvalidArgument for an unknown host, a `to` that is not a server of
 // the host, a host without replicas (nothing changed); FailedPrecondition
@@ -63,6 +67,9 @@ struct FailoverReport {
   std::vector<std::string> repointed;    // servers now replicating from `to`
   std::vector<std::string> fenced;       // servers made read_only by this run
   std::vector<std::string> unreachable;  // servers that did not answer
+  // Servers holding commits the primary lacks (a former primary's tail after
+  // --accept-loss): not pointed at it; rebuild them from the primary.
+  std::vector<std::string> diverged;
   bool loss_ruled_out = true;
   std::string may_be_lost;        // accept_loss without proof: which commits may be missing
   int64_t writes_stopped_ms = 0;  // from fencing the primary to opening the new one

@@ -20,6 +20,8 @@ const char* FaultName(Fault f) {
       return "restart_broker";
     case Fault::kCrashDatabase:
       return "crash_mariadb_host";
+    case Fault::kFailOverDatabase:
+      return "kill_mariadb_primary_and_fail_over";
   }
   return "?";
 }
@@ -28,9 +30,9 @@ bool FaultInjector::Run(std::chrono::steady_clock::time_point until) {
   // The broker restart opens each round: the new broker starts empty and the
   // relay republishes everything, which would hide what earlier faults did to
   // the change log; so each round's relay kills come after its broker restart.
-  std::array<Fault, kFaultKinds> round = {Fault::kRestartBroker, Fault::kKillRelay,
-                                          Fault::kKillIndexer,   Fault::kKillTrigger,
-                                          Fault::kKillNode,      Fault::kCrashDatabase};
+  std::array<Fault, kFaultKinds> round = {
+      Fault::kRestartBroker, Fault::kKillRelay,     Fault::kKillIndexer,     Fault::kKillTrigger,
+      Fault::kKillNode,      Fault::kCrashDatabase, Fault::kFailOverDatabase};
   while (true) {
     std::shuffle(round.begin() + 1, round.end(), rng_);
     for (Fault f : round) {
@@ -82,7 +84,9 @@ bool FaultInjector::Inject(Fault f) {
     case Fault::kRestartBroker:
       return stack_->RestartBroker();
     case Fault::kCrashDatabase:
-      return stack_->CrashAndRestartDatabase(rng_() % 2);
+      return stack_->CrashAndRestartDatabase(1);
+    case Fault::kFailOverDatabase:
+      return stack_->FailOverDatabase();
   }
   return false;
 }

@@ -1,8 +1,9 @@
 // FaultInjector: the faults of a history run, injected into a Stack in a
 // seeded random order with random pauses between them: SIGKILL of the relay,
 // the index worker, the trigger and a worker node (each started again after
-// a short random pause), a restart of the broker (a new, empty one: the relay
-// republishes every host log) and a crash and restart of one MariaDB host.
+// a short random pause), a crash and restart of the broker, a crash and
+// restart of the MariaDB host without replicas, and the SIGKILL of the
+// replicated host's primary followed by an emergency failover.
 // Every kind comes once in each round: the broker restart first (it wipes
 // the change log, see faults.cc), the others in a new order per round.
 //
@@ -27,9 +28,10 @@ enum class Fault {
   kKillTrigger,
   kKillNode,
   kRestartBroker,
-  kCrashDatabase
+  kCrashDatabase,    // db2, a host without replicas: crash and restart
+  kFailOverDatabase  // db1: SIGKILL of its primary, emergency failover, rejoin
 };
-constexpr size_t kFaultKinds = 6;
+constexpr size_t kFaultKinds = 7;
 const char* FaultName(Fault f);
 
 class FaultInjector {

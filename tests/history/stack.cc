@@ -43,8 +43,16 @@ const char* ComponentName(Component c) {
 std::unique_ptr<Stack> Stack::Start() {
   std::unique_ptr<Stack> s(new Stack());
   try {
-    s->dbs_[0] = testing::PrivateMariaDb::Start("db1");
-    s->dbs_[1] = testing::PrivateMariaDb::Start("db2");
+    testing::PrivateMariaDbOptions replicated;
+    // Short enough that writes do not stall long while db1's only replica is
+    // down (after a failover, until the old primary rejoins), long enough for
+    // the emergency failover to find a heartbeat proving no loss (host_failover.h).
+    replicated.semi_sync_timeout_ms = 5000;
+    replicated.server_id = 1;
+    s->db1_[0] = testing::PrivateMariaDb::Start("db1", replicated);
+    replicated.server_id = 2;
+    s->db1_[1] = testing::PrivateMariaDb::Start("db1r", replicated);
+    s->db2_ = testing::PrivateMariaDb::Start("db2");
     s->broker_ = testing::KafkaBroker::Start();
   } catch (const std::exception& e) {
     std::cerr << "history stack: " << e.what() << "\n";
@@ -85,13 +93,17 @@ Stack::~Stack() {
   for (Component c : kAllComponents) Kill(c);
   store_.reset();
   broker_.reset();
-  dbs_[1].reset();
-  dbs_[0].reset();
+  db2_.reset();
+  db1_[1].reset();
+  db1_[0].reset();
 }
 
 bool Stack::WriteConfig() {
-  std::string yaml = testing::MakeClusterYaml({dbs_[0].get(), dbs_[1].get()}, kShards,
-                                              broker_->bootstrap(), kPrefix);
+  // db1's configured primary stays db1_[0]: the topology in the databases
+  // says which server is primary now.
+  std::string yaml = testing::MakeReplicatedClusterYaml(
+      {{db1_[0].get(), db1_[1].get()}, {db2_.get()}}, kShards, broker_->bootstrap(), kPrefix,
+      "  topology_refresh: 200ms\n");
   // MakeClusterYaml writes "kafka:\n  brokers: ...\n"; add the topic prefix and partitions.
   const auto line_end = yaml.find('\n', yaml.find("brokers:", yaml.find("kafka:\n")));
   yaml.insert(line_end + 1, std::string("  topic_prefix: ") + kPrefix +
@@ -272,7 +284,7 @@ std::optional<uint64_t> Stack::CountOnHosts(const std::string& count_sql) const 
                                              internal::CellsTableName(kDatastore));
     std::string sql = count_sql, out;
     for (size_t at; (at = sql.find("{cells}")) != std::string::npos;) sql.replace(at, 7, table);
-    if (!dbs_[h]->Execute(sql, &out) || out.empty()) return std::nullopt;
+    if (!Primary(h).Execute(sql, &out) || out.empty()) return std::nullopt;
     sum += std::strtoull(out.c_str(), nullptr, 10);
   }
   return sum;
@@ -295,12 +307,62 @@ bool Stack::RestartBroker() {
   return true;
 }
 
+testing::PrivateMariaDb& Stack::Primary(size_t host) const {
+  return host == 0 ? *db1_[db1_primary_] : *db2_;
+}
+
 bool Stack::CrashAndRestartDatabase(size_t host) {
-  dbs_[host]->Kill();
+  if (host == 0) {
+    std::cerr << "history stack: db1 has a replica: fail it over instead of a restart\n";
+    return false;
+  }
+  db2_->Kill();
   try {
-    dbs_[host]->Restart();
+    db2_->Restart();
   } catch (const std::exception& e) {
-    std::cerr << "history stack: restart of db" << host + 1 << ": " << e.what() << "\n";
+    std::cerr << "history stack: restart of db2: " << e.what() << "\n";
+    return false;
+  }
+  return true;
+}
+
+bool Stack::FailOverDatabase() {
+  testing::PrivateMariaDb& dead = *db1_[db1_primary_];
+  testing::PrivateMariaDb& next = *db1_[1 - db1_primary_];
+  const std::string dead_label = dead.host() + ":" + std::to_string(dead.port());
+  const std::string next_label = next.host() + ":" + std::to_string(next.port());
+  dead.Kill();
+  const ToolRun emergency =
+      RunTool({CELLAR_CLI_BIN, "--config", config_path_, "host", "failover", "db1"}, "failover",
+              std::chrono::seconds(60));
+  const nlohmann::json& r = emergency.report;
+  if (emergency.exit_code != 0 || !r.is_object() || r.value("kind", "") != "emergency" ||
+      r.value("to", "") != next_label || !r.value("loss_ruled_out", false)) {
+    std::cerr << "history stack: cellar host failover db1 after SIGKILL of " << dead_label
+              << " exited with " << emergency.exit_code << ", expected an emergency failover to "
+              << next_label << " that rules out loss:\n"
+              << emergency.log << "\n";
+    return false;
+  }
+  db1_primary_ = 1 - db1_primary_;
+  // Restarted as a replica would be: its crash recovery rolls back the binlog
+  // tail no replica acknowledged, and it starts read_only.
+  dead.options().init_rpl_role = "SLAVE";
+  try {
+    dead.Restart();
+  } catch (const std::exception& e) {
+    std::cerr << "history stack: restart of " << dead_label << ": " << e.what() << "\n";
+    return false;
+  }
+  const ToolRun rejoin = RunTool(
+      {CELLAR_CLI_BIN, "--config", config_path_, "host", "failover", "db1", "--to", next_label},
+      "rejoin", std::chrono::seconds(60));
+  const nlohmann::json& j = rejoin.report;
+  if (rejoin.exit_code != 0 || !j.is_object() || j.value("kind", "") != "none" ||
+      j.value("repointed", nlohmann::json::array()) != nlohmann::json::array({dead_label})) {
+    std::cerr << "history stack: cellar host failover db1 --to " << next_label << " did not rejoin "
+              << dead_label << " as a replica (exit " << rejoin.exit_code << "):\n"
+              << rejoin.log << "\n";
     return false;
   }
   return true;

@@ -1,6 +1,7 @@
 // Stack: every server and process of one history run, started and stopped by
-// the test: two MariaDB hosts (db1 owns shards 0-7, db2 8-15), the local
-// Kafka-protocol broker (in process), two worker nodes (cellard), the relay
+// the test: two MariaDB hosts (db1 owns shards 0-7 on a primary and a
+// semi-synchronous replica, db2 8-15 on one server), an Apache Kafka broker,
+// two worker nodes (cellard), the relay
 // (cellar-relay), the index worker (cellar-indexer, the example
 // driver_partner_index) and the billing trigger service (cellar-billing: a
 // trip's BASE cell at ref_key K is billed into its STATUS cell at K).
@@ -76,9 +77,16 @@ class Stack {
   // data; the Kafka clients (relay, index worker, trigger) are SIGKILLed and
   // started again against it. False on failure.
   bool RestartBroker();
-  // SIGKILL of MariaDB host `host` (0 or 1), then a start on the same port and
-  // data directory (crash recovery). False on failure.
+  // SIGKILL of MariaDB host `host`'s primary, then a start on the same port
+  // and data directory (crash recovery). False on failure.
+  // REQUIRES: `host` has no replica (1): a replicated host fails over instead.
   bool CrashAndRestartDatabase(size_t host);
+  // What an operator does when db1's primary dies: SIGKILL of db1's primary,
+  // `cellar host failover db1` (which must be an emergency failover that rules
+  // out loss), then the dead server restarted with --init-rpl-role=SLAVE and
+  // rejoined as a replica (`cellar host failover db1 --to <new primary>`).
+  // False (after printing why) when a step fails or reports otherwise.
+  bool FailOverDatabase();
 
   // Records the group of `c` (kIndexer or kTrigger) logged as deleted by the
   // broker's retention before it read them, over all its launches (its log
@@ -115,8 +123,13 @@ class Stack {
   ToolRun RunTool(const std::vector<std::string>& args, const std::string& log_name,
                   std::chrono::seconds timeout);
 
+  // The server that is now host `host`'s primary.
+  testing::PrivateMariaDb& Primary(size_t host) const;
+
   testing::TempDir dir_{"history"};
-  std::unique_ptr<testing::PrivateMariaDb> dbs_[2];
+  // db1's servers (db1_[db1_primary_] is its primary) and db2.
+  std::unique_ptr<testing::PrivateMariaDb> db1_[2], db2_;
+  size_t db1_primary_ = 0;
   std::unique_ptr<testing::KafkaBroker> broker_;
   std::string config_path_;
   ClusterConfig config_;

@@ -46,6 +46,7 @@ void AddHostCommands(CLI::App& app, const GlobalOptions& g) {
                {"repointed", r.repointed},
                {"fenced", r.fenced},
                {"unreachable", r.unreachable},
+               {"diverged", r.diverged},
                {"loss_ruled_out", r.loss_ruled_out},
                {"may_be_lost", r.may_be_lost},
                {"writes_stopped_ms", r.writes_stopped_ms},
