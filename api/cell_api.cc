@@ -60,11 +60,7 @@ Result<std::map<std::string, std::string>> QueryParams(
 Result<ReadOptions> ParseReadOptions(const std::map<std::string, std::string>& p) {
   ReadOptions read;
   if (auto it = p.find("read"); it != p.end()) {
-    if (it->second == "replica")
-      read.preference = ReadPreference::kReplica;
-    else if (it->second != "primary")
-      return InvalidArgument("query parameter 'read' must be primary or replica, got '" +
-                             Shown(it->second) + "'");
+    CELLAR_ASSIGN_OR_RETURN(read.preference, ParseReadPreference(it->second));
   }
   if (auto it = p.find("after"); it != p.end()) read.after = it->second;
   return read;

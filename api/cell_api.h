@@ -26,7 +26,8 @@
 //          404 for an index the server was not started with (--indexes); with
 //          after=<a put answer's "position">: answers once the index worker has
 //          applied that put (400 for a malformed or foreign token, 503 with
-//          Retry-After past limits.index_wait)
+//          Retry-After past limits.index_wait); read=replica reads the entries
+//          (and verify's cells) from a replica, as the cell reads' read=
 //   GET    /healthz 200 | /readyz 200 or 503
 //   GET    /v1/openapi.json  200: the OpenAPI 3 document of all of this
 //          (api/openapi.json, openapi_document.h); no auth, like /healthz

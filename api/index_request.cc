@@ -43,6 +43,8 @@ Result<IndexQuery> ParseIndexQueryParams(
     } else if (name == "after") {
       if (value.empty()) return InvalidArgument("after: empty position token");
       q.after = value;
+    } else if (name == "read") {
+      CELLAR_ASSIGN_OR_RETURN(q.read, ParseReadPreference(value));
     } else if (name == "verify") {
       if (value != "true" && value != "false")
         return InvalidArgument("verify must be true or false, got '" + Shown(value) + "'");
@@ -50,7 +52,7 @@ Result<IndexQuery> ParseIndexQueryParams(
     } else {
       return InvalidArgument("unknown query parameter '" + Shown(name) +
                              "' (allowed: shard_value where field order_by order limit cursor "
-                             "verify after)");
+                             "verify after read)");
     }
   }
   if (!have_shard_value || q.shard_value.empty())

@@ -3,6 +3,7 @@
 //   GET /v1/<ds>/indexes/<name>?shard_value=V[&where=F OP X]...[&field=F]...
 //       [&order_by=F][&order=asc|desc][&limit=N][&cursor=C][&verify=true|false]
 //       [&after=P]   (P: a put answer's "position"; IndexQuery::after)
+//       [&read=primary|replica]   (IndexQuery::read)
 //
 // `where` and `field` may repeat; every other parameter appears at most once.
 // `where` has the syntax of ParseIndexFilter ("city_uuid = 5c4e...",
@@ -27,7 +28,7 @@ namespace cellar {
 
 // The query named by `params` (decoded name/value pairs) on index `def`.
 // InvalidArgument naming the parameter for an unknown or repeated parameter,
-// a missing shard_value, a malformed where, limit or order. (Unknown fields
+// a missing shard_value, a malformed where, limit, order, verify or read. (Unknown fields
 // are reported by IndexReader::Query, which checks them against the version
 // that serves.)
 Result<IndexQuery> ParseIndexQueryParams(

@@ -38,6 +38,13 @@ Result<int64_t> ParseRefKey(std::string_view text) {
   return ParseDecimal("ref_key", text, 0, std::numeric_limits<int64_t>::max());
 }
 
+Result<ReadPreference> ParseReadPreference(std::string_view text) {
+  for (ReadPreference p : {ReadPreference::kPrimary, ReadPreference::kReplica})
+    if (text == ReadPreferenceName(p)) return p;
+  return InvalidArgument("query parameter 'read' must be primary or replica, got '" + Shown(text) +
+                         "'");
+}
+
 Status CheckColumn(const DatastoreConfig& ds, std::string_view column) {
   if (ds.FindColumn(column) != nullptr) return Status::Ok();
   return NotFound("unknown column '" + Shown(column) + "' in datastore '" + ds.name + "'");

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "base/uuid.h"
+#include "cells/cell.h"
 #include "config/cluster_config.h"
 
 namespace cellar {
@@ -30,6 +31,10 @@ Result<int64_t> ParseDecimal(std::string_view what, std::string_view text, int64
 
 // ref_key: ParseDecimal in [0, INT64_MAX].
 Result<int64_t> ParseRefKey(std::string_view text);
+
+// The query parameter `read` of a cell read or an index query: "primary" or
+// "replica" (ReadPreference, cells/cell.h), else InvalidArgument naming it.
+Result<ReadPreference> ParseReadPreference(std::string_view text);
 
 // OK when `ds` has `column`; NotFound naming both otherwise.
 Status CheckColumn(const DatastoreConfig& ds, std::string_view column);

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "cells/host_failover.h"
+#include "cells/host_servers.h"
 #include "cells/host_topology.h"
 #include "cells/internal/cell_validation.h"
 #include "cells/internal/cells_purge.h"
@@ -30,6 +31,17 @@ using internal::ValidateColumn;
 using internal::ValidateDatastore;
 using internal::ValidateWrite;
 using internal::WriteUnit;
+
+namespace {
+
+// The GTID position `c`'s server's binary log holds.
+Result<std::string> BinlogPosition(MysqlConnection& c) {
+  CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query("SELECT @@gtid_binlog_pos"));
+  if (rows.empty() || rows[0].IsNull(0)) return Internal("no @@gtid_binlog_pos");
+  return rows[0].Bytes(0);
+}
+
+}  // namespace
 
 struct CellStore::Impl {
   ClusterConfig config;
@@ -106,6 +118,33 @@ struct CellStore::Impl {
     }
   }
 
+  // True once `replica` has applied everything `host`'s primary had
+  // committed when asked (its @@gtid_binlog_pos), waiting up to `timeout_ms`;
+  // false when it has not by then or a server cannot be asked.
+  bool CaughtUpWithPrimary(size_t host, MysqlConnection& replica, int64_t timeout_ms) {
+    auto position =
+        WithHost<std::string>(host, "host " + config.mysql.hosts[host].name, BinlogPosition);
+    return position.ok() && WaitForPosition(replica, *position, timeout_ms).ok();
+  }
+
+  // fn on a replica of `shard`'s host when `preference` asks for one and
+  // ready(replica connection) holds, else, or when no replica serves or fn
+  // fails Unavailable there, on the primary (WithShard).
+  template <typename T, typename Ready, typename Fn>
+  Result<T> ReadReplicaOrPrimary(uint32_t shard, ReadPreference preference, Ready&& ready,
+                                 Fn&& fn) {
+    if (preference == ReadPreference::kReplica)
+      if (MysqlHostPool* pool = ReplicaPool(host_of_shard[shard])) {
+        auto lease = pool->Acquire();
+        if (lease.ok() && ready(**lease)) {
+          replica_reads->Increment();
+          Result<T> r = fn(**lease);
+          if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
+        }
+      }
+    return WithShard<T>(shard, std::forward<Fn>(fn));
+  }
+
   // fn on a replica of `shard`'s host when `read` asks for one (after the
   // replica holds read.after), else, or when no replica serves, on the primary.
   template <typename T, typename Fn>
@@ -117,19 +156,13 @@ struct CellStore::Impl {
       after = p;
     }
     const size_t host = host_of_shard[shard];
-    if (read.preference == ReadPreference::kReplica)
-      if (MysqlHostPool* pool = ReplicaPool(host)) {
-        auto lease = pool->Acquire();
-        const bool ready =
-            lease.ok() && (!after || host_of_shard[after->shard] != host ||
-                           WaitForCell(**lease, HostTable(host, datastore), after->added_id));
-        if (ready) {
-          replica_reads->Increment();
-          Result<T> r = fn(**lease);
-          if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
-        }
-      }
-    return WithShard<T>(shard, std::forward<Fn>(fn));
+    return ReadReplicaOrPrimary<T>(
+        shard, read.preference,
+        [&](MysqlConnection& replica) {
+          return !after || host_of_shard[after->shard] != host ||
+                 WaitForCell(replica, HostTable(host, datastore), after->added_id);
+        },
+        std::forward<Fn>(fn));
   }
 
   // Visibility floor for a column's TTL (0 when the column never expires).
@@ -225,6 +258,23 @@ MysqlHostPool& CellStore::PoolForShard(uint32_t shard) {
 }
 
 MysqlHostPool& CellStore::PoolForHost(size_t host) { return *impl_->pools[host]; }
+
+Status CellStore::ReadShardHost(uint32_t shard, ReadPreference preference,
+                                std::optional<int64_t> catch_up_ms,
+                                const std::function<Status(MysqlConnection&)>& read) {
+  const size_t host = impl_->host_of_shard[shard];
+  return impl_
+      ->ReadReplicaOrPrimary<bool>(
+          shard, preference,
+          [&](MysqlConnection& replica) {
+            return !catch_up_ms || impl_->CaughtUpWithPrimary(host, replica, *catch_up_ms);
+          },
+          [&](MysqlConnection& c) -> Result<bool> {
+            CELLAR_RETURN_IF_ERROR(read(c));
+            return true;
+          })
+      .status();
+}
 
 Status CellStore::CheckReady() {
   std::string down;

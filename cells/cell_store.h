@@ -54,6 +54,7 @@ namespace cellar {
 
 class MetricsRegistry;  // base/metrics.h
 
+class MysqlConnection;
 class MysqlHostPool;
 class TopologyView;  // cells/host_topology.h
 
@@ -255,6 +256,28 @@ class CellStore : public CellService {
   MysqlHostPool& PoolForShard(uint32_t shard);
   // Connection pool of mysql.hosts[host]. REQUIRES: host < mysql.hosts.size().
   MysqlHostPool& PoolForHost(size_t host);
+  // Runs `read` on a server of the host owning `shard`, for modules that read
+  // their own tables in host databases (index entries), with the placement of
+  // the store's reads (ReadPreference, cells/cell.h):
+  //  - kPrimary: on the primary.
+  //  - kReplica: on one of the host's replicas that answered the last
+  //    topology refresh (taking turns; counted in cellar_replica_reads_total),
+  //    or on the primary when the host has none, the replica cannot be
+  //    connected to, or `read` fails Unavailable there.
+  // With `catch_up_ms` (kReplica only), the replica is used only once it has
+  // applied everything the host's primary had committed when it was asked
+  // (its @@gtid_binlog_pos, then MASTER_GTID_WAIT on the replica), waited for
+  // up to that many milliseconds (0: no wait, only a check); otherwise the
+  // primary answers. Either way `read` then sees every write the primary
+  // committed before this call.
+  // On the primary, `read` failing Unavailable runs once more on a fresh
+  // connection after a topology refresh (as the store's own reads), so
+  // `read` may run up to three times and must start over each time.
+  // Returns `read`'s status, or Unavailable naming the shard when the
+  // primary cannot be reached. REQUIRES: shard < shards.
+  [[nodiscard]] Status ReadShardHost(uint32_t shard, ReadPreference preference,
+                                     std::optional<int64_t> catch_up_ms,
+                                     const std::function<Status(MysqlConnection&)>& read);
   const ClusterConfig& config() const;
   // Which server of each host is primary (cells/host_topology.h): the pools
   // and writers above follow it; modules that open their own connections to a

@@ -440,7 +440,10 @@ Result<IndexQueryPage> Client::QueryIndex(const std::string& ds, const std::stri
   if (!q.order_by.empty()) path += "&order_by=" + Escape(q.order_by);
   if (!q.cursor.empty()) path += "&cursor=" + Escape(q.cursor);
   if (q.verify) path += "&verify=true";
-  if (!q.after.empty()) path += "&after=" + Escape(q.after);
+  ReadOptions read;
+  read.preference = q.read;
+  read.after = q.after;
+  path += ReadQuery(read, /*more=*/true);
   CELLAR_ASSIGN_OR_RETURN(json doc, impl_->Call("GET", path));
   IndexQueryPage page;
   try {

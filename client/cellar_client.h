@@ -94,6 +94,9 @@ struct IndexQueryRequest {
   // A put result's `position`: answer only once the index has applied that
   // put (the server waits up to its limits.index_wait, then Unavailable).
   std::string after;
+  // Where the server reads the entries: the primary (default) or a replica,
+  // stale by its lag unless `after` is given (IndexQuery::read).
+  ReadPreference read = ReadPreference::kPrimary;
 };
 
 struct IndexQueryHit {

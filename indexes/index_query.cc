@@ -1,6 +1,8 @@
 #include "indexes/index_query.h"
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "cells/log_position.h"
 #include "indexes/index_entry.h"
@@ -312,18 +314,24 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
   CELLAR_ASSIGN_OR_RETURN(const Resolved resolved, Resolve(q, *current, ""));
   // Read your index writes: first wait until the worker has applied the put's
   // shard log up to its position (then its entry, or its removal, is in).
+  std::optional<Clock::time_point> catch_up_by;
   if (!q.after.empty()) {
     const ClusterConfig& cfg = store_->config();
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::milliseconds(cfg.limits.index_wait_ms);
     CELLAR_ASSIGN_OR_RETURN(LogPosition after, DecodeLogPosition(cfg, current->datastore, q.after));
     CELLAR_RETURN_IF_ERROR(
         positions_.Wait(current->datastore, after.shard, after.added_id, cfg.limits.index_wait_ms));
+    // The entries are committed on their host's primary before the position
+    // is: a replica read first catches up with that primary, in what is left.
+    if (q.read == ReadPreference::kReplica) catch_up_by = deadline;
   }
   // A query that waited for a position reads the registry itself: a cached
   // serving version may have been retired since, and no longer be written.
   for (int attempt = 0;; ++attempt) {
     CELLAR_ASSIGN_OR_RETURN(ServingRead serving,
                             ServingVersion(q.index, /*fresh=*/attempt > 0 || !q.after.empty()));
-    auto result = QueryVersion(q, *current, resolved, serving.version);
+    auto result = QueryVersion(q, *current, resolved, serving.version, catch_up_by);
     if (result.ok() || !serving.cached || !MayBeStaleVersion(result.status())) return result;
     ForgetServingVersion(q.index);
   }
@@ -332,7 +340,8 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
 Result<IndexQueryResult> IndexReader::QueryVersion(const IndexQuery& q,
                                                    const IndexDefinition& current,
                                                    const Resolved& resolved_current,
-                                                   const IndexVersion& version) {
+                                                   const IndexVersion& version,
+                                                   std::optional<Clock::time_point> catch_up_by) {
   // Against the definition of the version that serves, which may be an older
   // one while a changed definition's version is being built.
   CELLAR_ASSIGN_OR_RETURN(const IndexDefinition vdef, VersionDefinition(current, version));
@@ -400,10 +409,17 @@ Result<IndexQueryResult> IndexReader::QueryVersion(const IndexQuery& q,
   sql += std::string(" ORDER BY ") + order_col + dir + ", row_key" + dir + ", column_key" + dir +
          " LIMIT " + std::to_string(q.limit + 1);
 
-  auto lease = store_->PoolForShard(shard).Acquire();
-  if (!lease.ok())
-    return Unavailable("shard " + std::to_string(shard) + ": " + lease.status().message());
-  CELLAR_ASSIGN_OR_RETURN(auto rows, (*lease)->Query(sql, params));
+  std::optional<int64_t> catch_up_ms;
+  if (catch_up_by)
+    catch_up_ms = std::max<int64_t>(
+        0,
+        std::chrono::duration_cast<std::chrono::milliseconds>(*catch_up_by - Clock::now()).count());
+  std::vector<SqlRow> rows;
+  CELLAR_RETURN_IF_ERROR(
+      store_->ReadShardHost(shard, q.read, catch_up_ms, [&](MysqlConnection& c) -> Status {
+        CELLAR_ASSIGN_OR_RETURN(rows, c.Query(sql, params));
+        return Status::Ok();
+      }));
 
   IndexQueryResult result;
   result.version = version.version;
@@ -427,9 +443,14 @@ Result<IndexQueryResult> IndexReader::QueryVersion(const IndexQuery& q,
     result.next_cursor = Hex(c.dump());
   }
   if (q.verify) {
+    // The cells as the entries were read: from a replica too when asked, and
+    // then one that holds the `after` put (CellStore's replica reads).
+    ReadOptions cell_read;
+    cell_read.preference = q.read;
+    cell_read.after = q.after;
     std::vector<IndexHit> kept;
     for (auto& h : result.hits) {
-      auto latest = store_->Latest(def->datastore, h.row_key, h.column_key);
+      auto latest = store_->Latest(def->datastore, h.row_key, h.column_key, cell_read);
       bool keep = false;
       if (latest.ok()) {
         const IndexColumnDef* cd = def->FindColumnDef(h.column_key);

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,15 @@ struct IndexQuery {
   // worker has applied everything of that put's shard up to it, waiting up to
   // limits.index_wait_ms. Empty: answer at once (eventually consistent).
   std::string after;
+  // Where the entries are read (cells/cell.h): the primary of the host
+  // holding the query's shard, or one of its replicas (the primary when none
+  // answers), stale by at most the replica's lag. With `after`, a replica is
+  // read only once it has applied everything that host's primary had
+  // committed when the worker was seen past the position (MASTER_GTID_WAIT,
+  // within what is left of limits.index_wait_ms), else the primary answers:
+  // the query still sees that put. `verify` re-reads the cells with the same
+  // preference and `after` (CellStore::Latest), so it agrees with the entries.
+  ReadPreference read = ReadPreference::kPrimary;
 };
 
 struct IndexHit {
@@ -130,11 +140,14 @@ class IndexReader {
   // the query was resolved against, when not the caller's).
   static Result<Resolved> Resolve(const IndexQuery& q, const IndexDefinition& d,
                                   const std::string& note);
+  using Clock = std::chrono::steady_clock;
   // The query against physical `version` (its own definition's fields);
   // `resolved` is `q` resolved against `current`, used as is when `version`
-  // was built from `current`.
+  // was built from `current`. With `catch_up_by`, a replica read waits until
+  // then for the replica to catch up with its primary (ReadShardHost).
   Result<IndexQueryResult> QueryVersion(const IndexQuery& q, const IndexDefinition& current,
-                                        const Resolved& resolved, const IndexVersion& version);
+                                        const Resolved& resolved, const IndexVersion& version,
+                                        std::optional<Clock::time_point> catch_up_by);
 
   CellStore* store_;
   std::vector<IndexDefinition> defs_;

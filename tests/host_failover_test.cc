@@ -1,14 +1,16 @@
 // Failover of a MySQL host on real MariaDB servers replicating with GTIDs and
 // lossless semi-synchronous replication (cells/host_failover.h): bootstrap,
 // bad input, a planned switch under load, an emergency switch after SIGKILL,
-// a refusal when semi-sync had fallen back to async, and an old primary that
-// comes back writable by mistake.
+// a refusal when semi-sync had fallen back to async, an old primary that
+// comes back writable by mistake, and reads (cells and index queries) from
+// the replica.
 #include "cells/host_failover.h"
 
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +21,10 @@
 #include "cells/host_topology.h"
 #include "cells/log_position.h"
 #include "gtest/gtest.h"
+#include "indexes/index_catalog.h"
+#include "indexes/index_definition.h"
+#include "indexes/index_query.h"
+#include "indexes/index_writer.h"
 #include "testing/private_mariadb.h"
 #include "testing/put_load.h"
 #include "testing/status_printing.h"
@@ -291,6 +297,147 @@ TEST_F(HostFailoverTest, ReplicaReadsAreBoundedByLagAndReadYourWritesWithAPositi
   wrong.after = EncodeLogPosition(config_, "users", put->shard, put->added_id);
   EXPECT_EQ(StatusCode::kInvalidArgument,
             store_->Get("trips", second.row_key, "BASE", 1, wrong).status().code());
+}
+
+// Index queries with read preference replica (IndexQuery::read): stale
+// while the replica does not apply; with a put's position they wait until
+// the replica caught up with its primary, or read the primary when it does
+// not in time; verify re-reads the cells where the entries were read.
+TEST_F(HostFailoverTest, IndexQueriesReadTheReplicaAndTheirWritesWithAPosition) {
+  StartServers();
+  Result<std::vector<IndexDefinition>> defs = ParseIndexDefinitions(
+      "table: trips_by_driver\n"
+      "datastore: trips\n"
+      "column_defs:\n"
+      "  - column_key: BASE\n"
+      "    fields:\n"
+      "      - { field: driver, type: UUID }\n"
+      "      - { field: status, type: string }\n",
+      "<test>", config_);
+  ASSERT_OK(defs.status());
+  const IndexDefinition def = defs->front();
+  IndexCatalog catalog(store_.get());
+  Result<ApplyOutcome> applied = catalog.Apply(def);
+  ASSERT_OK(applied.status());
+  IndexWriter writer(store_.get(), /*probe=*/nullptr);
+  const std::vector<IndexVersionRef> versions{{&def, applied->version.version}};
+  // Puts (row, BASE, ref_key) as a trip of `driver` and applies it to the
+  // index as the index worker does (entries and the applied position in one
+  // transaction on the primary); returns the put's position token.
+  auto put_indexed = [&](const Uuid& row, int64_t ref_key,
+                         const Uuid& driver) -> Result<std::string> {
+    const CellWrite w{row, "BASE", ref_key, {{"driver", driver.ToString()}, {"status", "open"}}};
+    CELLAR_ASSIGN_OR_RETURN(PutResult put, store_->Put("trips", w));
+    CELLAR_ASSIGN_OR_RETURN(Cell cell, store_->Get("trips", row, "BASE", ref_key));
+    CELLAR_RETURN_IF_ERROR(
+        writer.ApplyBatch("trips", versions, {&cell}, /*record_positions=*/true).status());
+    return EncodeLogPosition(config_, "trips", put.shard, put.added_id);
+  };
+  const Uuid driver = Uuid::Random(), other = Uuid::Random();
+  IndexReader reader(store_.get(), {def});
+  // The rows of `driver`'s hits (with `dropped`, the count verify dropped).
+  auto rows_of = [&](IndexReader& r, ReadPreference read, const std::string& after,
+                     bool verify = false, int* dropped = nullptr) -> Result<std::set<Uuid>> {
+    IndexQuery q;
+    q.index = def.table;
+    q.shard_value = driver.ToString();
+    q.read = read;
+    q.after = after;
+    q.verify = verify;
+    CELLAR_ASSIGN_OR_RETURN(IndexQueryResult result, r.Query(q));
+    if (dropped) *dropped = result.dropped_by_verify;
+    std::set<Uuid> rows;
+    for (const IndexHit& h : result.hits) rows.insert(h.row_key);
+    return rows;
+  };
+  auto replica_rows = [&](IndexReader& r, const std::string& after = "") {
+    return rows_of(r, ReadPreference::kReplica, after);
+  };
+  // How many MASTER_GTID_WAIT()s are waiting on the replica now.
+  auto gtid_waits = [&] {
+    return Ask(*replica_,
+               "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+               " WHERE INFO LIKE 'SELECT MASTER_GTID_WAIT%'");
+  };
+
+  const Uuid first = Uuid::Random();
+  ASSERT_OK(put_indexed(first, 1, driver).status());
+  // Served by the replica once it answered a topology refresh and applied the entry.
+  const uint64_t before = ReplicaReads();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Result<std::set<Uuid>> rows = replica_rows(reader);
+        return rows.ok() && rows->count(first) == 1;
+      },
+      10s));
+  EXPECT_GT(ReplicaReads(), before);
+
+  // The replica still receives (and acknowledges) but stops applying.
+  ASSERT_TRUE(replica_->Execute("STOP SLAVE SQL_THREAD"));
+  const Uuid second = Uuid::Random();
+  Result<std::string> second_at = put_indexed(second, 1, driver);
+  ASSERT_OK(second_at.status());
+  uint64_t served = ReplicaReads();
+  Result<std::set<Uuid>> stale = replica_rows(reader);
+  ASSERT_OK(stale.status());
+  EXPECT_EQ(std::set<Uuid>{first}, *stale) << "the replica's entries are not stale";
+  EXPECT_EQ(served + 1, ReplicaReads()) << "not served by the replica";
+  Result<std::set<Uuid>> fresh = rows_of(reader, ReadPreference::kPrimary, "");
+  ASSERT_OK(fresh.status());
+  EXPECT_EQ((std::set<Uuid>{first, second}), *fresh);
+  EXPECT_EQ(served + 1, ReplicaReads()) << "a primary read counted as a replica read";
+
+  // `first` moves to another driver: its entry and cell change on the primary
+  // only. verify re-reads the cell on the replica, which agrees with the
+  // replica's entry (read on the primary, the cell would drop the hit).
+  ASSERT_OK(put_indexed(first, 2, other).status());
+  int dropped = -1;
+  Result<std::set<Uuid>> verified = rows_of(reader, ReadPreference::kReplica, "", true, &dropped);
+  ASSERT_OK(verified.status());
+  EXPECT_EQ(std::set<Uuid>{first}, *verified);
+  EXPECT_EQ(0, dropped);
+  Result<std::set<Uuid>> verified_primary =
+      rows_of(reader, ReadPreference::kPrimary, "", true, &dropped);
+  ASSERT_OK(verified_primary.status());
+  EXPECT_EQ(std::set<Uuid>{second}, *verified_primary);
+
+  // With the put's position, a replica that does not catch up within
+  // limits.index_wait leaves the query to the primary, which has the put.
+  ClusterConfig short_wait = config_;
+  short_wait.limits.index_wait_ms = 300;
+  MetricsRegistry short_metrics;
+  auto short_store = CellStore::Open(short_wait, &short_metrics);
+  IndexReader short_reader(short_store.get(), {def});
+  auto short_replica_reads = [&] {
+    return short_metrics.GetCounter("cellar_replica_reads_total", "").value();
+  };
+  // This store knows the replica (it serves a read without a position) ...
+  ASSERT_TRUE(
+      WaitFor([&] { return replica_rows(short_reader).ok() && short_replica_reads() > 0; }, 10s));
+  const uint64_t short_served = short_replica_reads();
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::set<Uuid>> fallback = replica_rows(short_reader, *second_at);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_OK(fallback.status());
+  // ... and read the primary: the moved `first` is gone, `second` is there.
+  EXPECT_EQ(std::set<Uuid>{second}, *fallback);
+  EXPECT_EQ(short_served, short_replica_reads()) << "the stale replica answered";
+  EXPECT_GE(waited, 250ms) << "did not wait for the replica to catch up";
+  short_store.reset();
+
+  // Applying resumes while the query waits for the replica to catch up: the
+  // replica answers, with the put and the move.
+  served = ReplicaReads();
+  Result<std::set<Uuid>> caught_up = Internal("not run");
+  std::thread query([&] { caught_up = replica_rows(reader, *second_at); });
+  const bool waiting = WaitFor([&] { return gtid_waits() == "1"; }, 10s);
+  const bool resumed = replica_->Execute("START SLAVE SQL_THREAD");
+  query.join();
+  ASSERT_TRUE(resumed);
+  EXPECT_TRUE(waiting) << "the query did not wait on the replica (MASTER_GTID_WAIT)";
+  ASSERT_OK(caught_up.status());
+  EXPECT_EQ(std::set<Uuid>{second}, *caught_up);
+  EXPECT_EQ(served + 1, ReplicaReads()) << "served by the primary, not the replica";
 }
 
 }  // namespace

@@ -326,6 +326,15 @@ TEST_F(HttpServerTest, IndexQueryThroughClient) {
   EXPECT_EQ(t.city_a.ToString(), page->hits[0].fields["city_uuid"]);
   EXPECT_TRUE(page->next_cursor.empty());
   EXPECT_GE(page->version, 1);
+  // read=replica through the client and the HTTP API (this host has no
+  // replica: the primary answers).
+  IndexQueryRequest from_replica = q;
+  from_replica.read = ReadPreference::kReplica;
+  auto replica_page = client_->QueryIndex("trips", "driver_partner_index", from_replica);
+  ASSERT_TRUE(replica_page.ok()) << replica_page.status().ToString();
+  ASSERT_EQ(2u, replica_page->hits.size());
+  EXPECT_EQ(t.rows[1], replica_page->hits[0].row_key);
+  EXPECT_EQ(t.rows[2], replica_page->hits[1].row_key);
 
   // Paging by cursor visits each of the driver's trips once, newest first.
   IndexQueryRequest all;
@@ -411,6 +420,9 @@ TEST_F(HttpServerTest, IndexQueryThroughRawHttp) {
       {"?shard_value=" + t.driver.ToString() + "&order_by=color", 400, "color"},
       {"?shard_value=" + t.driver.ToString() + "&verify=yes", 400, "verify"},
       {"?shard_value=" + t.driver.ToString() + "&cursor=zz", 400, "cursor"},
+      {"?shard_value=" + t.driver.ToString() + "&read=nearest", 400,
+       "'read' must be primary or replica, got 'nearest'"},
+      {"?shard_value=" + t.driver.ToString() + "&read=replica&read=primary", 400, "more than once"},
       {"?shard_value=" + t.driver.ToString() + "&sql=1%3BDROP", 400, "unknown query parameter"},
   };
   for (const Bad& b : bad) {

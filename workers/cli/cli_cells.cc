@@ -21,8 +21,8 @@ struct CellArgs {
   int limit = 100;
   uint32_t shard = 0;
   uint64_t after = 0;
-  std::string read = "primary";  // get/latest/row/versions --read
-  std::string read_after;        // get/latest/row/versions --after (a position token)
+  ReadPreference read = ReadPreference::kPrimary;  // get/latest/row/versions --read
+  std::string read_after;  // get/latest/row/versions --after (a position token)
 };
 
 Result<nlohmann::json> ParseBody(const std::string& text) {
@@ -50,15 +50,13 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
 
   // --read and --after of the reads (ReadOptions, cells/cell.h).
   auto add_read = [a](CLI::App* c) {
-    c->add_option("--read", a->read,
-                  "primary (default) or replica: a replica may be stale by its lag")
-        ->check(CLI::IsMember({"primary", "replica"}));
+    AddReadOption(c, &a->read, "primary (default) or replica: a replica may be stale by its lag");
     c->add_option("--after", a->read_after,
                   "a position token a put printed: a replica read waits until it holds that write");
   };
   auto read_options = [a] {
     ReadOptions read;
-    if (a->read == "replica") read.preference = ReadPreference::kReplica;
+    read.preference = a->read;
     read.after = a->read_after;
     return read;
   };

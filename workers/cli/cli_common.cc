@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "config/config_for_main.h"
 
@@ -31,6 +33,21 @@ int Fail(const Status& status) {
 
 void OrFail(const Status& status) {
   if (!status.ok()) throw CLI::RuntimeError(Fail(status));
+}
+
+void AddReadOption(CLI::App* command, ReadPreference* read, const std::string& help) {
+  static constexpr ReadPreference kAll[] = {ReadPreference::kPrimary, ReadPreference::kReplica};
+  std::vector<std::string> names;
+  for (ReadPreference p : kAll) names.push_back(ReadPreferenceName(p));
+  command
+      ->add_option_function<std::string>(
+          "--read",
+          [read](const std::string& name) {
+            for (ReadPreference p : kAll)
+              if (name == ReadPreferenceName(p)) *read = p;
+          },
+          help)
+      ->check(CLI::IsMember(names));
 }
 
 }  // namespace cellar::cli

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "cells/cell.h"
 #include "config/cluster_config.h"
 #include "config/number_options.h"
 
@@ -35,6 +36,11 @@ T OrFail(Result<T> result) {
   OrFail(result.status());
   return std::move(result).value();
 }
+
+// `--read primary|replica` on `command` (ReadPreference, cells/cell.h), into
+// `*read`, which keeps its value when the option is not given. Another value
+// is a usage error naming both.
+void AddReadOption(CLI::App* command, ReadPreference* read, const std::string& help);
 
 // Registers the cell commands (init put get latest row versions log erase purge shards).
 void AddCellCommands(CLI::App& app, const GlobalOptions& g);

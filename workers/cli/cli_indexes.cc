@@ -23,6 +23,7 @@ struct IndexArgs {
   std::vector<std::string> where, fields;
   int limit = 100;
   bool ascending = false, verify = false, repair = false, dry_run = false;
+  ReadPreference read = ReadPreference::kPrimary;  // query --read
 };
 
 std::vector<IndexDefinition> LoadDefsOrExit(const ClusterConfig& cfg, const IndexArgs& a) {
@@ -79,6 +80,9 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
   query->add_flag("--verify", a->verify, "re-read each hit's latest cell and drop stale hits");
   query->add_option("--after", a->after,
                     "a put's \"position\": wait until the index has applied that put");
+  AddReadOption(query, &a->read,
+                "primary (default) or replica: a replica's entries may be stale by its lag "
+                "unless --after is given");
   query->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
     auto defs = LoadDefsOrExit(cfg, *a);
@@ -94,6 +98,7 @@ void AddIndexCommands(CLI::App& app, const GlobalOptions& g) {
     q.cursor = a->cursor;
     q.verify = a->verify;
     q.after = a->after;
+    q.read = a->read;
     auto store = CellStore::Open(cfg);
     IndexReader reader(store.get(), defs);
     nlohmann::json out = IndexQueryResultToJson(a->name, OrFail(reader.Query(q)), a->verify);
