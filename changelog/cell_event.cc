@@ -8,6 +8,10 @@ std::string ChangeLogTopic(const KafkaConfig& kafka, const std::string& datastor
   return kafka.topic_prefix + "." + datastore + ".cells";
 }
 
+std::string CellSubject(const Cell& cell) {
+  return cell.row_key.ToString() + "/" + cell.column + "/" + std::to_string(cell.ref_key);
+}
+
 int32_t ChangeLogPartition(const KafkaConfig& kafka, uint32_t shard) {
   return static_cast<int32_t>(shard % static_cast<uint32_t>(kafka.partitions));
 }
@@ -24,8 +28,7 @@ std::vector<EventHeader> CloudEventHeaders(CloudEventBinding binding, const Kafk
   h.push_back({name("source"), "cellar://" + kafka.topic_prefix + "/" + datastore});
   h.push_back({name("type"), cell.tombstone ? "cellar.cell.erased" : "cellar.cell.written"});
   h.push_back({name("time"), FormatRfc3339(cell.created_at)});
-  h.push_back({name("subject"),
-               cell.row_key.ToString() + "/" + cell.column + "/" + std::to_string(cell.ref_key)});
+  h.push_back({name("subject"), CellSubject(cell)});
   if (binding == CloudEventBinding::kKafka) h.push_back({"content-type", "application/json"});
   return h;
 }

@@ -42,6 +42,9 @@ struct CellEvent {
   bool body_omitted = false;
 };
 
+// The cell's CloudEvents subject: "<row_key>/<column>/<ref_key>".
+std::string CellSubject(const Cell& cell);
+
 // "<prefix>.<datastore>.cells"
 std::string ChangeLogTopic(const KafkaConfig& kafka, const std::string& datastore);
 // shard % partitions.

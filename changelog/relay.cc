@@ -231,6 +231,7 @@ RelayStats Relay::stats() const {
   s.republished_after_broker_loss = impl_->resets;
   s.fenced = impl_->fenced;
   s.skipped_already_published = impl_->skipped_already_published;
+  s.positions_reused_after_loss = impl_->lost_then_reused;
   s.failed_fenced_batches = impl_->fenced_batches;
   s.replaced_producers = impl_->replaced_producers;
   MutexLock g(&impl_->streams_mu);

@@ -81,8 +81,12 @@ struct RelayStats {
   // Exactly-once mode:
   uint64_t fenced = 0;                     // streams dropped because another relay claimed them
   uint64_t skipped_already_published = 0;  // cells found in Kafka on takeover, not sent again
-  uint64_t failed_fenced_batches = 0;      // batches rolled back (transaction aborted or failed)
-  uint64_t replaced_producers = 0;  // stream producer pairs rebuilt after a rolled-back batch
+  // Positions at which Kafka held a cell the host no longer stores (lost by a
+  // failover with --accept-loss) while the host's log has another cell there:
+  // that cell was published too (exactly-once mode).
+  uint64_t positions_reused_after_loss = 0;
+  uint64_t failed_fenced_batches = 0;  // batches rolled back (transaction aborted or failed)
+  uint64_t replaced_producers = 0;     // stream producer pairs rebuilt after a rolled-back batch
 };
 
 class Relay {

@@ -104,9 +104,15 @@ bool Relay::Impl::Reconcile(HostStream& s) {
     ReaderMutexLock lock(&producer_mu);
     ends = internal::PartitionEnds(*producer, s.topic, config.kafka.partitions, kKafkaTimeoutMs);
   }
-  auto tail = ends.ok() ? internal::ReadPublishedTail(config.kafka, s.topic, *ends, s.database,
-                                                      s.scan_offsets, kTailReadTimeoutMs)
-                        : Result<std::map<int32_t, uint64_t>>(ends.status());
+  uint64_t checkpoint;
+  {
+    MutexLock lock(&s.mu);
+    checkpoint = s.read_pos;  // no batch is open: what the next one reads after
+  }
+  auto tail = ends.ok()
+                  ? internal::ReadPublishedTail(config.kafka, s.topic, *ends, s.database,
+                                                s.scan_offsets, checkpoint, kTailReadTimeoutMs)
+                  : Result<std::map<int32_t, internal::PartitionTail>>(ends.status());
   if (!tail.ok()) {
     LogWarn(
         "relay", "cannot read what the stream already published; retrying",
@@ -178,17 +184,27 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
   // one transaction and one position commit per kMaxPagesPerFencedBatch pages.
   const auto stop_producing = started + std::chrono::milliseconds(kFencedBatchMs);
   const auto stop_reading = started + std::chrono::milliseconds(kFencedBatchMs / 2);
-  size_t produced = 0, skipped = 0;
+  size_t produced = 0, skipped = 0, reused = 0;
+  uint64_t first_reused = 0;
   for (int pages = 0;; ++pages) {
     bool whole_page = true;
     for (size_t i = 0; i < page->cells.size(); ++i) {
       const Cell& c = page->cells[i];
       const int32_t partition = ChangeLogPartition(config.kafka, c.shard);
-      auto t = s.published_tail.find(partition);
-      if (t != s.published_tail.end() && c.added_id <= t->second) {
-        last = c.added_id;  // already in Kafka (committed by an earlier owner or batch)
-        ++skipped;
-        continue;
+      if (auto t = s.published_tail.find(partition);
+          t != s.published_tail.end() && c.added_id <= t->second.highest) {
+        auto at = t->second.subjects.find(c.added_id);
+        if (at != t->second.subjects.end() && at->second == internal::SubjectHash(CellSubject(c))) {
+          last = c.added_id;  // already in Kafka (committed by an earlier owner or batch)
+          ++skipped;
+          continue;
+        }
+        if (at != t->second.subjects.end()) {
+          // Kafka holds another cell at this added_id: one the host no longer
+          // has (a failover with --accept-loss), its id given to this cell.
+          if (reused++ == 0) first_reused = c.added_id;
+          t->second.subjects.erase(at);
+        }
       }
       if (std::chrono::steady_clock::now() >= stop_producing) {
         whole_page = false;
@@ -219,6 +235,17 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     if (!page.ok() || page->cells.empty()) break;
   }
   published += produced;  // handed to the producer (RelayStats::published)
+  if (reused > 0) {
+    lost_then_reused += reused;
+    if (probe) probe->PositionsReusedAfterLoss().Increment(reused);
+    LogError("relay",
+             "the change log holds cells this host no longer stores at the positions of stored "
+             "ones (commits lost by a failover with --accept-loss): publishing the stored cells",
+             {{"host", s.host_name},
+              {"datastore", s.datastore},
+              {"positions", std::to_string(reused)},
+              {"first_added_id", std::to_string(first_reused)}});
+  }
   // Flushes (delivery reports run on this thread) and commits: from here on
   // read_committed readers see the batch, or, on an error, never will.
   Status committed = txn.CommitTransaction(kTransactionCallMs);

@@ -36,6 +36,10 @@ RelayProbe::RelayProbe(MetricsRegistry* registry, const ClusterConfig& config) {
                     "Exactly-once batches rolled back (delivery failed or timed out)");
   skipped_already_published_ = &r.GetCounter("cellar_relay_skipped_already_published_total",
                                              "Cells found in Kafka on takeover and not sent again");
+  positions_reused_after_loss_ = &r.GetCounter(
+      "cellar_relay_positions_reused_after_loss_total",
+      "Log positions at which Kafka held a cell the host lost (failover with --accept-loss) and "
+      "the host's log holds another, which was published too");
   broker_loss_resets_ =
       &r.GetCounter("cellar_relay_broker_loss_resets_total",
                     "Streams republished from the beginning because the broker lost events");

@@ -17,6 +17,9 @@
 //   cellar_relay_streams_fenced_total                streams dropped: another relay claimed them
 //   cellar_relay_fenced_batches_rolled_back_total    exactly-once batches rolled back
 //   cellar_relay_skipped_already_published_total     cells found in Kafka on takeover, not resent
+//   cellar_relay_positions_reused_after_loss_total   positions where Kafka holds a cell the host
+//                                                    lost (failover --accept-loss) and the log
+//                                                    another: that one published too
 //   cellar_relay_broker_loss_resets_total            streams republished: the broker lost events
 // Every series of the cluster's hosts and datastores exists from construction
 // (at 0). Ownership: the registry is not owned and outlives the probe.
@@ -53,6 +56,7 @@ class RelayProbe {
   Counter& StreamsFenced() { return *streams_fenced_; }
   Counter& FencedBatchesRolledBack() { return *fenced_batches_rolled_back_; }
   Counter& SkippedAlreadyPublished() { return *skipped_already_published_; }
+  Counter& PositionsReusedAfterLoss() { return *positions_reused_after_loss_; }
   Counter& BrokerLossResets() { return *broker_loss_resets_; }
 
  private:
@@ -70,6 +74,7 @@ class RelayProbe {
   Counter* streams_fenced_;
   Counter* fenced_batches_rolled_back_;
   Counter* skipped_already_published_;
+  Counter* positions_reused_after_loss_;
   Counter* broker_loss_resets_;
 };
 

@@ -16,6 +16,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "changelog/internal/stream_claim.h"
+#include "changelog/kafka/internal/published_tail.h"
 #include "changelog/kafka/kafka_producer.h"
 
 namespace cellar::internal {
@@ -30,11 +31,11 @@ struct HostStream {
 
   // Exactly-once mode (stream_claim.h); touched by the host thread only.
   bool exactly_once = false;
-  uint64_t epoch = 0;                          // this relay's claim
-  ScanOffsets scan_offsets;                    // committed with the position
-  std::map<int32_t, uint64_t> published_tail;  // partition -> highest added_id already in Kafka
-  bool needs_reconcile = false;                // read published_tail before the next batch
-  bool fenced = false;                         // another relay claimed the stream
+  uint64_t epoch = 0;                               // this relay's claim
+  ScanOffsets scan_offsets;                         // committed with the position
+  std::map<int32_t, PartitionTail> published_tail;  // partition -> what Kafka already holds
+  bool needs_reconcile = false;                     // read published_tail before the next batch
+  bool fenced = false;                              // another relay claimed the stream
   // The stream's transactional producers (RelayTransactionalIds), opened and
   // closed together: empty until opened, or after a fatal error until
   // reopened. Batches take turns (next_producer), so one producer's commit

@@ -105,6 +105,7 @@ struct Relay::Impl {
   std::atomic<int> owned_total{0};
   std::atomic<uint64_t> published{0}, rewinds{0}, resets{0};
   std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
+  std::atomic<uint64_t> lost_then_reused{0};    // RelayStats::positions_reused_after_loss
   std::atomic<uint64_t> replaced_producers{0};  // exactly-once: after a rolled-back batch
   std::thread poll_thread;
   std::thread checkpoint_thread;

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -30,10 +31,12 @@ Result<ScanOffsets> PartitionEnds(KafkaProducer& producer, const std::string& to
   return ends;
 }
 
-Result<std::map<int32_t, uint64_t>> ReadPublishedTail(
+uint64_t SubjectHash(std::string_view subject) { return std::hash<std::string_view>{}(subject); }
+
+Result<std::map<int32_t, PartitionTail>> ReadPublishedTail(
     const KafkaConfig& kafka, const std::string& topic, const ScanOffsets& ends,
-    const std::string& stream, const ScanOffsets& scan_from, int timeout_ms) {
-  std::map<int32_t, uint64_t> tail;
+    const std::string& stream, const ScanOffsets& scan_from, uint64_t keep_above, int timeout_ms) {
+  std::map<int32_t, PartitionTail> tail;
   std::vector<RdKafka::TopicPartition*> parts;
   std::set<int32_t> remaining;
   for (const auto& [p, end] : ends) {
@@ -66,8 +69,12 @@ Result<std::map<int32_t, uint64_t>> ReadPublishedTail(
     if (HeaderValue(m->headers(), kStreamHeader) == stream) {
       const std::string id = HeaderValue(m->headers(), kAddedIdHeader);
       uint64_t added_id = 0;
-      if (std::from_chars(id.data(), id.data() + id.size(), added_id).ec == std::errc())
-        tail[p] = std::max(tail[p], added_id);
+      if (std::from_chars(id.data(), id.data() + id.size(), added_id).ec == std::errc()) {
+        PartitionTail& t = tail[p];
+        t.highest = std::max(t.highest, added_id);
+        if (added_id > keep_above)
+          t.subjects[added_id] = SubjectHash(HeaderValue(m->headers(), kSubjectHeader));
+      }
     }
     if (auto end = ends.find(p); end != ends.end() && m->offset() + 1 >= end->second)
       remaining.erase(p);
