@@ -183,8 +183,8 @@ void RejoinOthers(const ClusterConfig& config, const MysqlHostConfig& host,
                   const std::vector<ServerState>& states, FailoverReport* report,
                   const FailoverProgress& progress) {
   const std::string label = primary.Label();
-  auto primary_holds = p && p->reachable() ? GtidPosition::Parse(p->gtid_binlog_pos)
-                                           : Result<GtidPosition>(Unavailable(label));
+  auto primary_history = p && p->reachable() ? GtidPosition::Parse(p->gtid_binlog_state)
+                                             : Result<GtidPosition>(Unavailable(label));
   for (const ServerState& s : states) {
     if (!s.reachable() || s.server == primary) continue;
     auto conn = ConnectTo(config, host, s.server);
@@ -194,15 +194,15 @@ void RejoinOthers(const ClusterConfig& config, const MysqlHostConfig& host,
     }
     if (!s.read_only && (*conn)->ExecuteDdl("SET GLOBAL read_only = ON").ok())
       report->fenced.push_back(s.server.Label());
-    if (s.master == label || !primary_holds.ok()) continue;
+    if (s.master == label || !primary_history.ok()) continue;
     auto holds = GtidPosition::Parse(s.gtid_current_pos);
-    if (!holds.ok() || !primary_holds->Covers(*holds)) {
+    if (!holds.ok() || !primary_history->HistoryHolds(*holds)) {
       report->diverged.push_back(s.server.Label());
       LogWarn("failover", "server holds commits the primary lacks: not pointed at it",
               {{"host", host.name},
                {"server", s.server.Label()},
                {"server_position", s.gtid_current_pos},
-               {"primary_position", p->gtid_binlog_pos}});
+               {"primary_history", p->gtid_binlog_state}});
       continue;
     }
     if (progress) progress("pointing " + s.server.Label() + " at the primary " + label);

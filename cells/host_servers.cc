@@ -50,8 +50,12 @@ Result<GtidPosition> GtidPosition::Parse(const std::string& text) {
                    : ParseDecimalInteger<uint64_t>(part.substr(d2 + 1));
     if (!domain.has_value() || !seq.has_value())
       return InvalidArgument("not a GTID position: '" + text + "'");
+    auto server =
+        d2 == d1 ? std::nullopt : ParseDecimalInteger<uint32_t>(part.substr(d1 + 1, d2 - d1 - 1));
+    if (!server.has_value()) return InvalidArgument("not a GTID position: '" + text + "'");
     const uint32_t d = domain.value();
-    p.seq_[d] = seq.value();
+    p.seq_[d] = std::max(p.seq_[d], seq.value());
+    p.by_server_[{d, server.value()}] = seq.value();
     start = comma + 1;
   }
   return p;
@@ -65,12 +69,21 @@ bool GtidPosition::Covers(const GtidPosition& other) const {
   return true;
 }
 
+bool GtidPosition::HistoryHolds(const GtidPosition& other) const {
+  for (const auto& [key, seq] : other.by_server_) {
+    auto it = by_server_.find(key);
+    if (it == by_server_.end() || it->second < seq) return false;
+  }
+  return true;
+}
+
 Result<ServerState> InspectServer(MysqlConnection& conn, const ClusterConfig& config,
                                   const MysqlHostConfig& host, const MysqlServerConfig& server) {
   ServerState s;
   s.server = server;
   CELLAR_ASSIGN_OR_RETURN(
       auto vars, conn.QueryNamed("SELECT @@read_only AS ro, @@gtid_binlog_pos AS binlog_pos,"
+                                 " @@gtid_binlog_state AS binlog_state,"
                                  " @@gtid_current_pos AS current_pos,"
                                  " @@rpl_semi_sync_master_enabled AS ss_enabled,"
                                  " @@rpl_semi_sync_master_wait_point AS wait_point,"
@@ -79,6 +92,7 @@ Result<ServerState> InspectServer(MysqlConnection& conn, const ClusterConfig& co
   if (vars.empty()) return Internal("no answer from server " + server.Label());
   s.read_only = IntOr(vars[0], "ro", 0) != 0;
   s.gtid_binlog_pos = Get(vars[0], "binlog_pos");
+  s.gtid_binlog_state = Get(vars[0], "binlog_state");
   s.gtid_current_pos = Get(vars[0], "current_pos");
   s.semi_sync_master_enabled = IntOr(vars[0], "ss_enabled", 0) != 0;
   s.semi_sync_wait_point = Get(vars[0], "wait_point");

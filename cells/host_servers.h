@@ -27,13 +27,20 @@ class GtidPosition {
   // InvalidArgument for text that is not a comma-separated list of
   // domain-server-seq triples ("" is the empty position).
   static Result<GtidPosition> Parse(const std::string& text);
-  // True when this position holds everything `other` does.
+  // True when this position holds everything `other` does (per domain).
   bool Covers(const GtidPosition& other) const;
+  // This as a binlog state (@@gtid_binlog_state: the last GTID per domain and
+  // server id): true when every GTID of `other` belongs to this history, i.e.
+  // the same domain and server id reached at least its sequence number. A
+  // server whose position a primary's history does not hold has commits the
+  // primary lacks, even where its sequence numbers are lower.
+  bool HistoryHolds(const GtidPosition& other) const;
   bool empty() const { return seq_.empty(); }
   const std::string& text() const { return text_; }
 
  private:
-  std::map<uint32_t, uint64_t> seq_;  // domain -> sequence number
+  std::map<uint32_t, uint64_t> seq_;  // domain -> sequence number (the highest)
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> by_server_;  // (domain, server) -> seq
   std::string text_;
 };
 
@@ -41,11 +48,12 @@ struct ServerState {
   MysqlServerConfig server;
   std::string error;  // non-empty: the server could not be asked (the rest is unset)
   bool read_only = false;
-  std::string gtid_binlog_pos;   // what its binary log holds
-  std::string gtid_current_pos;  // binlog or replicated, whichever is later per domain
-  HostTopology topology;         // its topology row (epoch 0: none)
-  SemiSyncHeartbeat heartbeat;   // the last heartbeat it holds
-  MicrosSinceEpoch now = 0;      // its clock when asked
+  std::string gtid_binlog_pos;    // what its binary log holds
+  std::string gtid_binlog_state;  // the last GTID per domain and server id in its binary log
+  std::string gtid_current_pos;   // binlog or replicated, whichever is later per domain
+  HostTopology topology;          // its topology row (epoch 0: none)
+  SemiSyncHeartbeat heartbeat;    // the last heartbeat it holds
+  MicrosSinceEpoch now = 0;       // its clock when asked
   bool semi_sync_master_enabled = false;
   std::string semi_sync_wait_point;
   bool semi_sync_master_on = false;  // Rpl_semi_sync_master_status: not fallen back

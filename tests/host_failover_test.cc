@@ -217,6 +217,25 @@ TEST_F(HostFailoverTest, EmergencyFailoverKeepsEveryAcknowledgedWrite) {
   }
   EXPECT_EQ(before, Cells(*primary_));
   EXPECT_EQ(2u, fresh->topology().Current(0).epoch);
+
+  // It rejoins as a replica: made read-only again and pointed at the primary.
+  Result<FailoverReport> rejoin = FailoverHost(config_, "fo_p", FailoverOptions{Label(*replica_)});
+  ASSERT_OK(rejoin.status());
+  EXPECT_EQ("none", rejoin->kind);
+  EXPECT_EQ(std::vector<std::string>{Label(*primary_)}, rejoin->repointed);
+  EXPECT_EQ(std::vector<std::string>{Label(*primary_)}, rejoin->fenced);
+  EXPECT_TRUE(rejoin->diverged.empty());
+  EXPECT_EQ("1", Ask(*primary_, "SELECT @@read_only"));
+  ASSERT_OK(store_->Put("trips", Write(1000)).status());
+  EXPECT_TRUE(WaitFor([&] { return Cells(*primary_) == Cells(*replica_); }, 10s));
+
+  // A commit made on it by hand (root passes read_only) is one the primary
+  // lacks: such a server is not pointed at the primary again.
+  ASSERT_TRUE(primary_->Execute("STOP SLAVE; RESET SLAVE ALL; CREATE DATABASE stray_by_hand"));
+  Result<FailoverReport> refused = FailoverHost(config_, "fo_p", FailoverOptions{Label(*replica_)});
+  ASSERT_OK(refused.status());
+  EXPECT_TRUE(refused->repointed.empty());
+  EXPECT_EQ(std::vector<std::string>{Label(*primary_)}, refused->diverged);
 }
 
 TEST_F(HostFailoverTest, EmergencyIsRefusedWhenSemiSyncHadFallenBack) {
