@@ -161,6 +161,11 @@ TEST_F(HostFailoverTest, BadInputIsRefusedAndChangesNothing) {
 
 TEST_F(HostFailoverTest, PlannedFailoverUnderLoadFailsNoWrite) {
   StartServers();
+  // A position token issued before the failover.
+  const CellWrite before = Write(-1);
+  Result<PutResult> put = store_->Put("trips", before);
+  ASSERT_OK(put.status());
+  const std::string token = EncodeLogPosition(config_, "trips", put->shard, put->added_id);
   testing::PutLoad load(store_.get(), 8);
   ASSERT_TRUE(WaitFor([&] { return load.acked() > 200; }, 30s));
   Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
@@ -181,6 +186,14 @@ TEST_F(HostFailoverTest, PlannedFailoverUnderLoadFailsNoWrite) {
   EXPECT_EQ("0", Ask(*replica_, "SELECT @@read_only"));
   EXPECT_TRUE(WaitFor([&] { return Cells(*primary_) == Cells(*replica_); }, 10s));
   EXPECT_EQ(2u, store_->topology().Current(0).epoch);
+  // The token still names its write: a replica read (now the old primary)
+  // given it reads the cell.
+  const uint64_t replica_reads = ReplicaReads();
+  Result<Cell> read =
+      store_->Get("trips", before.row_key, "BASE", 1, ReadOptions{ReadPreference::kReplica, token});
+  ASSERT_OK(read.status());
+  EXPECT_EQ(before.body, read->body);
+  EXPECT_EQ(replica_reads + 1, ReplicaReads());
   // Running it again with the same target changes nothing.
   Result<FailoverReport> again = FailoverHost(config_, "fo_p", FailoverOptions{Label(*replica_)});
   ASSERT_OK(again.status());
