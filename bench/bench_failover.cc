@@ -4,18 +4,26 @@
 // emergency failover under that load (cells/host_failover.h).
 //
 // Private servers only: a replicating pair (server_id 1 and 2) and a lone
-// server with the same settings (server_id 3, binary log on) for the baseline.
+// server with the same settings (server_id 3, binary log on) for the baseline,
+// and an Apache Kafka broker: the exactly-once relay publishes the pair's
+// cells through both failovers, and a plain read_committed reader of the
+// change log counts every stored cell's events (doubled_events must be 0).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/time.h"
 #include "base/uuid.h"
+#include "bench/bench_broker.h"
 #include "bench/bench_common.h"
 #include "cells/cell_store.h"
 #include "cells/host_failover.h"
+#include "changelog/cell_event.h"
+#include "changelog/relay.h"
+#include "testing/plain_topic_reader.h"
 #include "testing/private_mariadb.h"
 #include "testing/put_load.h"
 #include "testing/test_cluster.h"
@@ -37,6 +45,52 @@ void Wait(double seconds) {
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < until && !StopRequested())
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+constexpr int kPartitions = 8;
+
+// What a read_committed reader of the change log holds of the cells stored.
+struct ChangeLogCount {
+  uint64_t events = 0;    // records of the trips topic
+  uint64_t distinct = 0;  // distinct cell addresses among them
+  uint64_t stored = 0;    // cells in the host's table
+  std::string error;
+};
+
+// Reads the trips topic until it holds an event of every stored cell (the
+// relay has caught up) or `timeout_s` passes.
+ChangeLogCount CountChangeLog(const ClusterConfig& cfg, testing::PrivateMariaDb& primary,
+                              double timeout_s) {
+  ChangeLogCount c;
+  std::string out;
+  if (!primary.Execute(
+          "SELECT COUNT(*) FROM " + cfg.HostDatabase(cfg.mysql.hosts[0]) + ".cells_trips", &out)) {
+    c.error = "cannot count the stored cells";
+    return c;
+  }
+  c.stored = std::strtoull(out.c_str(), nullptr, 10);
+  const auto until = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    auto topic = testing::ReadTopic(cfg.kafka.brokers, ChangeLogTopic(cfg.kafka, "trips"),
+                                    kPartitions, 60000);
+    if (!topic.ok()) {
+      c.error = topic.status().ToString();
+      return c;
+    }
+    std::set<std::string> seen;
+    for (const testing::TopicRecord& r : topic->records) {
+      auto e = DecodeCellEvent(r.value);
+      if (!e.ok()) {
+        c.error = "undecodable change-log event: " + e.status().ToString();
+        return c;
+      }
+      seen.insert(CellAddress(e->datastore, e->cell.row_key, e->cell.column, e->cell.ref_key));
+    }
+    c.events = topic->records.size();
+    c.distinct = seen.size();
+    if (c.distinct >= c.stored || Clock::now() > until || StopRequested()) return c;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
 }
 
 // Cells/s of `callers` blocked callers putting for `seconds`.
@@ -63,10 +117,19 @@ int Run(const FailoverOptions& o) {
   auto b = testing::PrivateMariaDb::Start("bench_fo_b", server);
   server.server_id = 3;
   auto solo = testing::PrivateMariaDb::Start("bench_fo_solo", server);
+  Progress("starting the Kafka broker");
+  auto broker = BenchBroker::Start(BenchBrokerOptions{});
+  if (!broker.ok()) {
+    Progress(broker.status().ToString());
+    return 1;
+  }
   const std::string extra = "  topology_refresh: 200ms\n";
-  auto pair_cfg = ParseClusterConfig(
-      testing::MakeReplicatedClusterYaml({{a.get(), b.get()}}, o.shards, "", "cellar", extra),
-      "<bench>");
+  std::string pair_yaml = testing::MakeReplicatedClusterYaml(
+      {{a.get(), b.get()}}, o.shards, (*broker)->bootstrap(), "bench_fo", extra);
+  const auto kafka_line = pair_yaml.find('\n', pair_yaml.find("brokers:"));
+  pair_yaml.insert(kafka_line + 1,
+                   "  topic_prefix: bench_fo\n  partitions: " + std::to_string(kPartitions) + "\n");
+  auto pair_cfg = ParseClusterConfig(pair_yaml, "<bench>");
   auto solo_cfg = ParseClusterConfig(
       testing::MakeReplicatedClusterYaml({{solo.get()}}, o.shards, "", "cellar", extra), "<bench>");
   if (!pair_cfg.ok() || !solo_cfg.ok()) {
@@ -88,6 +151,18 @@ int Run(const FailoverOptions& o) {
   Progress("puts without a replica, " + std::to_string(o.callers) + " callers");
   const double async = Throughput(alone.get(), o.callers, o.seconds, &failed);
   alone.reset();
+
+  for (const DatastoreConfig& ds : pair_cfg->datastores)
+    if (Status st = (*broker)->CreateTopic(ChangeLogTopic(pair_cfg->kafka, ds.name), kPartitions);
+        !st.ok()) {
+      Progress("topic: " + st.ToString());
+      return 1;
+    }
+  Relay relay(pair.get(), "bench-failover");
+  if (Status st = relay.Start(); !st.ok()) {
+    Progress("relay: " + st.ToString());
+    return 1;
+  }
 
   PutLoad load(pair.get(), o.callers);
   Wait(o.seconds);
@@ -116,6 +191,15 @@ int Run(const FailoverOptions& o) {
     Result<Cell> c = pair->Get("trips", w.row_key, "BASE", 1);
     if (!c.ok() || c->body != w.body) ++lost;
   }
+  Progress("reading the change log (read_committed) until it holds every stored cell");
+  const ChangeLogCount log = CountChangeLog(*pair_cfg, *a, 120);
+  relay.Stop();
+  if (!log.error.empty()) {
+    Progress("change log: " + log.error);
+    return 1;
+  }
+  const uint64_t doubled = log.events - log.distinct;
+  const uint64_t unpublished = log.stored > log.distinct ? log.stored - log.distinct : 0;
 
   Table t("cellar-bench failover: a host with one semi-sync replica, " + std::to_string(o.callers) +
           " blocked callers");
@@ -135,6 +219,11 @@ int Run(const FailoverOptions& o) {
         std::to_string(load.failed_.size() - planned_failed - failed_before_planned));
   t.Add("acknowledged writes missing (must be 0)",
         std::to_string(lost) + " of " + std::to_string(load.acked_.size()));
+  t.Section("change log (exactly-once relay, read_committed reader)");
+  t.Add("cells stored", std::to_string(log.stored));
+  t.Add("events", std::to_string(log.events));
+  t.Add("events doubled (must be 0)", std::to_string(doubled));
+  t.Add("stored cells without an event (must be 0)", std::to_string(unpublished));
   t.Print();
   nlohmann::ordered_json j;
   j["bench"] = "failover";
@@ -151,8 +240,12 @@ int Run(const FailoverOptions& o) {
   j["lost_acknowledged"] = lost;
   j["acknowledged"] = load.acked_.size();
   j["failed_writes"] = load.failed_.size() + failed;
+  j["doubled_events"] = doubled;
+  j["unpublished_cells"] = unpublished;
+  j["change_log_events"] = log.events;
+  AddBrokerKeys(j, broker->get());
   PrintJsonLine(j);
-  return lost == 0 ? 0 : 1;
+  return lost == 0 && doubled == 0 && unpublished == 0 ? 0 : 1;
 }
 
 }  // namespace
