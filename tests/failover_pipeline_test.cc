@@ -24,36 +24,49 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A host of `primary` and its replica `replica` whose change log has topic prefix `prefix`.
-ClusterConfig ReplicatedConfig(const testing::PrivateMariaDb& primary,
-                               const testing::PrivateMariaDb& replica, const std::string& prefix) {
-  std::string yaml = testing::MakeReplicatedClusterYaml(
-      {{&primary, &replica}}, kShards, Broker().bootstrap(), prefix, "  topology_refresh: 100ms\n");
-  const auto kafka_line = yaml.find('\n', yaml.find("brokers:", yaml.find("kafka:\n")));
-  yaml.insert(kafka_line + 1, "  topic_prefix: " + prefix +
-                                  "\n  partitions: " + std::to_string(kPartitions) + "\n");
-  yaml += "relay:\n  lock_retry_ms: 200\n";
-  auto cfg = ParseClusterConfig(yaml, "<test>");
-  EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
-  CreateTopics(Broker(), prefix);
-  return cfg.ok() ? *cfg : ClusterConfig{};
-}
+// One host of two servers replicating semi-synchronously (`first` the
+// primary), its store, an exactly-once relay and a reader of its change log
+// (topic prefix `prefix`).
+struct Pipeline {
+  std::unique_ptr<testing::PrivateMariaDb> first, second;
+  ClusterConfig config;
+  std::unique_ptr<CellStore> store;
+  std::unique_ptr<Relay> relay;
+  std::unique_ptr<Collector> collector;
+
+  void Start(const std::string& prefix, int semi_sync_timeout_ms = 10000) {
+    testing::PrivateMariaDbOptions options;
+    options.semi_sync_timeout_ms = semi_sync_timeout_ms;
+    options.server_id = 1;
+    first = testing::PrivateMariaDb::Start(prefix + "_a", options);
+    options.server_id = 2;
+    second = testing::PrivateMariaDb::Start(prefix + "_b", options);
+    std::string yaml = testing::MakeReplicatedClusterYaml({{first.get(), second.get()}}, kShards,
+                                                          Broker().bootstrap(), prefix,
+                                                          "  topology_refresh: 100ms\n");
+    const auto kafka_line = yaml.find('\n', yaml.find("brokers:", yaml.find("kafka:\n")));
+    yaml.insert(kafka_line + 1, "  topic_prefix: " + prefix +
+                                    "\n  partitions: " + std::to_string(kPartitions) + "\n");
+    yaml += "relay:\n  lock_retry_ms: 200\n";
+    auto cfg = ParseClusterConfig(yaml, "<test>");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    config = *cfg;
+    CreateTopics(Broker(), prefix);
+    store = CellStore::Open(config);
+    ASSERT_TRUE(store->Init().ok());
+    relay = std::make_unique<Relay>(store.get(), prefix + "-relay");
+    ASSERT_TRUE(relay->Start().ok());
+    collector = std::make_unique<Collector>(config);
+  }
+};
 
 TEST(FailoverPipelineTest, RelayPublishesEveryCellOnceThroughPlannedAndEmergencyFailovers) {
-  testing::PrivateMariaDbOptions options;
-  options.server_id = 1;
-  auto first = testing::PrivateMariaDb::Start("fp_a", options);
-  options.server_id = 2;
-  auto second = testing::PrivateMariaDb::Start("fp_b", options);
-  const ClusterConfig config = ReplicatedConfig(*first, *second, "fp");
-  ASSERT_FALSE(config.mysql.hosts.empty());
-  auto store = CellStore::Open(config);
-  ASSERT_TRUE(store->Init().ok());
-
-  Relay relay(store.get(), "fp-relay");
-  ASSERT_TRUE(relay.Start().ok());
-  Collector collector(config);
-  Writers writers(store.get(), 4, /*rows_per_thread=*/0, /*versions=*/3, "fp");
+  Pipeline p;
+  ASSERT_NO_FATAL_FAILURE(p.Start("fp"));
+  const ClusterConfig& config = p.config;
+  Collector& collector = *p.collector;
+  auto& second = p.second;
+  Writers writers(p.store.get(), 4, /*rows_per_thread=*/0, /*versions=*/3, "fp");
   auto written_more = [&](size_t n) {
     const size_t at = collector.distinct();
     return WaitFor([&] { return collector.distinct() >= at + n; }, 60s);
@@ -78,7 +91,7 @@ TEST(FailoverPipelineTest, RelayPublishesEveryCellOnceThroughPlannedAndEmergency
   const OnceFigures once = ExpectEveryWrittenCellOnce(writers, collector, config, 60s);
   std::cerr << "through two failovers: " << once.written << " cells written, " << once.dups
             << " seen twice\n";
-  relay.Stop();
+  p.relay->Stop();
 }
 
 // After a failover that lost commits (--accept-loss) the new primary gives
@@ -86,19 +99,11 @@ TEST(FailoverPipelineTest, RelayPublishesEveryCellOnceThroughPlannedAndEmergency
 // ones; it must still publish the new ones at those positions (it skips a
 // cell only when Kafka holds that very cell there).
 TEST(FailoverPipelineTest, AfterAcceptLossCellsAtReusedPositionsArePublished) {
-  testing::PrivateMariaDbOptions options;
-  options.semi_sync_timeout_ms = 300;
-  options.server_id = 1;
-  auto first = testing::PrivateMariaDb::Start("fl_a", options);
-  options.server_id = 2;
-  auto second = testing::PrivateMariaDb::Start("fl_b", options);
-  const ClusterConfig config = ReplicatedConfig(*first, *second, "fl");
-  ASSERT_FALSE(config.mysql.hosts.empty());
-  auto store = CellStore::Open(config);
-  ASSERT_TRUE(store->Init().ok());
-  Relay relay(store.get(), "fl-relay");
-  ASSERT_TRUE(relay.Start().ok());
-  Collector collector(config);
+  Pipeline p;
+  ASSERT_NO_FATAL_FAILURE(p.Start("fl", /*semi_sync_timeout_ms=*/300));
+  const ClusterConfig& config = p.config;
+  CellStore* store = p.store.get();
+  Collector& collector = *p.collector;
   const uint32_t shard = 3;
   auto put = [&](const std::string& tag, int n) {
     std::vector<std::pair<CellWrite, PutResult>> out;
@@ -128,11 +133,11 @@ TEST(FailoverPipelineTest, AfterAcceptLossCellsAtReusedPositionsArePublished) {
   // The replica stops receiving: the primary falls back to asynchronous
   // commits after 300 ms and acknowledges cells the replica never gets; the
   // relay publishes them.
-  ASSERT_TRUE(second->Execute("STOP SLAVE"));
+  ASSERT_TRUE(p.second->Execute("STOP SLAVE"));
   const auto doomed = put("doomed", 30);
   ASSERT_EQ(30u, doomed.size());
   ASSERT_TRUE(WaitFor([&] { return published(doomed) == doomed.size(); }, 30s));
-  first->Kill();
+  p.first->Kill();
   FailoverOptions accept;
   accept.accept_loss = true;
   Result<FailoverReport> r = FailoverHost(config, config.mysql.hosts[0].name, accept);
@@ -150,8 +155,8 @@ TEST(FailoverPipelineTest, AfterAcceptLossCellsAtReusedPositionsArePublished) {
   EXPECT_TRUE(WaitFor([&] { return published(fresh) == fresh.size(); }, 60s))
       << published(fresh) << " of " << fresh.size() << " cells written after the failover "
       << "were published (" << reused << " at positions of lost cells)";
-  EXPECT_GT(relay.stats().positions_reused_after_loss, 0u);
-  relay.Stop();
+  EXPECT_GT(p.relay->stats().positions_reused_after_loss, 0u);
+  p.relay->Stop();
 }
 
 }  // namespace
