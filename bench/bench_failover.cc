@@ -5,7 +5,8 @@
 //
 // Private servers only: a replicating pair (server_id 1 and 2) and a lone
 // server with the same settings (server_id 3, binary log on) for the baseline,
-// and an Apache Kafka broker: the exactly-once relay publishes the pair's
+// measured in alternating halves before the broker starts; then an Apache
+// Kafka broker: the exactly-once relay publishes the pair's
 // cells through both failovers, and a plain read_committed reader of the
 // change log counts every stored cell's events (doubled_events must be 0).
 #include <algorithm>
@@ -37,6 +38,7 @@ struct FailoverOptions {
   int callers = 32;
   double seconds = 10;  // per throughput phase; each failover phase runs 3x
   uint32_t shards = 16;
+  int writer_threads = 0;  // group_commit.writer_threads_per_host of both hosts (0: the default)
 };
 
 using testing::PutLoad;
@@ -117,41 +119,72 @@ int Run(const FailoverOptions& o) {
   auto b = testing::PrivateMariaDb::Start("bench_fo_b", server);
   server.server_id = 3;
   auto solo = testing::PrivateMariaDb::Start("bench_fo_solo", server);
-  Progress("starting the Kafka broker");
-  auto broker = BenchBroker::Start(BenchBrokerOptions{});
-  if (!broker.ok()) {
-    Progress(broker.status().ToString());
-    return 1;
-  }
   const std::string extra = "  topology_refresh: 200ms\n";
-  std::string pair_yaml = testing::MakeReplicatedClusterYaml(
-      {{a.get(), b.get()}}, o.shards, (*broker)->bootstrap(), "bench_fo", extra);
-  const auto kafka_line = pair_yaml.find('\n', pair_yaml.find("brokers:"));
-  pair_yaml.insert(kafka_line + 1,
-                   "  topic_prefix: bench_fo\n  partitions: " + std::to_string(kPartitions) + "\n");
-  auto pair_cfg = ParseClusterConfig(pair_yaml, "<bench>");
+  // The same group-commit settings for both hosts.
+  const std::string group_commit =
+      o.writer_threads > 0
+          ? "group_commit:\n  writer_threads_per_host: " + std::to_string(o.writer_threads) + "\n"
+          : "";
+  // The pair's config with a Kafka section once the broker runs (its port is
+  // known then); the put phases run before it starts, so its JVM does not
+  // share the cores with them.
+  auto pair_config = [&](const std::string& brokers) {
+    std::string yaml = testing::MakeReplicatedClusterYaml({{a.get(), b.get()}}, o.shards, brokers,
+                                                          "bench_fo", extra);
+    if (!brokers.empty())
+      yaml.insert(yaml.find('\n', yaml.find("brokers:")) + 1,
+                  "  topic_prefix: bench_fo\n  partitions: " + std::to_string(kPartitions) + "\n");
+    return ParseClusterConfig(yaml + group_commit, "<bench>");
+  };
+  auto plain_cfg = pair_config("");
   auto solo_cfg = ParseClusterConfig(
-      testing::MakeReplicatedClusterYaml({{solo.get()}}, o.shards, "", "cellar", extra), "<bench>");
-  if (!pair_cfg.ok() || !solo_cfg.ok()) {
+      testing::MakeReplicatedClusterYaml({{solo.get()}}, o.shards, "", "cellar", extra) +
+          group_commit,
+      "<bench>");
+  if (!plain_cfg.ok() || !solo_cfg.ok()) {
     Progress("bad cluster config");
     return 1;
   }
-  auto pair = CellStore::Open(*pair_cfg);
+  auto pair = CellStore::Open(*plain_cfg);
   auto alone = CellStore::Open(*solo_cfg);
   for (CellStore* s : {pair.get(), alone.get()})
     if (Status st = s->Init(); !st.ok()) {
       Progress("init failed: " + st.ToString());
       return 1;
     }
-  const std::string host = pair_cfg->mysql.hosts[0].name;
+  const std::string host = plain_cfg->mysql.hosts[0].name;
 
+  // Alternating halves (semi-sync, none, none, semi-sync), so that a drift of
+  // the machine over the phases weighs on both alike.
   uint64_t failed = 0;
-  Progress("semi-sync puts, " + std::to_string(o.callers) + " callers");
-  const double semisync = Throughput(pair.get(), o.callers, o.seconds, &failed);
-  Progress("puts without a replica, " + std::to_string(o.callers) + " callers");
-  const double async = Throughput(alone.get(), o.callers, o.seconds, &failed);
+  double semisync = 0, async = 0;
+  const double half = o.seconds / 2;
+  for (int round = 0; round < 4; ++round) {
+    const bool replicated = round == 0 || round == 3;
+    Progress(std::string(replicated ? "semi-sync puts" : "puts without a replica") + ", " +
+             std::to_string(o.callers) + " callers");
+    (replicated ? semisync : async) +=
+        Throughput(replicated ? pair.get() : alone.get(), o.callers, half, &failed) / 2;
+  }
   alone.reset();
+  pair.reset();
 
+  Progress("starting the Kafka broker");
+  auto broker = BenchBroker::Start(BenchBrokerOptions{});
+  if (!broker.ok()) {
+    Progress(broker.status().ToString());
+    return 1;
+  }
+  auto pair_cfg = pair_config((*broker)->bootstrap());
+  if (!pair_cfg.ok()) {
+    Progress("bad cluster config: " + pair_cfg.status().ToString());
+    return 1;
+  }
+  pair = CellStore::Open(*pair_cfg);
+  if (Status st = pair->Init(); !st.ok()) {
+    Progress("init failed: " + st.ToString());
+    return 1;
+  }
   for (const DatastoreConfig& ds : pair_cfg->datastores)
     if (Status st = (*broker)->CreateTopic(ChangeLogTopic(pair_cfg->kafka, ds.name), kPartitions);
         !st.ok()) {
@@ -259,6 +292,8 @@ void AddFailoverCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--callers", o->callers, "blocked callers putting one cell at a time");
   cmd->add_option("--seconds", o->seconds, "per throughput phase");
   cmd->add_option("--shards", o->shards, "logical shards");
+  cmd->add_option("--writer-threads", o->writer_threads,
+                  "group_commit.writer_threads_per_host of both hosts (default: the config's)");
   cmd->callback([o, exit_code] { *exit_code = Run(*o); });
 }
 
