@@ -142,7 +142,8 @@ int Run(const FailoverOptions& o) {
           group_commit,
       "<bench>");
   if (!plain_cfg.ok() || !solo_cfg.ok()) {
-    Progress("bad cluster config");
+    Progress("bad cluster config: " +
+             (!plain_cfg.ok() ? plain_cfg.status() : solo_cfg.status()).ToString());
     return 1;
   }
   auto pair = CellStore::Open(*plain_cfg);
