@@ -194,7 +194,8 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
       if (auto t = s.published_tail.find(partition);
           t != s.published_tail.end() && c.added_id <= t->second.highest) {
         auto at = t->second.subjects.find(c.added_id);
-        if (at != t->second.subjects.end() && at->second == internal::SubjectHash(CellSubject(c))) {
+        if (at != t->second.subjects.end() &&
+            internal::SameSubject(at->second, internal::SubjectHash(CellSubject(c)))) {
           last = c.added_id;  // already in Kafka (committed by an earlier owner or batch)
           ++skipped;
           continue;

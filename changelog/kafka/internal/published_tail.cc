@@ -72,8 +72,10 @@ Result<std::map<int32_t, PartitionTail>> ReadPublishedTail(
       if (std::from_chars(id.data(), id.data() + id.size(), added_id).ec == std::errc()) {
         PartitionTail& t = tail[p];
         t.highest = std::max(t.highest, added_id);
-        if (added_id > keep_above)
-          t.subjects[added_id] = SubjectHash(HeaderValue(m->headers(), kSubjectHeader));
+        if (added_id > keep_above) {
+          const std::string subject = HeaderValue(m->headers(), kSubjectHeader);
+          t.subjects[added_id] = subject.empty() ? kUnknownSubject : SubjectHash(subject);
+        }
       }
     }
     if (auto end = ends.find(p); end != ends.end() && m->offset() + 1 >= end->second)

@@ -48,6 +48,15 @@ struct PartitionTail {
 // A compact fingerprint of a CloudEvents subject (std::hash; equal subjects
 // hash equal within a process, which is all the comparison needs).
 uint64_t SubjectHash(std::string_view subject);
+// The fingerprint kept for a record without a subject header (written by a
+// relay before the CloudEvents headers): it matches any cell, as the highest
+// added_id alone did.
+inline constexpr uint64_t kUnknownSubject = 0;
+// True when Kafka's record at a position (`published`, a PartitionTail
+// fingerprint) is the cell whose subject fingerprint is `cell`.
+inline bool SameSubject(uint64_t published, uint64_t cell) {
+  return published == kUnknownSubject || published == cell;
+}
 
 // The current end offset of each of `partitions` partitions of `topic`.
 // Unavailable when the broker does not answer within timeout_ms.
