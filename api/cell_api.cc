@@ -362,7 +362,7 @@ ApiResponse CellApi::HandleShardLog(const RouteMatch& route, const DatastoreConf
 }
 
 PutResult CellApi::WithPosition(const DatastoreConfig& ds, PutResult put) const {
-  if (put.shard < config_.shards)
+  if (put.position.empty() && put.shard < config_.shards)
     put.position = EncodeLogPosition(config_, ds.name, put.shard, put.added_id);
   return put;
 }

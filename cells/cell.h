@@ -44,8 +44,8 @@ struct PutResult {
   MicrosSinceEpoch created_at = 0;
   bool created = false;  // false: the identical cell already existed (a retry)
   // The cell's position token (cells/log_position.h), for an index query's
-  // `after`: in the HTTP API's answers, so in the client's results. Empty from
-  // CellStore itself (EncodeLogPosition(config, datastore, shard, added_id)).
+  // and a replica read's `after`, naming the host that committed it: set by
+  // CellStore and the HTTP API (so in the client's results).
   std::string position;
 };
 

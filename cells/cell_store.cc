@@ -29,7 +29,6 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsR
   auto impl = std::make_unique<Impl>();
   if (!metrics) metrics = &impl->own_metrics;
   impl->config = config;
-  impl->host_of_shard.assign(config.shards, 0);
   impl->topology = std::make_unique<TopologyView>(config, metrics);
   TopologyView& topology = *impl->topology;
   for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
@@ -44,10 +43,18 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsR
     opts.database = config.HostDatabase(host);
     // Only a host with replicas can get a new primary to wait for.
     opts.hold_writes_ms = host.replicas.empty() ? 0 : config.mysql.hold_writes_ms;
+    // A unit of a shard that moved away (this host refuses it as frozen)
+    // goes to the shard's new host once the placement names it.
+    opts.reroute = [self = impl.get(), h](internal::WriteUnit* u) {
+      if (self->topology->HostOfShard(u->shard) == h) self->topology->Refresh(h);
+      const size_t to = self->topology->HostOfShard(u->shard);
+      if (to == h) return false;
+      self->committers[to]->Submit({u});
+      return true;
+    };
     impl->probes.push_back(std::make_unique<internal::GroupCommitProbe>(metrics, host.name));
     impl->committers.push_back(
         std::make_unique<GroupCommitter>(&topology, h, opts, impl->probes.back().get()));
-    for (uint32_t s : host.shards) impl->host_of_shard[s] = static_cast<uint32_t>(h);
     impl->server_pools.emplace_back();
     if (!host.replicas.empty())
       for (const MysqlServerConfig& server : host.Servers())
@@ -76,8 +83,14 @@ TopologyView& CellStore::topology() { return *impl_->topology; }
 
 const ClusterConfig& CellStore::config() const { return impl_->config; }
 
+size_t CellStore::HostOfShard(uint32_t shard) const { return impl_->topology->HostOfShard(shard); }
+
+std::string CellStore::DatabaseOfShard(uint32_t shard) const {
+  return impl_->DatabaseOfShard(shard);
+}
+
 MysqlHostPool& CellStore::PoolForShard(uint32_t shard) {
-  return *impl_->pools[impl_->host_of_shard[shard]];
+  return *impl_->pools[impl_->topology->HostOfShard(shard)];
 }
 
 MysqlHostPool& CellStore::PoolForHost(size_t host) { return *impl_->pools[host]; }
@@ -85,7 +98,7 @@ MysqlHostPool& CellStore::PoolForHost(size_t host) { return *impl_->pools[host];
 Status CellStore::ReadShardHost(uint32_t shard, ReadPreference preference,
                                 std::optional<int64_t> catch_up_ms,
                                 const std::function<Status(MysqlConnection&)>& read) {
-  const size_t host = impl_->host_of_shard[shard];
+  const size_t host = impl_->topology->HostOfShard(shard);
   return impl_
       ->ReadReplicaOrPrimary<bool>(
           shard, preference,

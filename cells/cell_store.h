@@ -251,8 +251,16 @@ class CellStore : public CellService {
   [[nodiscard]] Result<PurgeStats> PurgeHost(const std::string& datastore, size_t host,
                                              const PurgeOptions& options);
 
-  // Connection pool of the host owning `shard` (for modules that keep their
-  // own tables in host databases: relay checkpoints, index tables).
+  // The index in mysql.hosts of the host owning `shard` now: where the
+  // config puts it unless `cellar shards move` placed it elsewhere since
+  // (cells/shard_placement.h; learned within mysql.topology_refresh).
+  // Modules keeping rows of a shard in host databases (index entries and
+  // positions) resolve its host here, never from the config.
+  // REQUIRES: shard < config().shards.
+  size_t HostOfShard(uint32_t shard) const;
+  // The database of HostOfShard(shard).
+  std::string DatabaseOfShard(uint32_t shard) const;
+  // Connection pool of the host owning `shard` now (HostOfShard).
   MysqlHostPool& PoolForShard(uint32_t shard);
   // Connection pool of mysql.hosts[host]. REQUIRES: host < mysql.hosts.size().
   MysqlHostPool& PoolForHost(size_t host);

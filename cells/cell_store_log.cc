@@ -92,7 +92,7 @@ Result<ShardLogPage> CellStore::ShardLog(const std::string& datastore, uint32_t 
     return InvalidArgument("limit must be between 1 and " +
                            std::to_string(impl_->config.limits.max_log_limit) + ", got " +
                            std::to_string(limit));
-  const std::string db = impl_->config.DatabaseForShard(shard);
+  const std::string db = impl_->DatabaseOfShard(shard);
   const std::string select = std::string("SELECT ") + internal::kCellColumns + " FROM " +
                              impl_->Table(shard, datastore) + " WHERE shard = ? AND added_id > ?";
   return impl_->WithShard<ShardLogPage>(shard, [&](MysqlConnection& c) -> Result<ShardLogPage> {

@@ -284,7 +284,24 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
     report.writes_stopped_ms = MillisSince(stopped);
   } else {
     if (progress) progress("the primary " + primary + " does not answer: emergency failover");
-    const std::string received = target->gtid_io_pos;
+    // What it received is applied by its SQL thread, which an operator may
+    // have stopped. In GTID mode MariaDB discards the relay log when a slave
+    // thread starts while both are stopped: the SQL thread starts while the
+    // IO thread still runs (or tries to connect), then the IO thread stops.
+    // With both stopped already, what it received cannot be applied: the
+    // loss check below decides on what it applied.
+    std::string received = target->gtid_io_pos;
+    if (!target->sql_running) {
+      if (target->io_running || target->io_connecting) {
+        CELLAR_RETURN_IF_ERROR(t->ExecuteDdl("START SLAVE SQL_THREAD"));
+      } else {
+        received.clear();
+        LogWarn("failover",
+                "both replication threads of the target are stopped: MariaDB discards "
+                "what it received and did not apply when one starts",
+                {{"host", host.name}, {"server", report.to}});
+      }
+    }
     CELLAR_RETURN_IF_ERROR(t->ExecuteDdl("STOP SLAVE IO_THREAD"));
     auto restart = [&](const Status& why) {
       Status undo = t->ExecuteDdl("START SLAVE");

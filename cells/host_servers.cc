@@ -1,5 +1,7 @@
 #include "cells/host_servers.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "base/number_text.h"
@@ -113,6 +115,7 @@ Result<ServerState> InspectServer(MysqlConnection& conn, const ClusterConfig& co
     const auto& r = slave[0];
     s.master = Get(r, "Master_Host") + ":" + Get(r, "Master_Port");
     s.io_running = Get(r, "Slave_IO_Running") == "Yes";
+    s.io_connecting = Get(r, "Slave_IO_Running") == "Connecting";
     s.sql_running = Get(r, "Slave_SQL_Running") == "Yes";
     s.gtid_io_pos = Get(r, "Gtid_IO_Pos");
     s.lag_seconds = IntOr(r, "Seconds_Behind_Master", -1);
@@ -197,15 +200,26 @@ Status FenceServer(MysqlConnection& conn, const ClusterConfig& config,
 }
 
 Status WaitForPosition(MysqlConnection& conn, const std::string& position, int64_t timeout_ms) {
-  CELLAR_ASSIGN_OR_RETURN(
-      auto rows,
-      conn.Query("SELECT MASTER_GTID_WAIT(?, ?)",
-                 {SqlParam(position), SqlParam(static_cast<double>(timeout_ms) / 1000)}));
-  if (rows.empty() || rows[0].IsNull(0) || rows[0].Int(0) != 0)
-    return DeadlineExceeded("server " + conn.endpoint().address + ":" +
-                            std::to_string(conn.endpoint().port) + " did not reach GTID position " +
-                            position + " within " + std::to_string(timeout_ms) + " ms");
-  return Status::Ok();
+  // In slices shorter than a statement's io timeout: a longer wait would end
+  // in a dropped connection, not in this deadline.
+  const int64_t slice_ms = std::max<int64_t>(100, conn.endpoint().io_timeout_ms - 500);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now())
+                             .count();
+    CELLAR_ASSIGN_OR_RETURN(
+        auto rows,
+        conn.Query("SELECT MASTER_GTID_WAIT(?, ?)",
+                   {SqlParam(position),
+                    SqlParam(static_cast<double>(std::clamp<int64_t>(left, 0, slice_ms)) / 1000)}));
+    if (!rows.empty() && !rows[0].IsNull(0) && rows[0].Int(0) == 0) return Status::Ok();
+    if (left <= slice_ms)
+      return DeadlineExceeded("server " + conn.endpoint().address + ":" +
+                              std::to_string(conn.endpoint().port) +
+                              " did not reach GTID position " + position + " within " +
+                              std::to_string(timeout_ms) + " ms");
+  }
 }
 
 }  // namespace cellar

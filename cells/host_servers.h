@@ -62,8 +62,9 @@ struct ServerState {
   // Replication from a primary (SHOW SLAVE STATUS); master empty when none.
   std::string master;  // "address:port"
   bool io_running = false, sql_running = false;
-  std::string gtid_io_pos;   // received from its primary
-  int64_t lag_seconds = -1;  // Seconds_Behind_Master; -1 when not replicating
+  bool io_connecting = false;  // the IO thread runs but is not connected (Connecting)
+  std::string gtid_io_pos;     // received from its primary
+  int64_t lag_seconds = -1;    // Seconds_Behind_Master; -1 when not replicating
   std::string replication_error;
 
   bool reachable() const { return error.empty(); }

@@ -1,13 +1,17 @@
 #include "cells/host_topology.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "cells/shard_placement.h"
 
 namespace cellar {
 namespace {
@@ -164,6 +168,10 @@ struct TopologyView::Impl {
     probes.resize(config.mysql.hosts.size());
     heartbeat_conns.resize(config.mysql.hosts.size());
     heartbeat_epochs.resize(config.mysql.hosts.size());
+    placement_rows.resize(config.mysql.hosts.size());
+    shard_hosts = std::make_unique<std::atomic<uint32_t>[]>(config.shards);
+    const std::vector<uint32_t> initial = ResolveShardHosts(config, {});
+    for (uint32_t s = 0; s < config.shards; ++s) shard_hosts[s].store(initial[s]);
   }
 
   const ClusterConfig config;
@@ -173,6 +181,12 @@ struct TopologyView::Impl {
   CondVar changed;
   std::vector<HostTopology> current GUARDED_BY(mu);
   std::vector<std::vector<ReplicaState>> replicas GUARDED_BY(mu);
+  // Per host, the shard_placement rows its servers held at the last refresh
+  // that reached one; resolved into shard_hosts (written under mu).
+  std::vector<std::vector<ShardPlacementRow>> placement_rows GUARDED_BY(mu);
+  std::unique_ptr<std::atomic<uint32_t>[]> shard_hosts;  // config.shards entries
+  // Set after Start()'s first refreshes: what they find is no change to log.
+  bool started GUARDED_BY(mu) = false;
   std::vector<ChangeListener> listeners;  // fixed before Start()
   // One connection per server for refreshes; used under refresh_mu only.
   Mutex refresh_mu;
@@ -231,7 +245,8 @@ struct TopologyView::Impl {
 
   // The highest topology any server of `host` holds (epoch 0 when none
   // answers with a row), and each server's replication lag in *lags.
-  HostTopology ReadHighest(size_t host, std::map<std::string, ReplicaState>* lags) {
+  HostTopology ReadHighest(size_t host, std::map<std::string, ReplicaState>* lags,
+                           std::optional<std::vector<ShardPlacementRow>>* placement) {
     MutexLock lock(&refresh_mu);
     const MysqlHostConfig& h = config.mysql.hosts[host];
     const std::string db = config.HostDatabase(h);
@@ -249,6 +264,10 @@ struct TopologyView::Impl {
       auto t = ReadServerTopology(*conn, db);
       if (!t.ok()) continue;
       state.reachable = true;
+      if (auto rows = ReadShardPlacement(*conn, db); rows.ok()) {
+        if (!*placement) placement->emplace();
+        (*placement)->insert((*placement)->end(), rows->begin(), rows->end());
+      }
       if (!h.replicas.empty()) {
         // Lag as staleness: how old the newest heartbeat this server holds is
         // (it moves while a replica's SQL thread is stopped, when
@@ -272,11 +291,16 @@ struct TopologyView::Impl {
 
   HostTopology Refresh(size_t host) {
     std::map<std::string, ReplicaState> lags;
-    HostTopology found = ReadHighest(host, &lags);
+    std::optional<std::vector<ShardPlacementRow>> placement;
+    HostTopology found = ReadHighest(host, &lags, &placement);
     HostTopology now;
     bool moved = false;
     {
       MutexLock lock(&mu);
+      if (placement) {
+        placement_rows[host] = std::move(*placement);
+        UpdateShardHosts();
+      }
       if (found.epoch > current[host].epoch) {
         current[host] = found;
         moved = true;
@@ -302,6 +326,21 @@ struct TopologyView::Impl {
     return now;
   }
 
+  // Resolves every host's placement rows into shard_hosts, logging moves.
+  void UpdateShardHosts() REQUIRES(mu) {
+    std::vector<ShardPlacementRow> all;
+    for (const auto& rows : placement_rows) all.insert(all.end(), rows.begin(), rows.end());
+    const std::vector<uint32_t> resolved = ResolveShardHosts(config, all);
+    for (uint32_t s = 0; s < config.shards; ++s) {
+      const uint32_t was = shard_hosts[s].exchange(resolved[s]);
+      if (was != resolved[s] && started)
+        LogInfo("topology", "shard placement changed",
+                {{"shard", std::to_string(s)},
+                 {"from", config.mysql.hosts[was].name},
+                 {"to", config.mysql.hosts[resolved[s]].name}});
+    }
+  }
+
   void RefreshLoop() {
     while (Pause())
       for (size_t h = 0; h < config.mysql.hosts.size(); ++h) Refresh(h);
@@ -316,6 +355,10 @@ TopologyView::~TopologyView() { Stop(); }
 void TopologyView::Start() {
   if (impl_->refresher.joinable()) return;
   for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h) impl_->Refresh(h);
+  {
+    MutexLock lock(&impl_->mu);
+    impl_->started = true;
+  }
   impl_->refresher = std::thread([this] { impl_->RefreshLoop(); });
   bool heartbeats = false;
   for (size_t h = 0; h < impl_->config.mysql.hosts.size(); ++h)
@@ -358,6 +401,10 @@ HostTopology TopologyView::WaitForNewer(size_t host, uint64_t epoch, MicrosSince
 
 void TopologyView::AddListener(ChangeListener listener) {
   impl_->listeners.push_back(std::move(listener));
+}
+
+size_t TopologyView::HostOfShard(uint32_t shard) const {
+  return impl_->shard_hosts[shard].load(std::memory_order_relaxed);
 }
 
 MysqlEndpoint TopologyView::PrimaryEndpoint(size_t host) const {

@@ -151,6 +151,12 @@ class TopologyView {
   // Listeners are called in the order added. REQUIRES: before Start().
   void AddListener(ChangeListener listener);
 
+  // The host index of `shard`: where the config puts it unless a completed
+  // `cellar shards move` placed it elsewhere (shard_placement.h), as of the
+  // last refresh of the hosts' placement rows. Lock-free.
+  // REQUIRES: shard < config.shards.
+  size_t HostOfShard(uint32_t shard) const;
+
   // The endpoint of `host`'s current primary.
   MysqlEndpoint PrimaryEndpoint(size_t host) const;
   // VerifyPrimary against `host`'s topology now, for MysqlHostPool's check.

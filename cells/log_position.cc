@@ -11,9 +11,9 @@ namespace {
 
 constexpr std::string_view kVersionMark = "p1";
 
-// 8 hex digits naming (host database of `shard`, datastore).
-std::string LogTag(const ClusterConfig& config, const std::string& datastore, uint32_t shard) {
-  const uint64_t h = Fnv1a64(config.DatabaseForShard(shard) + "/" + datastore);
+// 8 hex digits naming (host database, datastore).
+std::string LogTag(const std::string& host_database, const std::string& datastore) {
+  const uint64_t h = Fnv1a64(host_database + "/" + datastore);
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(h & 0xffffffffu));
   return hex;
@@ -32,14 +32,20 @@ std::string Shown(const std::string& token) {
 
 }  // namespace
 
-std::string EncodeLogPosition(const ClusterConfig& config, const std::string& datastore,
+std::string EncodeLogPosition(const std::string& host_database, const std::string& datastore,
                               uint32_t shard, uint64_t added_id) {
   return std::string(kVersionMark) + "." + std::to_string(shard) + "." + std::to_string(added_id) +
-         "." + LogTag(config, datastore, shard);
+         "." + LogTag(host_database, datastore);
+}
+
+std::string EncodeLogPosition(const ClusterConfig& config, const std::string& datastore,
+                              uint32_t shard, uint64_t added_id) {
+  return EncodeLogPosition(config.DatabaseForShard(shard), datastore, shard, added_id);
 }
 
 Result<LogPosition> DecodeLogPosition(const ClusterConfig& config, const std::string& datastore,
-                                      const std::string& token) {
+                                      const std::string& token,
+                                      const ShardDatabaseFn& database_of_shard) {
   std::vector<std::string_view> parts;
   std::string_view rest(token);
   while (true) {
@@ -53,7 +59,10 @@ Result<LogPosition> DecodeLogPosition(const ClusterConfig& config, const std::st
       !ParseDecimal(parts[2], &p.added_id) || parts[3].size() != 8)
     return InvalidArgument("after: '" + Shown(token) +
                            "' is not a position token (use the \"position\" of a put answer)");
-  if (p.shard >= config.shards || parts[3] != LogTag(config, datastore, p.shard))
+  if (p.shard >= config.shards ||
+      parts[3] !=
+          LogTag(database_of_shard ? database_of_shard(p.shard) : config.DatabaseForShard(p.shard),
+                 datastore))
     return InvalidArgument("after: position token '" + Shown(token) + "' is not one of " +
                            datastore +
                            " on this cluster (a token of another datastore or cluster, or its "

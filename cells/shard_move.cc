@@ -1,23 +1,30 @@
 #include "cells/shard_move.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "cells/cell_store.h"
 #include "cells/host_topology.h"
 #include "cells/internal/cells_table.h"
 #include "cells/internal/write_fence.h"
 #include "cells/mysql_client.h"
+#include "cells/shard_map.h"
+#include "cells/shard_placement.h"
 
 namespace cellar {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 constexpr int kChunk = 1000;
 constexpr int kFenceWaitSeconds = 10;
 constexpr int kMaxCatchUpPasses = 20;
 constexpr uint64_t kSmallPass = 100;  // a pass this small means the copy caught up
+constexpr const char* kFrozenError = "cellar-frozen-shard";
 
 Result<size_t> FindHost(const ClusterConfig& config, const std::string& name) {
   for (size_t i = 0; i < config.mysql.hosts.size(); ++i)
@@ -30,18 +37,20 @@ struct Side {
   std::unique_ptr<MysqlConnection> conn;
 };
 
-// A plain (autocommit) connection to `host`.
-Result<Side> Open(const ClusterConfig& config, const MysqlHostConfig& host) {
-  size_t index = 0;
-  while (config.mysql.hosts[index].name != host.name) ++index;
-  CELLAR_ASSIGN_OR_RETURN(auto conn, ConnectCurrentPrimary(config, index));
-  // DDL (the freeze trigger) waits for open transactions' metadata locks: bounded.
+// A plain (autocommit) connection to `host`'s primary, past the freeze
+// triggers (@cellar_shard_move).
+Result<Side> Open(const ClusterConfig& config, size_t host) {
+  CELLAR_ASSIGN_OR_RETURN(auto conn, ConnectCurrentPrimary(config, host));
+  // DDL (the freeze triggers) waits for open transactions' metadata locks: bounded.
   CELLAR_RETURN_IF_ERROR(conn->ExecuteDdl("SET SESSION lock_wait_timeout = 30"));
-  return Side{config.HostDatabase(host), std::move(conn)};
+  CELLAR_RETURN_IF_ERROR(conn->ExecuteDdl("SET @cellar_shard_move = 1"));
+  const std::string db = config.HostDatabase(config.mysql.hosts[host]);
+  CELLAR_RETURN_IF_ERROR(conn->ExecuteDdl(CreateShardPlacementSql(db)));
+  return Side{db, std::move(conn)};
 }
 
 // The target as a registered writer (write_fence.h) with implicit transactions.
-Result<Side> OpenWriter(const ClusterConfig& config, const MysqlHostConfig& host) {
+Result<Side> OpenWriter(const ClusterConfig& config, size_t host) {
   CELLAR_ASSIGN_OR_RETURN(Side side, Open(config, host));
   CELLAR_RETURN_IF_ERROR(side.conn->ExecuteDdl(
       "CREATE TABLE IF NOT EXISTS " + QualifiedTable(side.db, "shard_move_progress") +
@@ -54,14 +63,6 @@ Result<Side> OpenWriter(const ClusterConfig& config, const MysqlHostConfig& host
   return side;
 }
 
-ShardMoveReport NewReport(uint32_t shard, const MysqlHostConfig& from, const MysqlHostConfig& to) {
-  ShardMoveReport report;
-  report.shard = shard;
-  report.from_host = from.name;
-  report.to_host = to.name;
-  return report;
-}
-
 Status CheckShard(const ClusterConfig& config, uint32_t shard) {
   if (shard < config.shards) return Status::Ok();
   return InvalidArgument("shard " + std::to_string(shard) + " out of range: the cluster has " +
@@ -70,6 +71,55 @@ Status CheckShard(const ClusterConfig& config, uint32_t shard) {
 
 std::string Cells(const std::string& db, const std::string& ds) {
   return QualifiedTable(db, internal::CellsTableName(ds));
+}
+
+std::string FrozenTable(const std::string& db) { return QualifiedTable(db, "frozen_shards"); }
+
+Status CreateFrozenTable(MysqlConnection& c, const std::string& db) {
+  return c.ExecuteDdl(
+      "CREATE TABLE IF NOT EXISTS " + FrozenTable(db) +
+      " (shard INT UNSIGNED NOT NULL PRIMARY KEY, to_host VARCHAR(64) NOT NULL) ENGINE=InnoDB");
+}
+
+// A BEFORE trigger `name` on `table` refusing rows whose shard (each of
+// `shard_exprs`, e.g. NEW.shard) is frozen, unless the session is a mover's.
+Status CreateFreezeTrigger(MysqlConnection& c, const std::string& db, const std::string& name,
+                           const std::string& event, const std::string& table,
+                           const std::vector<std::string>& shard_exprs) {
+  std::string frozen_rows;
+  for (const std::string& e : shard_exprs)
+    frozen_rows += std::string(frozen_rows.empty() ? "" : " OR ") + "shard = " + e;
+  return c.ExecuteDdl("CREATE OR REPLACE TRIGGER " + QualifiedTable(db, name) + " BEFORE " + event +
+                      " ON " + QualifiedTable(db, table) +
+                      " FOR EACH ROW BEGIN IF @cellar_shard_move IS NULL AND EXISTS (SELECT 1"
+                      " FROM " +
+                      FrozenTable(db) + " WHERE " + frozen_rows +
+                      ") THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '" + kFrozenError +
+                      "'; END IF; END");
+}
+
+// The freeze triggers of an idx_* table: inserts (and upserts), updates and
+// deletes of a frozen shard's rows. Named by a hash: table names are long.
+Status FenceIndexTable(MysqlConnection& c, const std::string& db, const std::string& table) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a64(table)));
+  CELLAR_RETURN_IF_ERROR(CreateFreezeTrigger(c, db, std::string("cellar_frozen_i_") + hash,
+                                             "INSERT", table, {"NEW.shard"}));
+  CELLAR_RETURN_IF_ERROR(CreateFreezeTrigger(c, db, std::string("cellar_frozen_u_") + hash,
+                                             "UPDATE", table, {"NEW.shard", "OLD.shard"}));
+  return CreateFreezeTrigger(c, db, std::string("cellar_frozen_d_") + hash, "DELETE", table,
+                             {"OLD.shard"});
+}
+
+// The idx_* tables of `db` (every table with a shard column named idx_...).
+Result<std::vector<std::string>> IndexTables(MysqlConnection& c, const std::string& db) {
+  CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query("SELECT TABLE_NAME FROM information_schema.COLUMNS"
+                                             " WHERE TABLE_SCHEMA = ? AND COLUMN_NAME = 'shard'"
+                                             " AND TABLE_NAME LIKE 'idx\\\\_%' ORDER BY TABLE_NAME",
+                                             {db}));
+  std::vector<std::string> tables;
+  for (const auto& r : rows) tables.push_back(r.Bytes(0));
+  return tables;
 }
 
 // One pass: every cell of `shard` in the source log that is final now and not
@@ -203,45 +253,26 @@ Status Verify(const ClusterConfig& config, Side& src, Side& dst, uint32_t shard,
 
 Status Freeze(const ClusterConfig& config, Side& src, uint32_t shard, const std::string& to) {
   MysqlConnection& c = *src.conn;
-  const std::string frozen = QualifiedTable(src.db, "frozen_shards");
-  CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(
-      "CREATE TABLE IF NOT EXISTS " + frozen +
-      " (shard INT UNSIGNED NOT NULL PRIMARY KEY, to_host VARCHAR(64) NOT NULL) ENGINE=InnoDB"));
-  CELLAR_RETURN_IF_ERROR(
-      c.Execute("INSERT IGNORE INTO " + frozen + " (shard, to_host) VALUES (?, ?)",
-                {uint64_t{shard}, to})
-          .status());
+  CELLAR_RETURN_IF_ERROR(CreateFrozenTable(c, src.db));
+  CELLAR_RETURN_IF_ERROR(c.Execute("INSERT INTO " + FrozenTable(src.db) +
+                                       " (shard, to_host) VALUES (?, ?)"
+                                       " ON DUPLICATE KEY UPDATE to_host = VALUES(to_host)",
+                                   {uint64_t{shard}, to})
+                             .status());
   for (const auto& ds : config.datastores)
-    CELLAR_RETURN_IF_ERROR(c.ExecuteDdl(
-        "CREATE TRIGGER IF NOT EXISTS " + QualifiedTable(src.db, "cellar_frozen_" + ds.name) +
-        " BEFORE INSERT ON " + Cells(src.db, ds.name) +
-        " FOR EACH ROW BEGIN IF EXISTS (SELECT 1 FROM " + frozen +
-        " WHERE shard = NEW.shard) THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT ="
-        " 'cellar-frozen-shard'; END IF; END"));
+    CELLAR_RETURN_IF_ERROR(CreateFreezeTrigger(c, src.db, "cellar_frozen_" + ds.name, "INSERT",
+                                               internal::CellsTableName(ds.name), {"NEW.shard"}));
+  CELLAR_ASSIGN_OR_RETURN(auto tables, IndexTables(c, src.db));
+  for (const std::string& t : tables) CELLAR_RETURN_IF_ERROR(FenceIndexTable(c, src.db, t));
   // Writers that inserted the shard's cells before the freeze end first.
   return internal::WaitForOpenWriters(c, src.db, kFenceWaitSeconds);
 }
 
-std::string ShardListWith(const MysqlHostConfig& host, uint32_t shard, bool add) {
-  MysqlHostConfig h = host;
-  if (add)
-    h.shards.push_back(shard);
-  else
-    h.shards.erase(std::remove(h.shards.begin(), h.shards.end(), shard), h.shards.end());
-  std::sort(h.shards.begin(), h.shards.end());
-  return h.ShardList();
-}
-
 // Copies the shard's rows of every idx_* table with a shard column.
 Result<uint64_t> CopyIndexRows(Side& src, Side& dst, uint32_t shard) {
-  CELLAR_ASSIGN_OR_RETURN(auto tables,
-                          src.conn->Query("SELECT TABLE_NAME FROM information_schema.COLUMNS"
-                                          " WHERE TABLE_SCHEMA = ? AND COLUMN_NAME = 'shard'"
-                                          " AND TABLE_NAME LIKE 'idx\\\\_%'",
-                                          {src.db}));
+  CELLAR_ASSIGN_OR_RETURN(auto tables, IndexTables(*src.conn, src.db));
   uint64_t copied = 0;
-  for (const auto& t : tables) {
-    const std::string name = t.Bytes(0);
+  for (const std::string& name : tables) {
     CELLAR_ASSIGN_OR_RETURN(auto cols,
                             src.conn->Query("SELECT COLUMN_NAME FROM information_schema.COLUMNS"
                                             " WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?"
@@ -277,15 +308,18 @@ Result<uint64_t> CopyIndexRows(Side& src, Side& dst, uint32_t shard) {
   return copied;
 }
 
+// Deletes the shard's rows from the source: cells, idx_* and index positions.
 Result<uint64_t> DeleteShardRows(const ClusterConfig& config, Side& src, uint32_t shard) {
   std::vector<std::string> tables;
   for (const auto& ds : config.datastores) tables.push_back(Cells(src.db, ds.name));
-  CELLAR_ASSIGN_OR_RETURN(auto idx,
-                          src.conn->Query("SELECT TABLE_NAME FROM information_schema.COLUMNS"
-                                          " WHERE TABLE_SCHEMA = ? AND COLUMN_NAME = 'shard'"
-                                          " AND TABLE_NAME LIKE 'idx\\\\_%'",
-                                          {src.db}));
-  for (const auto& t : idx) tables.push_back(QualifiedTable(src.db, t.Bytes(0)));
+  CELLAR_ASSIGN_OR_RETURN(auto idx, IndexTables(*src.conn, src.db));
+  for (const auto& t : idx) tables.push_back(QualifiedTable(src.db, t));
+  CELLAR_ASSIGN_OR_RETURN(
+      auto positions,
+      src.conn->Query("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?"
+                      " AND TABLE_NAME = 'index_positions'",
+                      {src.db}));
+  if (positions[0].Uint(0) > 0) tables.push_back(QualifiedTable(src.db, "index_positions"));
   uint64_t deleted = 0;
   for (const auto& table : tables)
     while (true) {
@@ -298,35 +332,75 @@ Result<uint64_t> DeleteShardRows(const ClusterConfig& config, Side& src, uint32_
   return deleted;
 }
 
+// Every host's placement rows. Unavailable when a host cannot be reached.
+Result<std::vector<ShardPlacementRow>> AllPlacementRows(const ClusterConfig& config) {
+  std::vector<ShardPlacementRow> all;
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+    auto conn = ConnectCurrentPrimary(config, h);
+    if (!conn.ok())
+      return Unavailable("host " + config.mysql.hosts[h].name +
+                         " cannot say where shards are: " + conn.status().message());
+    CELLAR_ASSIGN_OR_RETURN(auto rows,
+                            ReadShardPlacement(**conn, config.HostDatabase(config.mysql.hosts[h])));
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  return all;
+}
+
 }  // namespace
 
-Result<ShardMoveReport> CopyAndFreezeShard(const ClusterConfig& current, uint32_t shard,
-                                           const std::string& to_host,
-                                           const MoveProgress& progress) {
-  CELLAR_RETURN_IF_ERROR(CheckShard(current, shard));
-  CELLAR_ASSIGN_OR_RETURN(size_t to, FindHost(current, to_host));
-  const size_t from = current.HostIndexForShard(shard);
+Result<std::vector<uint32_t>> CurrentShardHosts(const ClusterConfig& config) {
+  CELLAR_ASSIGN_OR_RETURN(auto rows, AllPlacementRows(config));
+  return ResolveShardHosts(config, rows);
+}
+
+Status FenceNewShardTable(MysqlConnection& conn, const std::string& database,
+                          const std::string& table) {
+  CELLAR_ASSIGN_OR_RETURN(
+      auto exists,
+      conn.Query("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?"
+                 " AND TABLE_NAME = 'frozen_shards'",
+                 {database}));
+  if (exists[0].Uint(0) == 0) return Status::Ok();
+  CELLAR_ASSIGN_OR_RETURN(auto frozen, conn.Query("SELECT COUNT(*) FROM " + FrozenTable(database)));
+  if (frozen[0].Uint(0) == 0) return Status::Ok();
+  return FenceIndexTable(conn, database, table);
+}
+
+Result<ShardMoveReport> MoveShard(const ClusterConfig& config, uint32_t shard,
+                                  const std::string& to_host, const MoveProgress& progress) {
+  CELLAR_RETURN_IF_ERROR(CheckShard(config, shard));
+  CELLAR_ASSIGN_OR_RETURN(const size_t to, FindHost(config, to_host));
+  CELLAR_ASSIGN_OR_RETURN(auto placement_rows, AllPlacementRows(config));
+  const size_t from = ResolveShardHosts(config, placement_rows)[shard];
   if (from == to)
     return InvalidArgument("shard " + std::to_string(shard) + " is already on host " + to_host);
-  const MysqlHostConfig& src_host = current.mysql.hosts[from];
-  const MysqlHostConfig& dst_host = current.mysql.hosts[to];
-  ShardMoveReport report = NewReport(shard, src_host, dst_host);
+  uint64_t move_seq = 1;
+  for (const ShardPlacementRow& r : placement_rows)
+    if (r.shard == shard) move_seq = std::max(move_seq, r.move_seq + 1);
+  const MysqlHostConfig& src_host = config.mysql.hosts[from];
+  const MysqlHostConfig& dst_host = config.mysql.hosts[to];
+  ShardMoveReport report;
+  report.shard = shard;
+  report.from_host = src_host.name;
+  report.to_host = dst_host.name;
+  report.move_seq = move_seq;
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  say("plan: shard " + std::to_string(shard) + " from " + src_host.name + " (" +
-      current.HostDatabase(src_host) + ") to " + dst_host.name + " (" +
-      current.HostDatabase(dst_host) + ")");
+  const std::string what = "shard " + std::to_string(shard);
+  say("plan: " + what + " from " + src_host.name + " (" + config.HostDatabase(src_host) + ") to " +
+      dst_host.name + " (" + config.HostDatabase(dst_host) + "), move " + std::to_string(move_seq));
   {
-    auto store = CellStore::Open(current);
+    auto store = CellStore::Open(config);
     CELLAR_RETURN_IF_ERROR(store->Init());  // the target's tables
   }
-  CELLAR_ASSIGN_OR_RETURN(Side src, Open(current, src_host));
-  CELLAR_ASSIGN_OR_RETURN(Side dst, OpenWriter(current, dst_host));
-  // Copy and catch up while the shard's writers keep going.
+  CELLAR_ASSIGN_OR_RETURN(Side src, Open(config, from));
+  CELLAR_ASSIGN_OR_RETURN(Side dst, OpenWriter(config, to));
+  // 1. Copy and catch up while the shard's writers keep going.
   for (int pass = 0; pass < kMaxCatchUpPasses; ++pass) {
     uint64_t n = 0;
-    for (const auto& ds : current.datastores) {
+    for (const auto& ds : config.datastores) {
       CELLAR_ASSIGN_OR_RETURN(uint64_t c, CopyPass(src, dst, ds.name, shard));
       n += c;
     }
@@ -335,59 +409,37 @@ Result<ShardMoveReport> CopyAndFreezeShard(const ClusterConfig& current, uint32_
     say("copy pass " + std::to_string(pass + 1) + ": " + std::to_string(n) + " cells");
     if (n < kSmallPass) break;
   }
-  say("freezing shard " + std::to_string(shard) + " on " + src_host.name);
-  CELLAR_RETURN_IF_ERROR(Freeze(current, src, shard, dst_host.name));
-  for (const auto& ds : current.datastores) {
+  // 2. Freeze; 3. the last cells, verified.
+  CELLAR_RETURN_IF_ERROR(Freeze(config, src, shard, dst_host.name));
+  const Clock::time_point frozen_at = Clock::now();
+  say("frozen: " + what + " on " + src_host.name + " refuses writes");
+  for (const auto& ds : config.datastores) {
     CELLAR_ASSIGN_OR_RETURN(uint64_t c, CopyPass(src, dst, ds.name, shard));
     report.cells_copied += c;
   }
-  CELLAR_RETURN_IF_ERROR(Verify(current, src, dst, shard, /*finishing=*/false, &report));
-  report.from_shards_after = ShardListWith(src_host, shard, false);
-  report.to_shards_after = ShardListWith(dst_host, shard, true);
+  CELLAR_RETURN_IF_ERROR(Verify(config, src, dst, shard, /*finishing=*/false, &report));
   say("verified " + std::to_string(report.cells_verified) + " cells (digest " + report.digest +
-      "); roll the config: " + src_host.name + " shards \"" + report.from_shards_after + "\", " +
-      dst_host.name + " shards \"" + report.to_shards_after + "\", then run with --finish");
-  return report;
-}
-
-Result<ShardMoveReport> FinishShardMove(const ClusterConfig& updated, uint32_t shard,
-                                        const std::string& from_host,
-                                        const MoveProgress& progress) {
-  CELLAR_RETURN_IF_ERROR(CheckShard(updated, shard));
-  CELLAR_ASSIGN_OR_RETURN(size_t from, FindHost(updated, from_host));
-  const size_t to = updated.HostIndexForShard(shard);
-  if (to == from)
-    return FailedPrecondition("the config still puts shard " + std::to_string(shard) + " on " +
-                              from_host + ": roll the config printed by the first step first");
-  const MysqlHostConfig& src_host = updated.mysql.hosts[from];
-  const MysqlHostConfig& dst_host = updated.mysql.hosts[to];
-  ShardMoveReport report = NewReport(shard, src_host, dst_host);
-  CELLAR_ASSIGN_OR_RETURN(Side src, Open(updated, src_host));
-  CELLAR_ASSIGN_OR_RETURN(Side dst, OpenWriter(updated, dst_host));
-  auto frozen = src.conn->Query(
-      "SELECT to_host FROM " + QualifiedTable(src.db, "frozen_shards") + " WHERE shard = ?",
-      {uint64_t{shard}});
-  if (!frozen.ok() || frozen->empty() || (*frozen)[0].Bytes(0) != dst_host.name)
-    return FailedPrecondition("shard " + std::to_string(shard) + " is not frozen on " +
-                              src_host.name + " for a move to " + dst_host.name +
-                              ": run the first step (without --finish) first");
-  for (const auto& ds : updated.datastores) {
-    CELLAR_ASSIGN_OR_RETURN(uint64_t c, CopyPass(src, dst, ds.name, shard));
-    report.cells_copied += c;
-  }
-  CELLAR_RETURN_IF_ERROR(Verify(updated, src, dst, shard, /*finishing=*/true, &report));
+      ")");
+  // 4. Index rows; 5. the placement, the target first.
   CELLAR_ASSIGN_OR_RETURN(report.index_rows_copied, CopyIndexRows(src, dst, shard));
-  CELLAR_ASSIGN_OR_RETURN(report.source_rows_deleted, DeleteShardRows(updated, src, shard));
-  // Unfreeze; the triggers go with the last frozen shard.
-  const std::string frozen_table = QualifiedTable(src.db, "frozen_shards");
+  CELLAR_RETURN_IF_ERROR(CreateFrozenTable(*dst.conn, dst.db));
   CELLAR_RETURN_IF_ERROR(
-      src.conn->Execute("DELETE FROM " + frozen_table + " WHERE shard = ?", {uint64_t{shard}})
+      dst.conn
+          ->Execute("DELETE FROM " + FrozenTable(dst.db) + " WHERE shard = ?", {uint64_t{shard}})
           .status());
-  CELLAR_ASSIGN_OR_RETURN(auto left, src.conn->Query("SELECT COUNT(*) FROM " + frozen_table));
-  if (left[0].Uint(0) == 0)
-    for (const auto& ds : updated.datastores)
-      CELLAR_RETURN_IF_ERROR(src.conn->ExecuteDdl(
-          "DROP TRIGGER IF EXISTS " + QualifiedTable(src.db, "cellar_frozen_" + ds.name)));
+  CELLAR_RETURN_IF_ERROR(dst.conn->Commit());
+  const ShardPlacementRow row{shard, dst_host.name, move_seq};
+  CELLAR_RETURN_IF_ERROR(WriteShardPlacement(*dst.conn, dst.db, row));
+  CELLAR_RETURN_IF_ERROR(dst.conn->Commit());
+  CELLAR_RETURN_IF_ERROR(WriteShardPlacement(*src.conn, src.db, row));
+  report.frozen_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - frozen_at).count();
+  say("placed: " + what + " on " + dst_host.name + " (" + std::to_string(report.index_rows_copied) +
+      " index rows copied; writes refused for " + std::to_string(report.frozen_ms) + " ms)");
+  // 6. Once every process reads the new placement, the source's rows go.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * config.mysql.topology_refresh_ms));
+  CELLAR_RETURN_IF_ERROR(Verify(config, src, dst, shard, /*finishing=*/true, &report));
+  CELLAR_ASSIGN_OR_RETURN(report.source_rows_deleted, DeleteShardRows(config, src, shard));
   CELLAR_RETURN_IF_ERROR(
       dst.conn
           ->Execute(
@@ -395,12 +447,8 @@ Result<ShardMoveReport> FinishShardMove(const ClusterConfig& updated, uint32_t s
               {uint64_t{shard}})
           .status());
   CELLAR_RETURN_IF_ERROR(dst.conn->Commit());
-  report.from_shards_after = src_host.ShardList();
-  report.to_shards_after = dst_host.ShardList();
-  if (progress)
-    progress("shard " + std::to_string(shard) + " now on " + dst_host.name + ": " +
-             std::to_string(report.index_rows_copied) + " index rows copied, " +
-             std::to_string(report.source_rows_deleted) + " rows deleted from " + src_host.name);
+  say("deleted " + std::to_string(report.source_rows_deleted) + " rows of " + what + " from " +
+      src_host.name + "; it stays frozen there");
   return report;
 }
 

@@ -1,33 +1,42 @@
-// Moving one logical shard to another host: `cellar shards move`.
+// Moving one logical shard to another host while every process runs:
+// `cellar shards move --shard S --to HOST`.
 //
 // A shard's cells are the rows `shard = S` of its host's cells tables (one per
 // datastore); index entries and pointers of the shard are the rows `shard = S`
-// of the host's idx_* tables. A move has two steps, with a config roll between
-// them:
+// of the host's idx_* tables; its index positions, rows of index_positions.
+// Where S lives is the config's host list unless a move placed it elsewhere
+// (shard_placement.h: rows in table shard_placement that every process reads
+// with its topology, mysql.topology_refresh). MoveShard, in one call:
 //
-// 1. CopyAndFreezeShard (config: the current one, S on its source host).
-//    - copies S's cells to the target host in their source log order, in
-//      chunks, each chunk in one fenced transaction on the target together with
-//      its progress row (table shard_move_progress), so a rerun resumes;
-//    - catches up while writers keep writing S on the source, pass after pass;
-//    - freezes S on the source: frozen_shards gets S and a BEFORE INSERT
-//      trigger on the source's cells tables rejects S's rows (writers answer
-//      Unavailable "shard S is frozen for a move"), then waits for the
-//      source's open writers (write_fence.h), so the last pass is complete;
-//    - verifies the count and a digest (address, body, tombstone, created_at)
-//      of S's cells on both hosts;
-//    - returns the config roll: the hosts' new shard lists.
-//    Between this step and the roll, writes to S are unavailable; reads of S
-//    still answer from the source.
-// 2. FinishShardMove (config: the new one, S on the target host). Checks that
-//    the config moved S to the target, verifies again, copies S's index
-//    entries and pointers to the target (INSERT IGNORE: rows the index worker
-//    already wrote there win), deletes S's rows from the source's cells and
-//    idx_* tables and unfreezes S.
+//  1. copies S's cells to the target in their source log order, in chunks,
+//     each chunk in one fenced transaction on the target with its progress
+//     row (table shard_move_progress), so a rerun resumes; pass after pass
+//     while writers keep writing S on the source;
+//  2. freezes S on the source: frozen_shards gets S, and BEFORE triggers on
+//     its cells tables (insert) and idx_* tables (insert, update, delete)
+//     refuse S's rows ('cellar-frozen-shard'); creating a trigger waits for
+//     the transactions that wrote its table, and the write fence
+//     (write_fence.h) for the cell writers, so the last pass is complete.
+//     From here until step 5, writes to S answer Unavailable (retryable);
+//  3. copies the last cells and verifies count and digest (address, body,
+//     tombstone, created_at) of S's cells on both hosts;
+//  4. copies S's idx_* rows to the target (nobody writes them there yet);
+//  5. unfreezes S on the target (a shard moving back) and records the
+//     placement (S on the target, move_seq one above any host's) in both
+//     hosts' databases. A writer refused by the source's freeze re-reads the
+//     placement and goes to the target (the group committer does so for
+//     cells; index workers retry), so a process with a stale view cannot
+//     write S on the source;
+//  6. waits two topology refreshes, so every running process reads S on the
+//     target, verifies again and deletes S's rows from the source's cells,
+//     idx_* and index_positions tables. S stays frozen on the source: the
+//     fence for any writer that still has the old placement.
 //
 // The moved cells get new added_ids in the target's log, so the relay
 // publishes them again: consumers see each moved cell once more (counted as
-// cells_copied), never a gap.
+// cells_copied), never a gap. A position token issued before the move names
+// the source's log and is refused after it, with a message saying so.
+// The mover's sessions set @cellar_shard_move, which the triggers let pass.
 //
 // Threading: one move per shard at a time; other shards keep working.
 #pragma once
@@ -35,8 +44,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "cells/mysql_client.h"
 #include "config/cluster_config.h"
 
 namespace cellar {
@@ -48,25 +59,32 @@ struct ShardMoveReport {
   int catch_up_passes = 0;           // copy passes while writers were live
   uint64_t cells_verified = 0;       // cells of S on both hosts, equal by count and digest
   std::string digest;                // hex, over every cell of S
-  uint64_t index_rows_copied = 0;    // FinishShardMove: idx_* rows copied to the target
-  uint64_t source_rows_deleted = 0;  // FinishShardMove: cells and idx_* rows deleted
-  std::string from_shards_after, to_shards_after;  // the config roll (ShardList form)
+  uint64_t index_rows_copied = 0;    // idx_* rows copied to the target
+  uint64_t source_rows_deleted = 0;  // cells, idx_* and index_positions rows deleted
+  uint64_t move_seq = 0;             // the placement's sequence number of this move
+  int64_t frozen_ms = 0;             // from the freeze to the placement: writes to S refused
 };
 
+// Called with a line per step, on the caller's thread; the steps' lines start
+// with "copy pass", "frozen", "verified", "placed", "deleted".
 using MoveProgress = std::function<void(const std::string&)>;
 
-// Step 1. InvalidArgument for a shard out of range, an unknown host or a
-// target that already owns S; FailedPrecondition when verification fails
-// (nothing is deleted; S stays frozen); Unavailable when a host is down.
-Result<ShardMoveReport> CopyAndFreezeShard(const ClusterConfig& current, uint32_t shard,
-                                           const std::string& to_host,
-                                           const MoveProgress& progress = {});
+// Moves `shard` to host `to_host` (steps 1-6 above). InvalidArgument for a
+// shard out of range, an unknown host or a shard already on `to_host`;
+// FailedPrecondition when verification fails (nothing is deleted, S stays
+// frozen on the source: rerun the command once the cause is fixed);
+// Unavailable when a host cannot be reached (rerun: every step resumes).
+Result<ShardMoveReport> MoveShard(const ClusterConfig& config, uint32_t shard,
+                                  const std::string& to_host, const MoveProgress& progress = {});
 
-// Step 2. `from_host` names the source. FailedPrecondition when `updated`
-// does not put S on a host other than `from_host`, when S is not frozen on the
-// source, or when verification fails (nothing is deleted).
-Result<ShardMoveReport> FinishShardMove(const ClusterConfig& updated, uint32_t shard,
-                                        const std::string& from_host,
-                                        const MoveProgress& progress = {});
+// The host index of every shard as the hosts' placement rows say now (every
+// host's current primary is asked). Unavailable when a host cannot be reached.
+Result<std::vector<uint32_t>> CurrentShardHosts(const ClusterConfig& config);
+
+// Adds the freeze triggers to `table` (an idx_* table with a shard column in
+// `database`) when the host has frozen shards, so a table created after a
+// move is fenced too. Called where index tables are created.
+[[nodiscard]] Status FenceNewShardTable(MysqlConnection& conn, const std::string& database,
+                                        const std::string& table);
 
 }  // namespace cellar

@@ -1,5 +1,6 @@
 // IndexWriter::ApplyBatch (index_writer.h): many cell versions of one host's
 // rows, to every index version given, in one transaction of that host.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -114,10 +115,28 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
   const ClusterConfig& cfg = store_->config();
   std::vector<uint32_t> src(cells.size());
   for (size_t i = 0; i < cells.size(); ++i) src[i] = ShardForRow(cells[i]->row_key, cfg.shards);
-  const size_t host = cfg.HostIndexForShard(src[0]);
-  for (uint32_t s : src)
-    if (cfg.HostIndexForShard(s) != host)
-      return InvalidArgument("an index batch holds cells of more than one host");
+  // Hosts as the placement says now, resolved once: a shard moved since the
+  // batch was formed (cells/shard_placement.h) splits it by host (a row's
+  // versions stay together and in order).
+  std::map<uint32_t, size_t> host_of;
+  for (uint32_t s : src) host_of.emplace(s, store_->HostOfShard(s));
+  auto host_index = [&](uint32_t shard) {
+    auto it = host_of.find(shard);
+    return it != host_of.end() ? it->second
+                               : host_of.emplace(shard, store_->HostOfShard(shard)).first->second;
+  };
+  const size_t host = host_index(src[0]);
+  if (std::any_of(src.begin(), src.end(), [&](uint32_t s) { return host_index(s) != host; })) {
+    std::map<size_t, std::vector<size_t>> by_host;  // host -> indexes into cells
+    for (size_t i = 0; i < cells.size(); ++i) by_host[host_index(src[i])].push_back(i);
+    for (const auto& [h, members] : by_host) {
+      std::vector<const Cell*> part;
+      for (size_t i : members) part.push_back(cells[i]);
+      CELLAR_ASSIGN_OR_RETURN(auto r, ApplyBatch(datastore, versions, part, record_positions));
+      for (size_t k = 0; k < members.size(); ++k) out[members[k]] = std::move(r[k]);
+    }
+    return out;
+  }
   const std::string db = cfg.HostDatabase(cfg.mysql.hosts[host]);
   const DatastoreConfig* ds = cfg.FindDatastore(datastore);
   const int64_t now = NowMicros();
@@ -268,10 +287,9 @@ Result<std::vector<std::vector<IndexApplyResult>>> IndexWriter::ApplyBatch(
       if (p.first_target) stale.insert(*p.first_target);
       if (p.target) stale.erase(*p.target);
       for (uint32_t target : stale)
-        work[v].writes[cfg.HostIndexForShard(target)].deletes.push_back(
-            {target, row, column, p.applied});
+        work[v].writes[host_index(target)].deletes.push_back({target, row, column, p.applied});
       if (p.entry)
-        work[v].writes[cfg.HostIndexForShard(p.entry->target_shard)].upserts[column].push_back(
+        work[v].writes[host_index(p.entry->target_shard)].upserts[column].push_back(
             {&*p.entry, cells[p.cell]});
     }
   }

@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "cells/mysql_client.h"
+#include "cells/shard_move.h"
 #include "indexes/index_positions.h"
 
 namespace cellar {
@@ -78,7 +79,8 @@ Result<std::vector<SqlRow>> IndexCatalog::ReadRegistry(MysqlConnection& conn,
 }
 
 Result<std::vector<std::string>> IndexCatalog::Indexes() {
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(auto lease,
+                          store_->PoolForHost(store_->config().HostIndexForShard(0)).Acquire());
   CELLAR_ASSIGN_OR_RETURN(
       auto rows, ReadRegistry(*lease, "SELECT DISTINCT table_name FROM " +
                                           QualifiedTable(store_->config().DatabaseForShard(0),
@@ -90,7 +92,8 @@ Result<std::vector<std::string>> IndexCatalog::Indexes() {
 }
 
 Result<std::vector<IndexVersion>> IndexCatalog::Versions(const std::string& table) {
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(auto lease,
+                          store_->PoolForHost(store_->config().HostIndexForShard(0)).Acquire());
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
       ReadRegistry(*lease,
@@ -127,7 +130,8 @@ Result<std::vector<IndexVersion>> IndexCatalog::Writable(const std::string& tabl
 }
 
 Result<std::vector<IndexedColumns>> IndexCatalog::WritableOver(const std::string& datastore) {
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(auto lease,
+                          store_->PoolForHost(store_->config().HostIndexForShard(0)).Acquire());
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
       ReadRegistry(*lease,
@@ -182,6 +186,10 @@ Status IndexCatalog::CreateTables(const IndexDefinition& def, int version) {
         " column_key VARCHAR(64) CHARACTER SET ascii NOT NULL,"
         " ref_key BIGINT NOT NULL, target_shard INT UNSIGNED NULL,"
         " PRIMARY KEY (shard, row_key, column_key)) ENGINE=InnoDB"));
+    // A host that shards moved away from refuses their rows in new tables too.
+    for (const std::string& t :
+         {EntryTableName(def.table, version), PointerTableName(def.table, version)})
+      CELLAR_RETURN_IF_ERROR(FenceNewShardTable(*lease, db, t));
     CELLAR_RETURN_IF_ERROR(lease->ExecuteDdl(
         "CREATE TABLE IF NOT EXISTS " + QualifiedTable(db, "index_backfill") +
         " (table_version VARCHAR(80) CHARACTER SET ascii NOT NULL, shard INT UNSIGNED NOT NULL,"
@@ -199,7 +207,8 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
   if (Status layout = store_->CheckLayout(); layout.code() == StatusCode::kFailedPrecondition)
     return layout;
   {
-    CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+    CELLAR_ASSIGN_OR_RETURN(auto lease,
+                            store_->PoolForHost(store_->config().HostIndexForShard(0)).Acquire());
     CELLAR_RETURN_IF_ERROR(EnsureRegistry(*lease));
   }
   CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(def.table));
@@ -235,7 +244,8 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
                         {"sql_column", f.sql_column}});
     definition["column_defs"].push_back({{"column_key", cd.column_key}, {"fields", fields}});
   }
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(auto lease,
+                          store_->PoolForHost(store_->config().HostIndexForShard(0)).Acquire());
   CELLAR_RETURN_IF_ERROR(
       lease
           ->Execute("INSERT IGNORE INTO " +
@@ -249,7 +259,8 @@ Result<ApplyOutcome> IndexCatalog::Apply(const IndexDefinition& def) {
 }
 
 Status IndexCatalog::MarkReady(const std::string& table, int version) {
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(auto lease,
+                          store_->PoolForHost(store_->config().HostIndexForShard(0)).Acquire());
   const std::string reg = QualifiedTable(store_->config().DatabaseForShard(0), "index_versions");
   CELLAR_RETURN_IF_ERROR(lease->Begin());
   auto a = lease->Execute("UPDATE " + reg +
@@ -269,7 +280,8 @@ Status IndexCatalog::MarkReady(const std::string& table, int version) {
 Result<IndexDefinition> IndexCatalog::DefinitionOf(const IndexDefinition& current,
                                                    const IndexVersion& v) {
   if (v.fingerprint == current.Fingerprint()) return current;
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store_->PoolForShard(0).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(auto lease,
+                          store_->PoolForHost(store_->config().HostIndexForShard(0)).Acquire());
   CELLAR_ASSIGN_OR_RETURN(
       auto rows,
       ReadRegistry(*lease,

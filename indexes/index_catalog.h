@@ -1,7 +1,8 @@
 // IndexCatalog: which physical versions of each index exist and which serves.
 //
 // Registry: table `index_versions` in the database of the host owning shard 0
-// (ClusterConfig::DatabaseForShard(0), the catalog host):
+// (ClusterConfig::DatabaseForShard(0), the catalog host: where the config
+// puts shard 0, also after `cellar shards move` moved shard 0 away):
 //   (table_name, version) -> fingerprint, state, definition JSON (the whole
 //   definition: datastore, shard field, column_defs), created_at.
 // States: building (written by the worker, being backfilled), ready (serves

@@ -95,7 +95,7 @@ Status BackfillIndex(CellStore* store, const IndexDefinition& def,
       const uint64_t s = r.Uint(0);
       // Progress of a shard that has moved to another host counts positions
       // of the old host's log: that shard starts over.
-      if (s >= cfg.shards || cfg.HostIndexForShard(static_cast<uint32_t>(s)) != h) continue;
+      if (s >= cfg.shards || store->HostOfShard(static_cast<uint32_t>(s)) != h) continue;
       after[s] = r.Uint(1);
       done[s] = r.Uint(2);
       finished[s] = r.Int(3) != 0;
@@ -124,7 +124,7 @@ Status BackfillIndex(CellStore* store, const IndexDefinition& def,
     CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(s).Acquire());
     CELLAR_RETURN_IF_ERROR(
         lease
-            ->Execute("INSERT INTO " + QualifiedTable(cfg.DatabaseForShard(s), "index_backfill") +
+            ->Execute("INSERT INTO " + QualifiedTable(store->DatabaseOfShard(s), "index_backfill") +
                           " (table_version, shard, after_added_id, cells_done, finished)"
                           " VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE"
                           " after_added_id = GREATEST(after_added_id, VALUES(after_added_id)),"
@@ -295,20 +295,23 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
     }
     return Status::Ok();
   };
+  // The shards each host owns now (moves included).
+  std::vector<std::vector<uint32_t>> owned_by(cfg.mysql.hosts.size());
+  for (uint32_t s = 0; s < cfg.shards; ++s) owned_by[store->HostOfShard(s)].push_back(s);
   for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
     const MysqlHostConfig& host = cfg.mysql.hosts[h];
     const std::string table =
         QualifiedTable(cfg.HostDatabase(host), EntryTableName(def.table, v.version));
     CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForHost(h).Acquire());
     // One owned shard at a time (a key range each), then any other shard's rows.
-    for (uint32_t s : host.shards) {
+    for (uint32_t s : owned_by[h]) {
       CELLAR_ASSIGN_OR_RETURN(
           auto rows,
           lease->Query("SELECT " + columns + " FROM " + table + " WHERE shard = ?", {int64_t{s}}));
       CELLAR_RETURN_IF_ERROR(compare(*lease, table, rows, false));
     }
     std::string owned;
-    for (uint32_t s : host.shards) owned += (owned.empty() ? "" : ",") + std::to_string(s);
+    for (uint32_t s : owned_by[h]) owned += (owned.empty() ? "" : ",") + std::to_string(s);
     CELLAR_ASSIGN_OR_RETURN(
         auto foreign,
         lease->Query("SELECT " + columns + " FROM " + table + " WHERE shard NOT IN (" +
@@ -331,7 +334,7 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
         CELLAR_RETURN_IF_ERROR(
             lease
                 ->Execute("DELETE FROM " +
-                              QualifiedTable(cfg.DatabaseForShard(*clear_shard),
+                              QualifiedTable(store->DatabaseOfShard(*clear_shard),
                                              EntryTableName(def.table, v.version)) +
                               " WHERE shard = ? AND row_key = ? AND column_key = ?",
                           {int64_t{*clear_shard}, c->row_key.ToBytes(), c->column})
@@ -343,7 +346,7 @@ Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& cur
       CELLAR_RETURN_IF_ERROR(
           lease
               ->Execute("UPDATE " +
-                            QualifiedTable(cfg.DatabaseForShard(src),
+                            QualifiedTable(store->DatabaseOfShard(src),
                                            PointerTableName(def.table, v.version)) +
                             " SET ref_key = -1 WHERE shard = ? AND row_key = ? AND column_key = ?",
                         {int64_t{src}, c->row_key.ToBytes(), c->column})

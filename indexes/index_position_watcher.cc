@@ -60,7 +60,7 @@ Status IndexPositionWatcher::WaitUntilApplied(const std::string& datastore, uint
                                               uint64_t added_id, int timeout_ms) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
-  const size_t host = store_->config().HostIndexForShard(shard);
+  const size_t host = store_->HostOfShard(shard);
   MutexLock lock(&mu_);
   Source& source = sources_[{host, datastore}];  // map nodes stay put
   auto applied = [&]() REQUIRES(mu_) {

@@ -39,12 +39,13 @@ Status RecordIndexPositions(MysqlConnection& conn, const std::string& database,
 Result<uint64_t> AppliedIndexPosition(CellStore* store, const std::string& datastore,
                                       uint32_t shard) {
   const ClusterConfig& cfg = store->config();
-  CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForShard(shard).Acquire());
-  CELLAR_ASSIGN_OR_RETURN(auto rows,
-                          lease->Query("SELECT applied_added_id FROM " +
-                                           QualifiedTable(cfg.DatabaseForShard(shard), kTable) +
-                                           " WHERE datastore = ? AND shard = ?",
-                                       {datastore, int64_t{shard}}));
+  const size_t host = store->HostOfShard(shard);
+  CELLAR_ASSIGN_OR_RETURN(auto lease, store->PoolForHost(host).Acquire());
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows, lease->Query("SELECT applied_added_id FROM " +
+                                  QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[host]), kTable) +
+                                  " WHERE datastore = ? AND shard = ?",
+                              {datastore, int64_t{shard}}));
   return rows.empty() ? uint64_t{0} : rows[0].Uint(0);
 }
 

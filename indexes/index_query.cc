@@ -319,7 +319,10 @@ Result<IndexQueryResult> IndexReader::Query(const IndexQuery& q) {
     const ClusterConfig& cfg = store_->config();
     const Clock::time_point deadline =
         Clock::now() + std::chrono::milliseconds(cfg.limits.index_wait_ms);
-    CELLAR_ASSIGN_OR_RETURN(LogPosition after, DecodeLogPosition(cfg, current->datastore, q.after));
+    CELLAR_ASSIGN_OR_RETURN(LogPosition after,
+                            DecodeLogPosition(cfg, current->datastore, q.after, [this](uint32_t s) {
+                              return store_->DatabaseOfShard(s);
+                            }));
     CELLAR_RETURN_IF_ERROR(
         positions_.Wait(current->datastore, after.shard, after.added_id, cfg.limits.index_wait_ms));
     // The entries are committed on their host's primary before the position
@@ -371,7 +374,7 @@ Result<IndexQueryResult> IndexReader::QueryVersion(const IndexQuery& q,
   // The host's table holds the entries of all its shards: the shard leads the
   // WHERE (and every key), so the scan stays inside the query's own shard.
   sql += " FROM " +
-         QualifiedTable(cfg.DatabaseForShard(shard), EntryTableName(q.index, version.version)) +
+         QualifiedTable(store_->DatabaseOfShard(shard), EntryTableName(q.index, version.version)) +
          " WHERE shard = ? AND " + shard_field.sql_column + " = ?";
   std::vector<SqlParam> params{int64_t{shard}, shard_value};
   for (const auto& f : q.filters) {

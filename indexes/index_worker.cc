@@ -196,7 +196,7 @@ struct IndexWorker::Impl {
     const ClusterConfig& cfg = store->config();
     const uint32_t shard = ShardForRow(e.cell.row_key, cfg.shards);
     const uint32_t split = static_cast<uint32_t>(std::max(1, options.lanes_per_host));
-    return e.datastore + "/" + std::to_string(cfg.HostIndexForShard(shard)) + "/" +
+    return e.datastore + "/" + std::to_string(store->HostOfShard(shard)) + "/" +
            std::to_string(shard % split);
   }
 

@@ -23,7 +23,7 @@ Result<bool> IndexWriter::RemoveEntryOf(const std::string& table, int version, c
   const ClusterConfig& cfg = store_->config();
   const uint32_t src = ShardForRow(row, cfg.shards);
   const std::string pointer =
-      QualifiedTable(cfg.DatabaseForShard(src), PointerTableName(table, version));
+      QualifiedTable(store_->DatabaseOfShard(src), PointerTableName(table, version));
   const std::string row_bytes = row.ToBytes();
   MysqlHostPool& src_pool = store_->PoolForShard(src);
   CELLAR_ASSIGN_OR_RETURN(auto lease, src_pool.Acquire());
@@ -53,11 +53,11 @@ Result<bool> IndexWriter::RemoveEntryOf(const std::string& table, int version, c
     target_lease.emplace(std::move(l).value());
     tc = &**target_lease;
   }
-  auto del =
-      tc->Execute("DELETE FROM " +
-                      QualifiedTable(cfg.DatabaseForShard(target), EntryTableName(table, version)) +
-                      " WHERE shard = ? AND row_key = ? AND column_key = ? AND ref_key = ?",
-                  {int64_t{target}, row_bytes, column, ref_key});
+  auto del = tc->Execute(
+      "DELETE FROM " +
+          QualifiedTable(store_->DatabaseOfShard(target), EntryTableName(table, version)) +
+          " WHERE shard = ? AND row_key = ? AND column_key = ? AND ref_key = ?",
+      {int64_t{target}, row_bytes, column, ref_key});
   if (!del.ok()) return fail(del.status());
   if (auto s = c.Execute("UPDATE " + pointer +
                              " SET target_shard = NULL"

@@ -75,8 +75,9 @@ class IndexWriter {
   // versions[v] (kNotIndexed where v does not index the column).
   // Unavailable/Aborted: nothing of the row host's transaction committed
   // (entries on other hosts may have been written: a retry rewrites them the
-  // same); retry the whole batch. InvalidArgument: cells of more than one host.
-  // REQUIRES: every cell's row lives on one host; cells.size() <= 5000.
+  // same); retry the whole batch. Cells of rows on several hosts (a shard
+  // moved since the batch was formed) are applied per host, one after the
+  // other. REQUIRES: cells.size() <= 5000.
   Result<std::vector<std::vector<IndexApplyResult>>> ApplyBatch(
       const std::string& datastore, const std::vector<IndexVersionRef>& versions,
       const std::vector<const Cell*>& cells, bool record_positions);

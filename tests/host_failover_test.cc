@@ -282,6 +282,50 @@ TEST_F(HostFailoverTest, EmergencyIsRefusedWhenSemiSyncHadFallenBack) {
   ASSERT_OK(store_->Put("trips", Write(9)).status());
 }
 
+// A replica whose SQL thread was stopped (by an operator) holds acknowledged
+// transactions it received but did not apply: the emergency failover starts
+// its SQL thread to apply them instead of waiting for a position it cannot reach.
+TEST_F(HostFailoverTest, EmergencyAppliesWhatAStoppedSqlThreadLeftInTheRelayLog) {
+  StartServers();
+  ASSERT_TRUE(replica_->Execute("STOP SLAVE SQL_THREAD"));
+  std::vector<CellWrite> acked;
+  for (int i = 0; i < 20; ++i) {
+    acked.push_back(Write(i));
+    ASSERT_OK(store_->Put("trips", acked.back()).status());
+  }
+  EXPECT_EQ(0, Cells(*replica_)) << "the replica applied with its SQL thread stopped";
+  primary_->Kill();
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
+  ASSERT_OK(r.status());
+  EXPECT_EQ("emergency", r->kind);
+  EXPECT_TRUE(r->loss_ruled_out);
+  EXPECT_EQ(20, Cells(*replica_));
+  ExpectReadable(acked);
+}
+
+// A catch-up longer than a statement's io timeout is waited for in slices:
+// it ends DeadlineExceeded after catch_up_timeout_ms, not in a dropped
+// connection after io_timeout, and the primary is reopened.
+TEST_F(HostFailoverTest, PlannedCatchUpPastItsTimeoutIsRefusedAndChangesNothing) {
+  StartServers();
+  ASSERT_TRUE(replica_->Execute("STOP SLAVE SQL_THREAD"));
+  ASSERT_OK(store_->Put("trips", Write(0)).status());
+  ClusterConfig short_io = config_;
+  short_io.mysql.io_timeout_ms = 1000;
+  FailoverOptions options;
+  options.catch_up_timeout_ms = 2500;
+  Result<FailoverReport> r = FailoverHost(short_io, "fo_p", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(StatusCode::kDeadlineExceeded, r.status().code()) << r.status().ToString();
+  EXPECT_NE(std::string::npos, r.status().message().find("within 2500 ms"))
+      << r.status().ToString();
+  EXPECT_NE(std::string::npos, r.status().message().find("nothing changed"))
+      << r.status().ToString();
+  EXPECT_EQ("0", Ask(*primary_, "SELECT @@read_only"));
+  ASSERT_TRUE(replica_->Execute("START SLAVE SQL_THREAD"));
+  ASSERT_OK(store_->Put("trips", Write(1)).status());
+}
+
 // Reads from a replica: stale while it does not apply, its lag gauge growing;
 // with a write's position the read waits until the replica holds the write.
 TEST_F(HostFailoverTest, ReplicaReadsAreBoundedByLagAndReadYourWritesWithAPosition) {

@@ -8,6 +8,7 @@
 #include "cells/body_codec.h"
 #include "cells/internal/cells_table.h"
 #include "cells/internal/write_fence.h"
+#include "cells/log_position.h"
 
 namespace cellar::internal {
 
@@ -412,6 +413,8 @@ Status ApplyDatastoreBatch(MysqlConnection& conn, const std::string& database,
         r.ref_key = u->erase ? d.erase_ref : u->cells[ci].ref_key;
         r.created = false;
       }
+      // Named by this host: the shard may move to another one later.
+      r.position = EncodeLogPosition(database, datastore, u->shard, r.added_id);
       u->results.emplace_back(r);
     }
   }

@@ -53,7 +53,6 @@ struct CellStore::Impl {
   MetricsRegistry own_metrics;                                      // when Open() was given none
   std::vector<std::unique_ptr<internal::GroupCommitProbe>> probes;  // one per host
   std::vector<std::unique_ptr<GroupCommitter>> committers;          // one per host
-  std::vector<uint32_t> host_of_shard;
   // Per host with replicas: a read pool per server ("address:port"), used
   // for ReadPreference::kReplica while the server is not the primary.
   std::vector<std::map<std::string, std::unique_ptr<MysqlHostPool>>> server_pools;
@@ -61,7 +60,10 @@ struct CellStore::Impl {
   Counter* replica_reads = nullptr;  // cellar_replica_reads_total
 
   std::string Table(uint32_t shard, const std::string& datastore) const {
-    return QualifiedTable(config.DatabaseForShard(shard), CellsTableName(datastore));
+    return HostTable(topology->HostOfShard(shard), datastore);
+  }
+  std::string DatabaseOfShard(uint32_t shard) const {
+    return config.HostDatabase(config.mysql.hosts[topology->HostOfShard(shard)]);
   }
   std::string HostTable(size_t host, const std::string& datastore) const {
     return QualifiedTable(config.HostDatabase(config.mysql.hosts[host]), CellsTableName(datastore));
@@ -91,7 +93,7 @@ struct CellStore::Impl {
   }
   template <typename T, typename Fn>
   Result<T> WithShard(uint32_t shard, Fn&& fn) {
-    return WithHost<T>(host_of_shard[shard], "shard " + std::to_string(shard),
+    return WithHost<T>(topology->HostOfShard(shard), "shard " + std::to_string(shard),
                        std::forward<Fn>(fn));
   }
 
@@ -137,7 +139,7 @@ struct CellStore::Impl {
   Result<T> ReadReplicaOrPrimary(uint32_t shard, ReadPreference preference, Ready&& ready,
                                  Fn&& fn) {
     if (preference == ReadPreference::kReplica)
-      if (MysqlHostPool* pool = ReplicaPool(host_of_shard[shard])) {
+      if (MysqlHostPool* pool = ReplicaPool(topology->HostOfShard(shard))) {
         auto lease = pool->Acquire();
         if (lease.ok() && ready(**lease)) {
           replica_reads->Increment();
@@ -155,14 +157,16 @@ struct CellStore::Impl {
                       Fn&& fn) {
     std::optional<LogPosition> after;
     if (!read.after.empty()) {
-      CELLAR_ASSIGN_OR_RETURN(LogPosition p, DecodeLogPosition(config, datastore, read.after));
+      CELLAR_ASSIGN_OR_RETURN(LogPosition p,
+                              DecodeLogPosition(config, datastore, read.after,
+                                                [this](uint32_t s) { return DatabaseOfShard(s); }));
       after = p;
     }
-    const size_t host = host_of_shard[shard];
+    const size_t host = topology->HostOfShard(shard);
     return ReadReplicaOrPrimary<T>(
         shard, read.preference,
         [&](MysqlConnection& replica) {
-          return !after || host_of_shard[after->shard] != host ||
+          return !after || topology->HostOfShard(after->shard) != host ||
                  WaitForCell(replica, HostTable(host, datastore), after->added_id);
         },
         std::forward<Fn>(fn));
@@ -176,7 +180,7 @@ struct CellStore::Impl {
   // Hands `units` to their hosts' committers; each unit's completion must be set.
   void Enqueue(const std::vector<WriteUnit*>& units) {
     std::vector<std::vector<WriteUnit*>> by_host(committers.size());
-    for (WriteUnit* u : units) by_host[host_of_shard[u->shard]].push_back(u);
+    for (WriteUnit* u : units) by_host[topology->HostOfShard(u->shard)].push_back(u);
     for (size_t h = 0; h < by_host.size(); ++h)
       if (!by_host[h].empty()) committers[h]->Submit(by_host[h]);
   }

@@ -172,8 +172,10 @@ void GroupCommitter::Commit(WriterConnection& writer, std::vector<WriteUnit*>& u
   answers.reserve(units.size());
   if (!status.ok() && status.message().find("cellar-frozen-shard") != std::string::npos && conn &&
       !conn->broken()) {
-    // A shard is frozen on this host while it moves (cells/shard_move.h): its
-    // units fail with Unavailable, the others are committed without them.
+    // A shard is frozen on this host while it moves and after it moved
+    // (cells/shard_move.h): its units go to the shard's new host once the
+    // placement names it, or fail Unavailable while the move finishes; the
+    // others are committed without them.
     std::map<uint32_t, std::string> frozen;
     auto rows = conn->Query("SELECT shard, to_host FROM " +
                             QualifiedTable(options_.database, "frozen_shards"));
@@ -181,15 +183,24 @@ void GroupCommitter::Commit(WriterConnection& writer, std::vector<WriteUnit*>& u
     if (rows.ok())
       for (const auto& r : *rows) frozen[static_cast<uint32_t>(r.Uint(0))] = r.Bytes(1);
     std::vector<WriteUnit*> rest;
+    size_t rerouted = 0;
     for (WriteUnit* u : units) {
       auto it = frozen.find(u->shard);
       if (it == frozen.end()) {
         rest.push_back(u);
         continue;
       }
+      if (options_.reroute && options_.reroute(u)) {
+        ++rerouted;
+        continue;
+      }
       answers.emplace_back(u, Unavailable("shard " + std::to_string(u->shard) +
                                           " is frozen while it moves to host " + it->second +
-                                          "; retry once the config names its new host"));
+                                          "; retry in a moment"));
+    }
+    if (rerouted > 0 && rest.size() + rerouted == units.size() && answers.empty()) {
+      if (!rest.empty()) Commit(writer, rest);
+      return;
     }
     if (!frozen.empty() && rest.size() < units.size()) {
       Answer(std::move(answers));
@@ -297,7 +308,8 @@ Status GroupCommitter::CommitWithRetries(WriterConnection& writer,
                             std::min<MicrosSinceEpoch>(hold_until, NowMicros() + 200000));
     writer.conn.reset();
   }
-  if (!status.ok()) {
+  // A moved shard's refusal is no failure: Commit reroutes or answers it.
+  if (!status.ok() && status.message().find("cellar-frozen-shard") == std::string::npos) {
     size_t units = 0;
     for (const auto& b : batches) units += b.units.size();
     LogWarn("group_commit", "batch failed",

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -65,6 +66,12 @@ struct GroupCommitterOptions {
   // How long a transaction waits for a reachable, verified primary before it
   // fails Unavailable (mysql.hold_writes), milliseconds.
   int64_t hold_writes_ms = 10000;
+  // Offered each unit whose shard this host refuses as frozen (moving or
+  // moved away, cells/shard_move.h): returns true when it handed the unit to
+  // the shard's current host (the unit is then no longer this committer's),
+  // false to fail it Unavailable. Called on a writer thread; must not block
+  // for long. Empty: fail it.
+  std::function<bool(WriteUnit*)> reroute;
 };
 
 // A writer thread's connection and the topology epoch it was verified at.

@@ -5,8 +5,8 @@
 
 #include "api/api_wire.h"
 #include "cells/cell_store.h"
-#include "cells/log_position.h"
 #include "cells/shard_map.h"
+#include "cells/shard_move.h"
 #include "retention/purger.h"
 #include "triggers/trigger_control.h"
 #include "workers/cli/cli_common.h"
@@ -76,7 +76,6 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     nlohmann::json body = OrFail(ParseBody(a->body));
     auto store = open();
     auto r = OrFail(store->Put(a->datastore, CellWrite{row, a->column, a->ref_key, body}));
-    r.position = EncodeLogPosition(store->config(), a->datastore, r.shard, r.added_id);
     PrintJson(PutResultToJson(r, /*address=*/""));
   });
 
@@ -137,7 +136,6 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     const Uuid row = OrFail(Uuid::Parse(a->row));
     auto store = open();
     auto r = OrFail(store->Erase(a->datastore, row, a->column, a->expected_ref));
-    r.position = EncodeLogPosition(store->config(), a->datastore, r.shard, r.added_id);
     PrintJson(PutResultToJson(r, /*address=*/""));
   });
 
@@ -190,19 +188,28 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   shards->callback([a, shards, &g] {
     if (shards->get_subcommands().size() > 0) return;  // `shards move` printed its own
     ClusterConfig cfg = LoadConfigOrExit(g);
+    // Where each shard is now: the config's lists as moves changed them.
+    const std::vector<uint32_t> placement = OrFail(CurrentShardHosts(cfg));
     nlohmann::json hosts = nlohmann::json::array();
-    for (const auto& h : cfg.mysql.hosts)
-      hosts.push_back({{"name", h.name},
-                       {"address", h.address + ":" + std::to_string(h.port)},
-                       {"shards", h.ShardList()}});
+    for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
+      MysqlHostConfig now = cfg.mysql.hosts[h];
+      now.shards.clear();
+      for (uint32_t s = 0; s < cfg.shards; ++s)
+        if (placement[s] == h) now.shards.push_back(s);
+      hosts.push_back({{"name", now.name},
+                       {"address", now.address + ":" + std::to_string(now.port)},
+                       {"shards", now.ShardList()},
+                       {"config_shards", cfg.mysql.hosts[h].ShardList()}});
+    }
     nlohmann::json out = {{"shards", cfg.shards}, {"hosts", hosts}};
     if (!a->row.empty()) {
       const Uuid row = OrFail(Uuid::Parse(a->row));
       uint32_t s = ShardForRow(row, cfg.shards);
+      const MysqlHostConfig& host = cfg.mysql.hosts[placement[s]];
       out["row"] = {{"row_key", row.ToString()},
                     {"shard", s},
-                    {"database", cfg.DatabaseForShard(s)},
-                    {"host", cfg.HostForShard(s).name}};
+                    {"database", cfg.HostDatabase(host)},
+                    {"host", host.name}};
     }
     PrintJson(out);
   });

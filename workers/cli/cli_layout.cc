@@ -30,41 +30,35 @@ void AddLayoutCommands(CLI::App& app, const GlobalOptions& g) {
 
   struct MoveArgs {
     uint32_t shard = 0;
-    std::string to, from;
-    bool finish = false;
+    std::string to;
   };
   auto a = std::make_shared<MoveArgs>();
   CLI::App* shards = app.get_subcommand("shards");
   auto* move = shards->add_subcommand(
       "move",
-      "move one logical shard to another host in two steps: (1) --shard S --to HOST copies, "
-      "catches up, freezes S and prints the config roll; (2) with the rolled config, "
-      "--shard S --from HOST --finish verifies, moves index rows and deletes S from the source");
+      "move one logical shard to another host while every process runs: copies and catches up, "
+      "freezes the shard on its host, verifies, copies its index rows, records the new placement "
+      "(learned by every process within two topology refreshes) and deletes the shard from the "
+      "source, where it stays frozen");
   move->add_option("--shard", a->shard, "the logical shard")
       ->transform(DecimalInteger<uint32_t>())
       ->required();
-  move->add_option("--to", a->to, "step 1: the target host (a name in mysql.hosts)");
-  move->add_option("--from", a->from, "step 2: the source host");
-  move->add_flag("--finish", a->finish, "step 2, after the config roll");
+  move->add_option("--to", a->to, "the target host (a name in mysql.hosts)")->required();
   move->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
-    Result<ShardMoveReport> r =
-        InvalidArgument("give --to HOST (step 1) or --from HOST --finish (step 2)");
-    if (a->finish && !a->from.empty())
-      r = FinishShardMove(cfg, a->shard, a->from, Say);
-    else if (!a->finish && !a->to.empty())
-      r = CopyAndFreezeShard(cfg, a->shard, a->to, Say);
+    Result<ShardMoveReport> r = MoveShard(cfg, a->shard, a->to, Say);
     OrFail(r.status());
     PrintJson({{"shard", r->shard},
-               {"from", {{"host", r->from_host}, {"shards", r->from_shards_after}}},
-               {"to", {{"host", r->to_host}, {"shards", r->to_shards_after}}},
+               {"from", r->from_host},
+               {"to", r->to_host},
+               {"move_seq", r->move_seq},
                {"cells_copied", r->cells_copied},
                {"catch_up_passes", r->catch_up_passes},
                {"cells_verified", r->cells_verified},
                {"digest", r->digest},
                {"index_rows_copied", r->index_rows_copied},
                {"source_rows_deleted", r->source_rows_deleted},
-               {"finished", a->finish}});
+               {"frozen_ms", r->frozen_ms}});
   });
 }
 
