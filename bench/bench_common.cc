@@ -282,8 +282,13 @@ double ThreadsCpuSeconds(long pid, const std::string& name_part) {
 }
 
 std::optional<double> ServerCpuSeconds(const BenchCluster& cluster) {
-  if (!cluster.db || !cluster.db->running()) return std::nullopt;
-  std::ifstream pid_file(cluster.db->dir() + "/mariadbd.pid");
+  if (!cluster.db) return std::nullopt;
+  return ServerCpuSeconds(*cluster.db);
+}
+
+std::optional<double> ServerCpuSeconds(const testing::PrivateMariaDb& db) {
+  if (!db.running()) return std::nullopt;
+  std::ifstream pid_file(db.dir() + "/mariadbd.pid");
   long pid = 0;
   if (!(pid_file >> pid) || pid <= 0) return std::nullopt;
   return OtherProcessCpuSeconds(pid);

@@ -207,6 +207,8 @@ std::optional<double> OtherProcessCpuSeconds(long pid);
 // CPU seconds the private MariaDB has used so far (read from /proc); nullopt
 // when the benchmark runs against --config or /proc cannot be read.
 std::optional<double> ServerCpuSeconds(const BenchCluster& cluster);
+// The same for the private server `db` (nullopt when it does not run).
+std::optional<double> ServerCpuSeconds(const testing::PrivateMariaDb& db);
 
 // Global status counters (information_schema.GLOBAL_STATUS, names in upper
 // case, e.g. "QUESTIONS") summed over every MySQL host of the cluster.

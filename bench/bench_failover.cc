@@ -10,6 +10,7 @@
 // cells through both failovers, and a plain read_committed reader of the
 // change log counts every stored cell's events (doubled_events must be 0).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -95,18 +96,47 @@ ChangeLogCount CountChangeLog(const ClusterConfig& cfg, testing::PrivateMariaDb&
   }
 }
 
-// Cells/s of `callers` blocked callers putting for `seconds`.
-double Throughput(CellStore* store, int callers, double seconds, uint64_t* failed) {
+// What the put phases of one mode cost: seconds measured, cells acknowledged,
+// CPU seconds of this process (the callers and the store) and of the servers.
+struct PhaseCost {
+  double seconds = 0, cells = 0;
+  double bench_cpu = 0, primary_cpu = 0, replica_cpu = 0;
+  double CpuMsPerCell() const {
+    return cells > 0 ? 1000 * (bench_cpu + primary_cpu + replica_cpu) / cells : 0;
+  }
+  // Share of the machine's cores busy with these processes.
+  double Busy() const {
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    return seconds > 0 ? (bench_cpu + primary_cpu + replica_cpu) / (seconds * cores) : 0;
+  }
+};
+
+// Cells/s of `callers` blocked callers putting for `seconds` on a host whose
+// primary is `primary` (and replica `replica`, or null); adds to *cost.
+double Throughput(CellStore* store, int callers, double seconds, uint64_t* failed,
+                  const testing::PrivateMariaDb& primary, const testing::PrivateMariaDb* replica,
+                  PhaseCost* cost) {
   PutLoad load(store, callers);
   Wait(1);  // warm: connections, prepared statements
+  auto cpu = [&] {
+    return std::array<double, 3>{ProcessCpuSeconds(), ServerCpuSeconds(primary).value_or(0),
+                                 replica ? ServerCpuSeconds(*replica).value_or(0) : 0};
+  };
+  const std::array<double, 3> cpu_before = cpu();
   const size_t before = load.acked();
   const auto start = Clock::now();
   Wait(seconds);
-  const double rate =
-      (load.acked() - before) / std::chrono::duration<double>(Clock::now() - start).count();
+  const size_t cells = load.acked() - before;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::array<double, 3> cpu_after = cpu();
   load.Stop();
   *failed += load.failed_.size();
-  return rate;
+  cost->seconds += elapsed;
+  cost->cells += cells;
+  cost->bench_cpu += cpu_after[0] - cpu_before[0];
+  cost->primary_cpu += cpu_after[1] - cpu_before[1];
+  cost->replica_cpu += cpu_after[2] - cpu_before[2];
+  return cells / elapsed;
 }
 
 int Run(const FailoverOptions& o) {
@@ -159,13 +189,17 @@ int Run(const FailoverOptions& o) {
   // the machine over the phases weighs on both alike.
   uint64_t failed = 0;
   double semisync = 0, async = 0;
+  PhaseCost semisync_cost, async_cost;
   const double half = o.seconds / 2;
   for (int round = 0; round < 4; ++round) {
     const bool replicated = round == 0 || round == 3;
     Progress(std::string(replicated ? "semi-sync puts" : "puts without a replica") + ", " +
              std::to_string(o.callers) + " callers");
     (replicated ? semisync : async) +=
-        Throughput(replicated ? pair.get() : alone.get(), o.callers, half, &failed) / 2;
+        (replicated
+             ? Throughput(pair.get(), o.callers, half, &failed, *a, b.get(), &semisync_cost)
+             : Throughput(alone.get(), o.callers, half, &failed, *solo, nullptr, &async_cost)) /
+        2;
   }
   alone.reset();
   pair.reset();
@@ -241,6 +275,22 @@ int Run(const FailoverOptions& o) {
   t.Add("semi-sync (AFTER_SYNC) cells/s", FormatNumber(semisync, 0));
   t.Add("no replica (same settings) cells/s", FormatNumber(async, 0));
   t.Add("ratio (goal >= 0.7)", FormatNumber(async > 0 ? semisync / async : 0, 3));
+  t.Add("CPU ms per cell, semi-sync: callers+store / primary / replica",
+        FormatNumber(1000 * semisync_cost.bench_cpu / std::max(1.0, semisync_cost.cells), 3) +
+            " / " +
+            FormatNumber(1000 * semisync_cost.primary_cpu / std::max(1.0, semisync_cost.cells), 3) +
+            " / " +
+            FormatNumber(1000 * semisync_cost.replica_cpu / std::max(1.0, semisync_cost.cells), 3));
+  t.Add("CPU ms per cell, no replica: callers+store / server",
+        FormatNumber(1000 * async_cost.bench_cpu / std::max(1.0, async_cost.cells), 3) + " / " +
+            FormatNumber(1000 * async_cost.primary_cpu / std::max(1.0, async_cost.cells), 3));
+  t.Add("cores busy, semi-sync / no replica",
+        FormatNumber(semisync_cost.Busy(), 2) + " / " + FormatNumber(async_cost.Busy(), 2));
+  t.Add("ratio if CPU bound (no-replica / semi-sync CPU per cell)",
+        FormatNumber(semisync_cost.CpuMsPerCell() > 0
+                         ? async_cost.CpuMsPerCell() / semisync_cost.CpuMsPerCell()
+                         : 0,
+                     3));
   t.Section("planned failover under load");
   t.Add("failed writes (goal 0)", std::to_string(planned_failed));
   t.Add("longest write (ms)", FormatNumber(planned_max_ms, 1));
@@ -265,6 +315,12 @@ int Run(const FailoverOptions& o) {
   j["semisync_cells_per_s"] = Round(semisync, 1);
   j["async_cells_per_s"] = Round(async, 1);
   j["semisync_ratio"] = Round(async > 0 ? semisync / async : 0, 3);
+  j["semisync_cpu_ms_per_cell"] = Round(semisync_cost.CpuMsPerCell(), 3);
+  j["async_cpu_ms_per_cell"] = Round(async_cost.CpuMsPerCell(), 3);
+  j["replica_cpu_ms_per_cell"] =
+      Round(1000 * semisync_cost.replica_cpu / std::max(1.0, semisync_cost.cells), 3);
+  j["semisync_cores_busy"] = Round(semisync_cost.Busy(), 2);
+  j["async_cores_busy"] = Round(async_cost.Busy(), 2);
   j["planned_failed_writes"] = planned_failed;
   j["planned_max_write_ms"] = Round(planned_max_ms, 1);
   j["planned_writes_stopped_ms"] = planned->writes_stopped_ms;
