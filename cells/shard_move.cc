@@ -347,6 +347,53 @@ Result<std::vector<ShardPlacementRow>> AllPlacementRows(const ClusterConfig& con
   return all;
 }
 
+// Step 6: after two topology refreshes, verifies again and deletes the
+// shard's rows from the source, then the target's progress rows.
+Status DeleteSource(const ClusterConfig& config, Side& src, Side& dst, uint32_t shard,
+                    ShardMoveReport* report) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * config.mysql.topology_refresh_ms));
+  CELLAR_RETURN_IF_ERROR(Verify(config, src, dst, shard, /*finishing=*/true, report));
+  CELLAR_ASSIGN_OR_RETURN(report->source_rows_deleted, DeleteShardRows(config, src, shard));
+  CELLAR_RETURN_IF_ERROR(
+      dst.conn
+          ->Execute(
+              "DELETE FROM " + QualifiedTable(dst.db, "shard_move_progress") + " WHERE shard = ?",
+              {uint64_t{shard}})
+          .status());
+  return dst.conn->Commit();
+}
+
+// The source of a move of `shard` to host `to` that recorded its placement
+// but did not delete the source's rows (the target still has its progress
+// rows; the source has the shard frozen for `to`); nullopt when none.
+Result<std::optional<size_t>> UnfinishedMoveSource(const ClusterConfig& config, uint32_t shard,
+                                                   size_t to) {
+  CELLAR_ASSIGN_OR_RETURN(Side dst, Open(config, to));
+  CELLAR_ASSIGN_OR_RETURN(
+      auto progress,
+      dst.conn->Query("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?"
+                      " AND TABLE_NAME = 'shard_move_progress'",
+                      {dst.db}));
+  if (progress[0].Uint(0) == 0) return std::optional<size_t>();
+  CELLAR_ASSIGN_OR_RETURN(
+      auto rows,
+      dst.conn->Query("SELECT COUNT(*) FROM " + QualifiedTable(dst.db, "shard_move_progress") +
+                          " WHERE shard = ?",
+                      {uint64_t{shard}}));
+  if (rows[0].Uint(0) == 0) return std::optional<size_t>();
+  for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
+    if (h == to) continue;
+    CELLAR_ASSIGN_OR_RETURN(Side src, Open(config, h));
+    CELLAR_RETURN_IF_ERROR(CreateFrozenTable(*src.conn, src.db));
+    CELLAR_ASSIGN_OR_RETURN(auto frozen,
+                            src.conn->Query("SELECT COUNT(*) FROM " + FrozenTable(src.db) +
+                                                " WHERE shard = ? AND to_host = ?",
+                                            {uint64_t{shard}, config.mysql.hosts[to].name}));
+    if (frozen[0].Uint(0) > 0) return std::optional<size_t>(h);
+  }
+  return std::optional<size_t>();
+}
+
 }  // namespace
 
 Result<std::vector<uint32_t>> CurrentShardHosts(const ClusterConfig& config) {
@@ -373,8 +420,28 @@ Result<ShardMoveReport> MoveShard(const ClusterConfig& config, uint32_t shard,
   CELLAR_ASSIGN_OR_RETURN(const size_t to, FindHost(config, to_host));
   CELLAR_ASSIGN_OR_RETURN(auto placement_rows, AllPlacementRows(config));
   const size_t from = ResolveShardHosts(config, placement_rows)[shard];
-  if (from == to)
-    return InvalidArgument("shard " + std::to_string(shard) + " is already on host " + to_host);
+  if (from == to) {
+    // A move that placed the shard but failed to delete it from the source
+    // (a host down, a lock wait) is finished by running it again.
+    CELLAR_ASSIGN_OR_RETURN(std::optional<size_t> unfinished,
+                            UnfinishedMoveSource(config, shard, to));
+    if (!unfinished)
+      return InvalidArgument("shard " + std::to_string(shard) + " is already on host " + to_host);
+    ShardMoveReport report;
+    report.shard = shard;
+    report.from_host = config.mysql.hosts[*unfinished].name;
+    report.to_host = to_host;
+    if (progress)
+      progress("finishing the move of shard " + std::to_string(shard) + " from " +
+               report.from_host + ": deleting it there");
+    CELLAR_ASSIGN_OR_RETURN(Side src, Open(config, *unfinished));
+    CELLAR_ASSIGN_OR_RETURN(Side dst, OpenWriter(config, to));
+    CELLAR_RETURN_IF_ERROR(DeleteSource(config, src, dst, shard, &report));
+    if (progress)
+      progress("deleted " + std::to_string(report.source_rows_deleted) + " rows of shard " +
+               std::to_string(shard) + " from " + report.from_host);
+    return report;
+  }
   uint64_t move_seq = 1;
   for (const ShardPlacementRow& r : placement_rows)
     if (r.shard == shard) move_seq = std::max(move_seq, r.move_seq + 1);
@@ -437,16 +504,7 @@ Result<ShardMoveReport> MoveShard(const ClusterConfig& config, uint32_t shard,
   say("placed: " + what + " on " + dst_host.name + " (" + std::to_string(report.index_rows_copied) +
       " index rows copied; writes refused for " + std::to_string(report.frozen_ms) + " ms)");
   // 6. Once every process reads the new placement, the source's rows go.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2 * config.mysql.topology_refresh_ms));
-  CELLAR_RETURN_IF_ERROR(Verify(config, src, dst, shard, /*finishing=*/true, &report));
-  CELLAR_ASSIGN_OR_RETURN(report.source_rows_deleted, DeleteShardRows(config, src, shard));
-  CELLAR_RETURN_IF_ERROR(
-      dst.conn
-          ->Execute(
-              "DELETE FROM " + QualifiedTable(dst.db, "shard_move_progress") + " WHERE shard = ?",
-              {uint64_t{shard}})
-          .status());
-  CELLAR_RETURN_IF_ERROR(dst.conn->Commit());
+  CELLAR_RETURN_IF_ERROR(DeleteSource(config, src, dst, shard, &report));
   say("deleted " + std::to_string(report.source_rows_deleted) + " rows of " + what + " from " +
       src_host.name + "; it stays frozen there");
   return report;

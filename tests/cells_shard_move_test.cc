@@ -249,5 +249,45 @@ TEST(ShardMoveTest, AShardMovesBackToAHostThatFrozeIt) {
   EXPECT_EQ(earlier + 60, RowsOnHost(1, kShard));
 }
 
+// A move that placed its shard but could not delete it from the source (a
+// long transaction there holds the rows past the lock wait) is finished by
+// running the command again.
+TEST(ShardMoveTest, AMoveThatCouldNotDeleteTheSourceIsFinishedByARerun) {
+  ASSERT_NE(nullptr, env->store);
+  constexpr uint32_t kShard = 7;  // on b
+  const std::string a = env->config.mysql.hosts[0].name;
+  std::unique_ptr<CellStore> store = CellStore::Open(env->config);
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(store->Put("trips", {RowOnShard(kShard), "BASE", 0, {{"i", i}}}).ok());
+  const uint64_t rows = RowsOnHost(1, kShard);
+  std::unique_ptr<MysqlConnection> holder;
+  Result<ShardMoveReport> failed = MoveShard(env->config, kShard, a, [&](const std::string& l) {
+    if (l.rfind("placed:", 0) != 0) return;
+    auto conn = ConnectCurrentPrimary(env->config, 1);
+    ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+    holder = std::move(conn).value();
+    ASSERT_TRUE(holder->Begin().ok());
+    auto locked = holder->Query(
+        "SELECT added_id FROM " +
+            QualifiedTable(env->config.HostDatabase(env->config.mysql.hosts[1]), "cells_trips") +
+            " WHERE shard = ? FOR UPDATE",
+        {uint64_t{kShard}});
+    ASSERT_TRUE(locked.ok()) << locked.status().ToString();
+  });
+  ASSERT_FALSE(failed.ok()) << "the source's rows were deleted through a lock";
+  ASSERT_NE(nullptr, holder);
+  holder->Rollback();
+  EXPECT_EQ(rows, RowsOnHost(1, kShard)) << "a failed delete removed rows";
+  EXPECT_EQ(0u, store->HostOfShard(kShard)) << "placed on a before the delete";
+
+  Result<ShardMoveReport> rerun = MoveShard(env->config, kShard, a);
+  ASSERT_TRUE(rerun.ok()) << rerun.status().ToString();
+  EXPECT_EQ(rows, rerun->source_rows_deleted);
+  EXPECT_EQ(0u, RowsOnHost(1, kShard));
+  EXPECT_EQ(rows, RowsOnHost(0, kShard));
+  auto again = MoveShard(env->config, kShard, a);
+  EXPECT_EQ(StatusCode::kInvalidArgument, again.status().code()) << again.status().ToString();
+}
+
 }  // namespace
 }  // namespace cellar
