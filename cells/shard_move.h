@@ -73,7 +73,9 @@ using MoveProgress = std::function<void(const std::string&)>;
 // shard out of range, an unknown host or a shard already on `to_host`;
 // FailedPrecondition when verification fails (nothing is deleted, S stays
 // frozen on the source: rerun the command once the cause is fixed);
-// Unavailable when a host cannot be reached (rerun: every step resumes).
+// Unavailable when a host cannot be reached (rerun: every step resumes; a
+// move that placed S but did not delete it from the source is finished by
+// a rerun, which then reports only source_rows_deleted).
 Result<ShardMoveReport> MoveShard(const ClusterConfig& config, uint32_t shard,
                                   const std::string& to_host, const MoveProgress& progress = {});
 
