@@ -25,6 +25,22 @@ bool IsMissingTable(const Status& st) {
 
 }  // namespace
 
+// Read here with the topology, each refresh: one statement, and a missing
+// table (no move yet) answers like a missing topology table.
+Result<std::vector<ShardPlacementRow>> ReadShardPlacement(MysqlConnection& conn,
+                                                          const std::string& database) {
+  std::vector<ShardPlacementRow> rows;
+  auto found = conn.Query("SELECT shard, host, move_seq FROM " +
+                          QualifiedTable(database, "shard_placement") + " ORDER BY shard");
+  if (!found.ok()) {
+    if (IsMissingTable(found.status())) return rows;
+    return found.status();
+  }
+  for (const SqlRow& r : *found)
+    rows.push_back({static_cast<uint32_t>(r.Uint(0)), r.Bytes(1), r.Uint(2)});
+  return rows;
+}
+
 std::string CreateTopologySql(const std::string& database) {
   return "CREATE TABLE IF NOT EXISTS " + QualifiedTable(database, "topology") +
          " (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"

@@ -12,22 +12,6 @@ std::string CreateShardPlacementSql(const std::string& database) {
          " moved_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB";
 }
 
-Result<std::vector<ShardPlacementRow>> ReadShardPlacement(MysqlConnection& conn,
-                                                          const std::string& database) {
-  auto exists = conn.Query(
-      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-      {database, std::string("shard_placement")});
-  if (!exists.ok()) return exists.status();
-  std::vector<ShardPlacementRow> rows;
-  if ((*exists)[0].Uint(0) == 0) return rows;
-  CELLAR_ASSIGN_OR_RETURN(
-      auto found, conn.Query("SELECT shard, host, move_seq FROM " +
-                             QualifiedTable(database, "shard_placement") + " ORDER BY shard"));
-  for (const SqlRow& r : found)
-    rows.push_back({static_cast<uint32_t>(r.Uint(0)), r.Bytes(1), r.Uint(2)});
-  return rows;
-}
-
 Status WriteShardPlacement(MysqlConnection& conn, const std::string& database,
                            const ShardPlacementRow& row) {
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateShardPlacementSql(database)));
