@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <thread>
@@ -118,15 +119,25 @@ struct KeyedConsumer::Impl {
   // Polling thread: commits each partition's finished prefix and updates its lag.
   void CommitDone() {
     std::vector<RecordPosition> lookups;
-    for (const AssignedPartitions::CommitCandidate& c : partitions.StartCommitRound()) {
-      bool committed = false;
-      if (c.worth_committing()) {
-        Status s = consumer->Commit(c.tp.topic, c.tp.partition, c.committable);
-        committed = s.ok();
-        if (!s.ok())
-          LogWarn(o.log_component, "offset commit failed",
-                  {{"group", o.group_id}, {"topic", c.tp.topic}, {"error", s.ToString()}});
+    const std::vector<AssignedPartitions::CommitCandidate> round = partitions.StartCommitRound();
+    // Every partition's commit in one request (ChangeLogConsumer::Commit).
+    std::vector<ChangeLogConsumer::CommitPosition> positions;
+    std::vector<size_t> position_of(round.size(), SIZE_MAX);
+    for (size_t i = 0; i < round.size(); ++i)
+      if (round[i].worth_committing()) {
+        position_of[i] = positions.size();
+        positions.push_back({round[i].tp, round[i].committable});
       }
+    const std::vector<Status> results = consumer->Commit(positions);
+    for (const Status& s : results)
+      if (!s.ok()) {
+        LogWarn(o.log_component, "offset commit failed",
+                {{"group", o.group_id}, {"error", s.ToString()}});
+        break;  // one line per round: a broker outage fails every partition alike
+      }
+    for (size_t i = 0; i < round.size(); ++i) {
+      const AssignedPartitions::CommitCandidate& c = round[i];
+      const bool committed = position_of[i] != SIZE_MAX && results[position_of[i]].ok();
       // While fetching is paused no fetch response refreshes the known end:
       // ask the broker, about once a second.
       auto end = fetch_paused && paused_rounds % kQueryEndEveryRounds == 0

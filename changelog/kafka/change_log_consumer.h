@@ -105,9 +105,17 @@ class ChangeLogConsumer {
   // The next record of any subscribed topic, undecoded; nullopt on timeout.
   Result<std::optional<ConsumedRecord>> PollRecord(int timeout_ms);
 
-  // Commits "everything up to and including `offset`" for one partition
-  // (synchronous). Unavailable when Kafka refuses or does not answer.
-  Status Commit(const std::string& topic, int32_t partition, int64_t offset);
+  // One partition's finished prefix: everything up to and including `offset`.
+  struct CommitPosition {
+    TopicPartitionId partition;
+    int64_t offset = -1;
+  };
+  // Commits every position in one OffsetCommit request (synchronous): a
+  // group's commit round costs the broker one request and one append to its
+  // offsets topic, not one per partition. Returns one status per position,
+  // in order: Ok, or Unavailable when Kafka refused that partition or did not
+  // answer (then every position is Unavailable).
+  std::vector<Status> Commit(const std::vector<CommitPosition>& positions);
 
   // Stops fetching from these (assigned) partitions, or starts again. Records
   // already returned are unaffected; after Resume() the partition goes on
