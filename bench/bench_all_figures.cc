@@ -191,7 +191,15 @@ std::vector<FigureRow> PipelineRows(const Json& j) {
     return PlainRow(j, std::move(figure), key, 2,
                     judged ? Verdict("p99 < 100 ms", Below(Number(j, key), 100)) : "");
   };
+  FigureRow vs_sql =
+      RateRow(j, "sustained single puts/s vs the plain-SQL ceiling", "sustained_writes_per_s",
+              "sql_ceiling_writes_per_s", "ratio_to_sql_ceiling");
+  vs_sql.target = Verdict(">= 0.5", AtLeast(Number(j, "ratio_to_sql_ceiling"), 0.5));
   return {sustained,
+          vs_sql,
+          PlainRow(j, "CPU ms per write at 1,000 writes/s (MariaDB + broker + Cellar)",
+                   "cpu_ms_per_write_at_1000", 3,
+                   Verdict("<= 0.6", AtMost(Number(j, "cpu_ms_per_write_at_1000"), 0.6))),
           at_that_rate("commit-ack to index-visible p99 ms at that rate", "index_p99_ms", true),
           at_that_rate("commit-ack to no-op handler p99 ms at that rate", "trigger_p99_ms", true),
           at_that_rate("commit-ack to webhook sink p99 ms at that rate", "webhook_p99_ms", false),

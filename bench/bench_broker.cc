@@ -73,6 +73,10 @@ double BenchBroker::CpuSeconds() const {
   return OtherProcessCpuSeconds(kafka_->pid()).value_or(0);
 }
 
+double BenchBroker::JitCpuSeconds() const {
+  return kafka_ ? JvmCompilerCpuSeconds(kafka_->pid()) : 0;
+}
+
 std::string BrokerName(const BenchBroker* broker) { return broker ? broker->name() : "external"; }
 
 void AddBrokerKeys(nlohmann::ordered_json& j, const BenchBroker* broker) {

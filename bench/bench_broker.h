@@ -46,6 +46,8 @@ class BenchBroker {
   bool in_process() const { return mock_ != nullptr; }
   // CPU seconds the broker has used so far: the JVM's, or the mock's thread's.
   double CpuSeconds() const;
+  // Of those, the JVM's JIT compiler threads' (0 for the mock).
+  double JitCpuSeconds() const;
 
  private:
   BenchBroker() = default;

@@ -49,10 +49,9 @@ Status TxnStatus(rd_kafka_error_t* error, const char* what) {
   return Unavailable(std::string("broker warm-up: ") + what + ": " + text);
 }
 
-// CPU seconds of the JVM's JIT compiler threads ("C1/C2 CompilerThre...").
-double CompilerCpuSeconds(long pid) { return ThreadsCpuSeconds(pid, "CompilerThre"); }
-
 }  // namespace
+
+double JvmCompilerCpuSeconds(long pid) { return ThreadsCpuSeconds(pid, "CompilerThre"); }
 
 Result<BrokerWarmUp> WarmUpBroker(const std::string& bootstrap, const std::string& topic,
                                   int partitions, long jvm_pid, double min_seconds,
@@ -97,7 +96,7 @@ Result<BrokerWarmUp> WarmUpBroker(const std::string& bootstrap, const std::strin
 
   const std::string value(400, 'w');
   const auto start = Clock::now();
-  const double compiler_at_start = CompilerCpuSeconds(jvm_pid);
+  const double compiler_at_start = JvmCompilerCpuSeconds(jvm_pid);
   std::deque<std::pair<Clock::time_point, double>> samples;  // (when, compiler CPU)
   for (;;) {
     CELLAR_RETURN_IF_ERROR(TxnStatus(rd_kafka_begin_transaction(txn.get()), "begin"));
@@ -116,7 +115,7 @@ Result<BrokerWarmUp> WarmUpBroker(const std::string& bootstrap, const std::strin
     out.transactions++;
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
-    const double compiler = CompilerCpuSeconds(jvm_pid);
+    const double compiler = JvmCompilerCpuSeconds(jvm_pid);
     samples.emplace_back(now, compiler);
     while (now - samples.front().first > std::chrono::seconds(5)) samples.pop_front();
     const double window = std::chrono::duration<double>(now - samples.front().first).count();

@@ -23,6 +23,10 @@ struct BrokerWarmUp {
   double compiler_cpu_s = 0;  // the JVM's compiler threads during the warm-up
 };
 
+// CPU seconds the JIT compiler threads ("C1/C2 CompilerThre...") of JVM
+// process `pid` have used so far.
+double JvmCompilerCpuSeconds(long pid);
+
 // Produces and consumes on `topic` (created by the caller with `partitions`
 // partitions) of the broker at `bootstrap` for at least min_seconds and at
 // most max_seconds, ending early once the JVM's compiler threads (process

@@ -40,6 +40,7 @@
 #include "bench/bench_pipeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -104,6 +105,42 @@ int WarmUp(CellStore* store, Stages& stages, const PipelineBenchOptions& o,
     return 1;
   }
   *seconds = clock.Seconds();
+  return 0;
+}
+
+size_t MaxWarmUpRounds(const PipelineBenchOptions& o) {
+  if (o.warm_up_max_s <= 0 || o.warm_up_round_s <= 0) return 0;
+  return static_cast<size_t>(std::ceil(o.warm_up_max_s / o.warm_up_round_s));
+}
+
+// The load warm-up (PipelineBenchOptions::warm_up_rate): rounds of the real
+// pipeline until the broker's JIT compiler settles. Their figures are
+// dropped. 0, or the run's exit code.
+int WarmUpUnderLoad(const BenchCluster& cluster, CellStore* store, Stages& stages,
+                    const PipelineBenchOptions& o, const std::string& datastore,
+                    const std::string& column, const std::string& run, PipelineRun* result) {
+  const BenchBroker* broker = CurrentBenchBroker();
+  if (broker == nullptr || broker->in_process()) return 0;  // no JVM to warm
+  const size_t rounds = MaxWarmUpRounds(o);
+  Stopwatch clock;
+  for (size_t i = 0; i < rounds; ++i) {
+    StepFigures figures;
+    const double jit_before = broker->JitCpuSeconds();
+    if (int rc =
+            RunStep(cluster, store, stages, o, datastore, column, run, i, o.warm_up_rate,
+                    o.warm_up_round_s, "load warm-up round " + std::to_string(i + 1), &figures);
+        rc)
+      return rc;
+    result->load_warm_up_rounds = static_cast<int>(i + 1);
+    result->load_warm_up_last_jit_share =
+        (broker->JitCpuSeconds() - jit_before) / std::max(1e-9, figures.seconds);
+    if (result->load_warm_up_last_jit_share < kJitSettledShare) break;
+  }
+  result->load_warm_up_s = clock.Seconds();
+  Progress("load warm-up: " + std::to_string(result->load_warm_up_rounds) + " rounds in " +
+           FormatNumber(result->load_warm_up_s, 0) + " s; the broker's JIT compiler used " +
+           FormatNumber(100 * result->load_warm_up_last_jit_share, 1) +
+           " % of a core in the last round");
   return 0;
 }
 
@@ -189,7 +226,7 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
                      .raw = {},
                      .sql = {}};
   {
-    Stages stages(store.get(), o, run, *def, o.steps.size());
+    Stages stages(store.get(), o, run, *def, MaxWarmUpRounds(o) + o.steps.size());
     Progress("starting the relay, the index worker, the no-op and the webhook trigger");
     if (Status s = stages.Start(); !s.ok()) {
       Progress("stages start failed: " + s.ToString());
@@ -197,10 +234,14 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
     }
     if (int rc = WarmUp(store.get(), stages, o, datastore, column, run, &result.warmup_s); rc)
       return rc;
+    if (int rc = WarmUpUnderLoad(cluster, store.get(), stages, o, datastore, column, run, &result);
+        rc)
+      return rc;
     for (size_t i = 0; i < o.steps.size(); ++i) {
       StepFigures step;
-      if (int rc = RunStep(cluster, store.get(), stages, o, datastore, column, run, i, o.steps[i],
-                           &step);
+      if (int rc = RunStep(cluster, store.get(), stages, o, datastore, column, run,
+                           MaxWarmUpRounds(o) + i, o.steps[i], o.step_seconds,
+                           "step " + std::to_string(i + 1), &step);
           rc)
         return rc;
       result.steps.push_back(step);
@@ -312,6 +353,19 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
       ->transform(DecimalInRange(0, 60000))
       ->capture_default_str();
   cmd->add_option("--index-yaml", o->index_yaml, "file defining driver_partner_index")
+      ->capture_default_str();
+  cmd->add_option("--warm-up-rate", o->warm_up_rate,
+                  "writes/s of the load warm-up's rounds (private Apache Kafka only)")
+      ->transform(DecimalInRange(1.0, 1000000.0))
+      ->capture_default_str();
+  cmd->add_option("--warm-up-round-seconds", o->warm_up_round_s,
+                  "duration of a load warm-up round; the warm-up ends after the first round in "
+                  "which the broker's JIT compiler used under 5% of a core")
+      ->transform(DecimalInRange(0.5, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--warm-up-max-seconds", o->warm_up_max_s,
+                  "the load warm-up's longest duration (0: none)")
+      ->transform(DecimalInRange(0.0, 3600.0))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds for the warm-up and each throughput wait")
       ->transform(DecimalInRange(1, 86400))

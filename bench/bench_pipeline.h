@@ -72,7 +72,22 @@ struct PipelineBenchOptions {
   int index_linger_ms = -1;  // IndexWorkerOptions::batch_linger_ms; -1: its default
   std::string index_yaml;    // file holding driver_partner_index
   int timeout_s = 120;       // warm-up and each throughput wait
+  // Load warm-up before the steps (private Apache Kafka only): rounds of this
+  // many seconds at warm_up_rate until the broker JVM's JIT compiler threads
+  // used under kJitSettledShare of a core in a round, for at most
+  // warm_up_max_s (0: no load warm-up). A fresh JVM compiles the pipeline's
+  // request paths for about a minute after WarmUpBroker (up to 0.4 of a core
+  // at 1,000 writes/s); a broker users run has compiled them long ago.
+  double warm_up_rate = 1000;
+  double warm_up_round_s = 10;
+  double warm_up_max_s = 120;
 };
+
+constexpr double kJitSettledShare = 0.05;
+// Targets of issue #50 (sustained rate vs the plain-SQL ceiling; whole-machine
+// CPU per write at a fixed 1,000 writes/s).
+constexpr double kTargetRatioToSqlCeiling = 0.5;
+constexpr double kTargetCpuMsPerWriteAt1000 = 0.6;
 
 constexpr double kTargetP99Ms = 100;
 constexpr double kMinAchievedShare = 0.95;  // of a step's target rate
@@ -81,12 +96,14 @@ constexpr const char* kIndexName = "driver_partner_index";
 // key, thread-name prefix as the stages name their threads). "rdk:" is every
 // Kafka client's librdkafka threads; the mock broker's own rdk:mock (with
 // --mock-broker) is taken out.
+// "harness" is the benchmark's own work, not Cellar's: the webhook sink (a
+// user's receiver), the visibility probes and the lag sampler. The rest of the
+// process (the writer threads calling PutAsync with pre-built bodies) is
+// counted as Cellar's.
 inline const std::vector<std::pair<std::string, std::string>> kThreadGroups = {
-    {"relay", "relay-"},
-    {"commit_writers", "commit-"},  // commit-writer and commit-answer
-    {"triggers", "trigger-"},
-    {"index_worker", "index-"},
-    {"kafka_clients", "rdk:"}};
+    {"relay", "relay-"},       {"commit_writers", "commit-"},  // commit-writer and commit-answer
+    {"triggers", "trigger-"},  {"index_worker", "index-"},
+    {"kafka_clients", "rdk:"}, {"harness", "bench-"}};
 
 // ---- Stages (bench_pipeline_stages.cc) ---------------------------------------------
 
@@ -204,9 +221,14 @@ struct StepFigures {
   // rdk:mock), the rest of this process
   // (Cellar's stages, the writers, the webhook sink, the probes).
   double cpu_ms_mariadb = 0, cpu_ms_broker = 0, cpu_ms_process = 0;
+  // Of cpu_ms_broker: the JVM's JIT compiler threads (0 for the mock).
+  double cpu_ms_broker_jit = 0;
+  // The whole machine without the benchmark's harness: MariaDB + the broker +
+  // this process minus the "harness" thread group. What issue #50 targets.
+  double cpu_ms_machine = 0, cpu_ms_harness = 0;
   // cpu_ms_process split by thread name (kThreadGroups), in that order, then
-  // "rest": the threads no group names (the writers, the webhook sink, the
-  // probes, the HTTP client of the webhook trigger's calls).
+  // "rest": the threads no group names (the writers calling PutAsync, the
+  // main thread).
   std::vector<std::pair<std::string, double>> cpu_ms_by_threads;
   // The private broker (JVM or rdk:mock), CPU ms per second over the step's
   // first and last thirds (unset without one): librdkafka 2.0.2's mock finds a
@@ -218,6 +240,9 @@ struct StepFigures {
   // write and statement prepares per second: each statement costs the server
   // a wake-up whatever it carries, and a prepare parses every placeholder.
   std::optional<double> statements_per_write, commits_per_write, fsyncs_per_write, prepares_per_s;
+  // Statements per write by kind (Com_select, Com_insert, ... deltas; a
+  // prepared statement's execution counts under its kind too).
+  std::vector<std::pair<std::string, double>> statements_by_kind;
   uint64_t handler_missing = 0, webhook_missing = 0;  // not arrived after the drain wait
   LagTrend relay_lag, index_lag, handler_lag, webhook_lag;
   double drain_s = 0;  // after the writes: until every stage had every cell
@@ -226,12 +251,15 @@ struct StepFigures {
   std::string verdict;  // why not sustained ("" when it was)
 };
 
-// Runs step `step` at `rate` writes/s: paced PutAsync writes, visibility
-// probes and lag samples, then waits for every stage to catch up. CPU is
-// measured for `cluster`'s private MariaDB (when there is one) and this process.
+// Runs step `step` (the Stages' latency slot and the bodies' step number) at
+// `rate` writes/s for `seconds`: paced PutAsync writes of bodies built before
+// the clock starts, visibility probes and lag samples, then waits for every
+// stage to catch up. CPU is measured for `cluster`'s private MariaDB (when
+// there is one) and this process. `label` names it in progress lines.
 int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
             const PipelineBenchOptions& o, const std::string& datastore, const std::string& column,
-            const std::string& run, size_t step, double rate, StepFigures* out);
+            const std::string& run, size_t step, double rate, double seconds,
+            const std::string& label, StepFigures* out);
 
 // ---- Throughput from a backlog (bench_pipeline_drain.cc) -----------------------------
 
@@ -286,6 +314,11 @@ struct PipelineRun {
   const BenchCluster& cluster;
   const BenchBroker* broker = nullptr;  // null with --config
   double warmup_s = 0;
+  // The load warm-up: its rounds and the broker's JIT compiler share of a
+  // core in its last round (-1: none ran).
+  int load_warm_up_rounds = 0;
+  double load_warm_up_s = 0;
+  double load_warm_up_last_jit_share = -1;
   std::vector<StepFigures> steps;
   DrainFigures drain;
   RawFigures raw;

@@ -57,6 +57,14 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
     j["broker_cpu_ms_per_s_first_third"] = Round(*s.broker_ms_per_s_first_third, 1);
     j["broker_cpu_ms_per_s_last_third"] = Round(*s.broker_ms_per_s_last_third, 1);
   }
+  j["cpu_ms_per_write_machine"] = Round(s.cpu_ms_machine, 3);
+  j["cpu_ms_per_write_harness"] = Round(s.cpu_ms_harness, 3);
+  j["cpu_ms_per_write_broker_jit"] = Round(s.cpu_ms_broker_jit, 3);
+  if (!s.statements_by_kind.empty()) {
+    nlohmann::json kinds = nlohmann::json::object();
+    for (const auto& [key, n] : s.statements_by_kind) kinds[key] = Round(n, 3);
+    j["sql_statements_per_write_by_kind"] = kinds;
+  }
   if (s.statements_per_write) {
     j["sql_statements_per_write"] = Round(*s.statements_per_write, 3);
     j["sql_commits_per_write"] = Round(*s.commits_per_write, 3);
@@ -82,6 +90,10 @@ int PrintPipelineReport(const PipelineRun& r) {
   }
   const double sustained = best ? best->rate : 0;
   const double ratio = r.raw.rows_per_s > 0 ? sustained / r.raw.rows_per_s : 0;
+  const double ratio_to_sql = r.sql.writes_per_s > 0 ? sustained / r.sql.writes_per_s : 0;
+  const StepFigures* at_1000 = nullptr;
+  for (const StepFigures& s : r.steps)
+    if (s.rate == 1000 && s.cpu_busy > 0) at_1000 = &s;
 
   Table t("cellar-bench pipeline");
   t.Section("settings");
@@ -117,6 +129,14 @@ int PrintPipelineReport(const PipelineRun& r) {
         "index, trigger and webhook p99 < 100 ms, no lag grows, achieved >= 95% "
         "of the target, no errors, nothing missing");
   t.Add("warm-up (first put seen by every stage)", FormatNumber(r.warmup_s, 2) + " s");
+  t.Add("load warm-up (until the broker's JIT compiler settles)",
+        r.load_warm_up_rounds == 0
+            ? std::string("none")
+            : std::to_string(r.load_warm_up_rounds) + " rounds of " +
+                  FormatNumber(o.warm_up_round_s, 0) + " s at " + FormatNumber(o.warm_up_rate, 0) +
+                  " writes/s (" + FormatNumber(r.load_warm_up_s, 0) +
+                  " s); JIT compiler in the last round: " +
+                  FormatNumber(100 * r.load_warm_up_last_jit_share, 1) + " % of a core");
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepFigures& s = r.steps[i];
     t.Section("step " + std::to_string(i + 1) + ": " + FormatNumber(s.rate, 0) + " writes/s");
@@ -145,6 +165,13 @@ int PrintPipelineReport(const PipelineRun& r) {
     t.Add("webhook trigger lag, events", LagText(s.webhook_lag));
     t.Add("CPU busy (this process with the broker + MariaDB)",
           s.cpu_busy > 0 ? FormatNumber(100 * s.cpu_busy, 0) + " % of all cores" : "n/a");
+    if (s.cpu_busy > 0) {
+      t.Add("CPU ms per write, whole machine without the harness (MariaDB + broker + Cellar)",
+            FormatNumber(s.cpu_ms_machine, 3) +
+                " (target at 1,000 writes/s <= " + FormatNumber(kTargetCpuMsPerWriteAt1000, 1) +
+                "; harness: " + FormatNumber(s.cpu_ms_harness, 3) +
+                ", the broker's JIT compiler: " + FormatNumber(s.cpu_ms_broker_jit, 3) + ")");
+    }
     if (s.cpu_busy > 0)
       t.Add("CPU ms per write: MariaDB / broker / rest of this process",
             FormatNumber(s.cpu_ms_mariadb, 3) + " / " + FormatNumber(s.cpu_ms_broker, 3) + " / " +
@@ -169,6 +196,12 @@ int PrintPipelineReport(const PipelineRun& r) {
                 FormatNumber(*s.commits_per_write, 2) + " / " +
                 FormatNumber(*s.fsyncs_per_write, 2));
       t.Add("statement prepares per s", FormatNumber(*s.prepares_per_s, 1));
+      std::string keys, values;
+      for (const auto& [key, n] : s.statements_by_kind) {
+        keys += (keys.empty() ? "" : " / ") + key;
+        values += (values.empty() ? "" : " / ") + FormatNumber(n, 2);
+      }
+      if (!keys.empty()) t.Add("MariaDB statements per write: " + keys, values);
     }
     t.Add("every stage caught up after the writes in",
           s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");
@@ -208,6 +241,18 @@ int PrintPipelineReport(const PipelineRun& r) {
     t.Add("plain-SQL ceiling", "skipped: " + r.sql.skipped);
   }
   t.Add("sustained writes/s", best ? FormatNumber(sustained, 0) : "none (the first step failed)");
+  t.Add("ratio to the plain-SQL ceiling (sustained / ceiling)",
+        r.sql.writes_per_s > 0
+            ? FormatNumber(ratio_to_sql, 3) +
+                  " (target >= " + FormatNumber(kTargetRatioToSqlCeiling, 1) +
+                  (ratio_to_sql >= kTargetRatioToSqlCeiling ? ", met)" : ", missed)")
+            : std::string("n/a (no ceiling measured)"));
+  t.Add("CPU ms per write at 1,000 writes/s, whole machine",
+        at_1000
+            ? FormatNumber(at_1000->cpu_ms_machine, 3) +
+                  " (target <= " + FormatNumber(kTargetCpuMsPerWriteAt1000, 1) +
+                  (at_1000->cpu_ms_machine <= kTargetCpuMsPerWriteAt1000 ? ", met)" : ", missed)")
+            : std::string("n/a (no step at 1,000 writes/s ran)"));
   t.Add("ratio (sustained / raw)", FormatNumber(ratio, 3) +
                                        " (target >= " + FormatNumber(kTargetRatio, 2) +
                                        (ratio >= kTargetRatio ? ", met)" : ", missed)"));
@@ -253,6 +298,14 @@ int PrintPipelineReport(const PipelineRun& r) {
   j["sql_ceiling_client_us_per_write"] = Round(r.sql.client_us_per_write, 1);
   j["sql_ceiling_server_us_per_write"] = Round(r.sql.server_us_per_write, 1);
   j["sql_ceiling_cpu_busy"] = Round(r.sql.cpu_busy, 3);
+  j["ratio_to_sql_ceiling"] = Round(ratio_to_sql, 3);
+  j["target_ratio_to_sql_ceiling"] = kTargetRatioToSqlCeiling;
+  j["cpu_ms_per_write_at_1000"] = at_1000
+                                      ? nlohmann::ordered_json(Round(at_1000->cpu_ms_machine, 3))
+                                      : nlohmann::ordered_json();
+  j["target_cpu_ms_per_write_at_1000"] = kTargetCpuMsPerWriteAt1000;
+  j["load_warm_up_rounds"] = r.load_warm_up_rounds;
+  j["load_warm_up_s"] = Round(r.load_warm_up_s, 1);
   j["errors"] = errors;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   for (const StepFigures& s : r.steps) steps.push_back(StepJson(s));

@@ -66,27 +66,29 @@ TriggerHandler Stages::NoopHandler() {
 }
 
 Status Stages::Start() {
-  auto sink = testing::WebhookSink::Start([this](const std::string&, const std::string& body) {
-    if (o_.webhook_batch_size <= 1) {
-      auto event = DecodeCellEvent(body);
-      if (!event.ok()) return 422;
-      Arrived(webhook_, event->cell, delivered_);
-      return 200;
-    }
-    // A batch: CloudEvents in structured mode, the change-log event as "data".
-    auto batch = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (!batch.is_array()) return 422;
-    for (auto& element : batch) {
-      auto data = element.find("data");
-      if (data == element.end() || !data->is_object()) return 422;
-      Cell cell;
-      cell.shard = data->value("shard", 0u);
-      cell.added_id = data->value("added_id", uint64_t{0});
-      if (auto b = data->find("body"); b != data->end()) cell.body = std::move(*b);
-      Arrived(webhook_, cell, delivered_);
-    }
-    return 200;
-  });
+  auto sink = testing::WebhookSink::Start(
+      [this](const std::string&, const std::string& body) {
+        if (o_.webhook_batch_size <= 1) {
+          auto event = DecodeCellEvent(body);
+          if (!event.ok()) return 422;
+          Arrived(webhook_, event->cell, delivered_);
+          return 200;
+        }
+        // A batch: CloudEvents in structured mode, the change-log event as "data".
+        auto batch = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+        if (!batch.is_array()) return 422;
+        for (auto& element : batch) {
+          auto data = element.find("data");
+          if (data == element.end() || !data->is_object()) return 422;
+          Cell cell;
+          cell.shard = data->value("shard", 0u);
+          cell.added_id = data->value("added_id", uint64_t{0});
+          if (auto b = data->find("body"); b != data->end()) cell.body = std::move(*b);
+          Arrived(webhook_, cell, delivered_);
+        }
+        return 200;
+      },
+      /*threads=*/0, "bench-sink");
   if (!sink.ok()) return sink.status();
   sink_ = std::move(sink).value();
   webhook_url_ = sink_->Url("/hook");

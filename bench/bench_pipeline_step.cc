@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_name.h"
 #include "base/time.h"
 #include "bench/bench_pipeline.h"
 #include "indexes/index_query.h"
@@ -25,6 +26,18 @@ constexpr double kNotVisibleAfterS = 10;
 // GLOBAL_STATUS counters each step reports (StepFigures).
 const std::vector<std::string> kServerCounters = {"QUESTIONS", "COM_COMMIT", "INNODB_DATA_FSYNCS",
                                                   "COM_STMT_PREPARE"};
+// Statements by kind (StepFigures::statements_by_kind): (key, counter).
+const std::vector<std::pair<std::string, std::string>> kStatementKinds = {
+    {"select", "COM_SELECT"},     {"insert", "COM_INSERT"},       {"update", "COM_UPDATE"},
+    {"delete", "COM_DELETE"},     {"begin", "COM_BEGIN"},         {"commit", "COM_COMMIT"},
+    {"rollback", "COM_ROLLBACK"}, {"execute", "COM_STMT_EXECUTE"}};
+
+std::vector<std::string> AllServerCounters() {
+  std::vector<std::string> all = kServerCounters;
+  for (const auto& [key, counter] : kStatementKinds)
+    if (std::find(all.begin(), all.end(), counter) == all.end()) all.push_back(counter);
+  return all;
+}
 
 // At most `size` puts in flight: Acquire blocks while the window is full.
 class Window {
@@ -113,6 +126,7 @@ class VisibilityProbe {
   }
 
   void Poll(std::stop_token st, size_t p, int poll_ms) {
+    NameThisThread("bench-probe");
     while (!st.stop_requested() && !StopRequested()) {
       std::vector<Sample> mine, still;
       {
@@ -154,6 +168,11 @@ class VisibilityProbe {
 double BrokerCpu() {
   const BenchBroker* b = CurrentBenchBroker();
   return b != nullptr ? b->CpuSeconds() : 0;
+}
+
+double BrokerJitCpu() {
+  const BenchBroker* b = CurrentBenchBroker();
+  return b != nullptr ? b->JitCpuSeconds() : 0;
 }
 
 // Cumulative counts of every stage at one moment.
@@ -248,13 +267,25 @@ double GrowthAllowance(double rate) { return std::max(50.0, 0.1 * rate); }
 
 int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
             const PipelineBenchOptions& o, const std::string& datastore, const std::string& column,
-            const std::string& run, size_t step, double rate, StepFigures* out) {
+            const std::string& run, size_t step, double rate, double seconds,
+            const std::string& label, StepFigures* out) {
   out->rate = rate;
-  const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(rate * o.step_seconds));
+  const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(rate * seconds));
   const int64_t sample_every =
       std::max<int64_t>(1, static_cast<int64_t>(rate / std::max(1, o.visibility_per_s)));
-  Progress("step " + std::to_string(step + 1) + ": " + FormatNumber(rate, 0) + " writes/s for " +
-           FormatNumber(o.step_seconds, 1) + " s");
+  // Built before the clock starts: making a body is the harness's work (a
+  // service's), and the writer threads' CPU is then what PutAsync costs.
+  std::vector<std::pair<Uuid, nlohmann::json>> bodies;
+  bodies.reserve(static_cast<size_t>(total));
+  {
+    std::mt19937_64 rng(std::random_device{}());
+    for (int64_t k = 0; k < total; ++k) {
+      const Uuid driver = Uuid::Random();
+      bodies.emplace_back(driver, StepBody(rng, o.body_bytes, run, static_cast<int>(step), driver));
+    }
+  }
+  Progress(label + ": " + FormatNumber(rate, 0) + " writes/s for " + FormatNumber(seconds, 1) +
+           " s");
   StageLatency& handler = stages.handler(step);
   StageLatency& webhook = stages.webhook(step);
   VisibilityProbe probe(store, stages.index(), o.pollers, o.poll_ms);
@@ -274,10 +305,12 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   for (const auto& [key, prefix] : kThreadGroups)
     group_cpu_before.push_back(ThreadsCpuSeconds(prefix));
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
-  const auto status_before = ServerStatus(cluster.config, kServerCounters);
+  const double jit_cpu_before = BrokerJitCpu();
+  const auto status_before = ServerStatus(cluster.config, AllServerCounters());
   Stopwatch clock;
   std::atomic<bool> writing{true};
   std::jthread sampler([&] {
+    NameThisThread("bench-lag");
     const auto period = std::chrono::duration<double, std::milli>(o.lag_sample_ms);
     auto next = std::chrono::steady_clock::now();
     while (writing && !StopRequested()) {
@@ -291,11 +324,10 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   });
 
   const PacedResult paced = RunPaced(o.writer_threads, total, rate, [&](int64_t k) {
-    thread_local std::mt19937_64 rng(std::random_device{}());
     if (window.Acquire()) window_waits++;
-    const Uuid driver = Uuid::Random(), row = Uuid::Random();
-    const CellWrite write{row, column, 0,
-                          StepBody(rng, o.body_bytes, run, static_cast<int>(step), driver)};
+    const Uuid driver = bodies[static_cast<size_t>(k)].first;
+    const Uuid row = Uuid::Random();
+    const CellWrite write{row, column, 0, std::move(bodies[static_cast<size_t>(k)].second)};
     const bool sampled = k % sample_every == 0;
     const Stopwatch::Clock::time_point began = Stopwatch::Clock::now();
     store->PutAsync(datastore, write, [&, driver, row, sampled, began](Result<PutResult> r) {
@@ -327,7 +359,8 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
       CurrentBenchBroker() != nullptr && CurrentBenchBroker()->in_process();
   const double process_broker_cpu = broker_in_process ? broker_cpu : 0;
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
-  const auto status_after = ServerStatus(cluster.config, kServerCounters);
+  const double jit_cpu = BrokerJitCpu() - jit_cpu_before;
+  const auto status_after = ServerStatus(cluster.config, AllServerCounters());
   if (const uint64_t writes = ok.load(); writes > 0 && status_before.ok() && status_after.ok()) {
     auto delta = [&](const char* name) {
       return static_cast<double>(status_after->at(name) - status_before->at(name));
@@ -336,6 +369,9 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
     out->commits_per_write = delta("COM_COMMIT") / static_cast<double>(writes);
     out->fsyncs_per_write = delta("INNODB_DATA_FSYNCS") / static_cast<double>(writes);
     out->prepares_per_s = delta("COM_STMT_PREPARE") / std::max(1e-9, out->seconds);
+    for (const auto& [key, counter] : kStatementKinds)
+      out->statements_by_kind.emplace_back(key,
+                                           delta(counter.c_str()) / static_cast<double>(writes));
   }
   if (server_cpu_before && server_cpu_after) {
     const double server_cpu = *server_cpu_after - *server_cpu_before;
@@ -344,6 +380,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
     if (const uint64_t writes = ok.load(); writes > 0) {
       out->cpu_ms_mariadb = 1e3 * server_cpu / static_cast<double>(writes);
       out->cpu_ms_broker = 1e3 * broker_cpu / static_cast<double>(writes);
+      out->cpu_ms_broker_jit = 1e3 * jit_cpu / static_cast<double>(writes);
       out->cpu_ms_process = 1e3 * (client_cpu - process_broker_cpu) / static_cast<double>(writes);
       double grouped = 0;
       for (size_t g = 0; g < kThreadGroups.size(); ++g) {
@@ -353,7 +390,11 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
         grouped += cpu;
         out->cpu_ms_by_threads.emplace_back(kThreadGroups[g].first,
                                             1e3 * cpu / static_cast<double>(writes));
+        if (kThreadGroups[g].first == "harness")
+          out->cpu_ms_harness = 1e3 * cpu / static_cast<double>(writes);
       }
+      out->cpu_ms_machine =
+          out->cpu_ms_mariadb + out->cpu_ms_broker + out->cpu_ms_process - out->cpu_ms_harness;
       out->cpu_ms_by_threads.emplace_back(
           "rest", 1e3 * std::max(0.0, client_cpu - process_broker_cpu - grouped) /
                       static_cast<double>(writes));
@@ -407,7 +448,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   out->webhook_lag = Trend(samples, start, writes_s, rate, &Counts::webhook);
   out->verdict = Verdict(*out);
   out->sustained = out->verdict.empty();
-  Progress("step " + std::to_string(step + 1) + ": achieved " + FormatNumber(out->achieved, 0) +
+  Progress(label + ": achieved " + FormatNumber(out->achieved, 0) +
            " writes/s, p99 index / trigger / webhook " + FormatNumber(out->index.p99, 1) + " / " +
            FormatNumber(out->handler.p99, 1) + " / " + FormatNumber(out->webhook.p99, 1) +
            " ms: " + (out->sustained ? "sustained" : "not sustained (" + out->verdict + ")"));

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/thread_name.h"
 #include "testing/wait_for.h"
 
 namespace cellar::testing {
@@ -36,6 +37,7 @@ struct WebhookSink::Impl {
   httplib::Server server;
   int port = -1;
   std::thread thread;
+  std::string thread_name = "webhook-sink";
 };
 
 WebhookSink::WebhookSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -56,17 +58,22 @@ void Answer(int status, httplib::Response& res) {
 
 }  // namespace
 
-Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler, int threads) {
+Result<std::unique_ptr<WebhookSink>> WebhookSink::Start(Handler handler, int threads,
+                                                        std::string thread_name) {
   auto impl = std::make_unique<Impl>();
   Configure(impl->server);
   if (threads > 0)
     impl->server.new_task_queue = [threads] {
       return new httplib::ThreadPool(static_cast<size_t>(threads));
     };
-  impl->server.Post(
-      ".*", [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-        Answer(handler(req.path, req.body), res);
-      });
+  impl->thread_name = thread_name;
+  impl->server.Post(".*", [handler = std::move(handler), thread_name](const httplib::Request& req,
+                                                                      httplib::Response& res) {
+    // A worker of cpp-httplib's pool serves one sink for its life.
+    thread_local const bool named = (NameThisThread(thread_name), true);
+    (void)named;
+    Answer(handler(req.path, req.body), res);
+  });
   return Listen(std::move(impl));
 }
 
@@ -93,7 +100,10 @@ Result<std::unique_ptr<WebhookSink>> WebhookSink::Listen(std::unique_ptr<Impl> i
   if (impl->port <= 0) return Unavailable("webhook sink: cannot bind a port on 127.0.0.1");
   RaiseListenBacklog(impl->port);
   httplib::Server* server = &impl->server;
-  impl->thread = std::thread([server] { server->listen_after_bind(); });
+  impl->thread = std::thread([server, name = impl->thread_name] {
+    NameThisThread(name);
+    server->listen_after_bind();
+  });
   // Owned from here: the destructor stops the server and joins the thread.
   std::unique_ptr<WebhookSink> sink(new WebhookSink(std::move(impl)));
   if (!WaitFor([server] { return server->is_running(); }, std::chrono::seconds(5),

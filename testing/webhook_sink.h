@@ -40,8 +40,10 @@ class WebhookSink {
   // `threads` worker threads (0: cpp-httplib's default, 8 on 2 cores; a kept-
   // alive connection holds one while it is open). Returns once the server
   // accepts connections; Unavailable when no port could be bound or the
-  // server did not come up within 5 s.
-  static Result<std::unique_ptr<WebhookSink>> Start(Handler handler, int threads = 0);
+  // server did not come up within 5 s. Its threads are named `thread_name`
+  // (at most 15 characters), so a benchmark can tell their CPU from the rest.
+  static Result<std::unique_ptr<WebhookSink>> Start(Handler handler, int threads = 0,
+                                                    std::string thread_name = "webhook-sink");
 
   // One received request, for handlers that look at more than the body.
   struct Request {

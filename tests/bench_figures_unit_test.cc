@@ -46,5 +46,26 @@ TEST(BenchFiguresTest, PipelineThatSustainedAStepJudgesItsLatency) {
   EXPECT_EQ(Find(rows, "commit-ack to index-visible p99")->value, "80.00");
 }
 
+// Issue #50's targets: the sustained rate against the plain-SQL ceiling and
+// the whole machine's CPU per write at 1,000 writes/s.
+TEST(BenchFiguresTest, PipelineJudgesTheCeilingRatioAndCpuPerWrite) {
+  nlohmann::ordered_json j = {{"sustained_writes_per_s", 8000.0},
+                              {"raw_rows_per_s", 50000.0},
+                              {"ratio", 0.16},
+                              {"sql_ceiling_writes_per_s", 14000.0},
+                              {"ratio_to_sql_ceiling", 0.571},
+                              {"cpu_ms_per_write_at_1000", 1.372}};
+  std::vector<FigureRow> rows = BenchFigureRows("pipeline", j);
+  EXPECT_EQ(Find(rows, "sustained single puts/s vs the plain-SQL ceiling")->target, ">= 0.5 (met)");
+  EXPECT_EQ(Find(rows, "CPU ms per write at 1,000 writes/s")->target, "<= 0.6 (missed)");
+  EXPECT_EQ(Find(rows, "CPU ms per write at 1,000 writes/s")->value, "1.372");
+  j["ratio_to_sql_ceiling"] = 0.2;
+  j["cpu_ms_per_write_at_1000"] = 0.55;
+  rows = BenchFigureRows("pipeline", j);
+  EXPECT_EQ(Find(rows, "sustained single puts/s vs the plain-SQL ceiling")->target,
+            ">= 0.5 (missed)");
+  EXPECT_EQ(Find(rows, "CPU ms per write at 1,000 writes/s")->target, "<= 0.6 (met)");
+}
+
 }  // namespace
 }  // namespace cellar::bench
