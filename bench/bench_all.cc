@@ -332,7 +332,10 @@ std::string BaselineNotes(const std::vector<BenchRun>& runs) {
 
 std::string RenderMarkdown(const Report& r) {
   std::string md = "# Cellar benchmarks\n\n";
-  md += "Written by `cellar-bench all`; rerun it to refresh this file.\n\n";
+  md +=
+      "Written by `cellar-bench all`; rerun it to refresh this file. Where a write's CPU "
+      "goes, stage by stage, and what was cut: [docs/cost-per-write.md]"
+      "(docs/cost-per-write.md).\n\n";
   md += "- date: " + r.started_utc + " UTC (finished " + r.finished_utc + " UTC, " +
         FormatNumber(r.seconds / 60, 1) + " min)\n";
   md += "- machine: " + std::to_string(r.cores) + " cores (nproc)\n";

@@ -132,6 +132,7 @@ int WarmUpUnderLoad(const BenchCluster& cluster, CellStore* store, Stages& stage
         rc)
       return rc;
     result->load_warm_up_rounds = static_cast<int>(i + 1);
+    result->load_warm_up_last = figures;
     result->load_warm_up_last_jit_share =
         (broker->JitCpuSeconds() - jit_before) / std::max(1e-9, figures.seconds);
     if (result->load_warm_up_last_jit_share < kJitSettledShare) break;

@@ -92,8 +92,17 @@ int PrintPipelineReport(const PipelineRun& r) {
   const double ratio = r.raw.rows_per_s > 0 ? sustained / r.raw.rows_per_s : 0;
   const double ratio_to_sql = r.sql.writes_per_s > 0 ? sustained / r.sql.writes_per_s : 0;
   const StepFigures* at_1000 = nullptr;
+  std::string at_1000_from;
   for (const StepFigures& s : r.steps)
-    if (s.rate == 1000 && s.cpu_busy > 0) at_1000 = &s;
+    if (s.rate == 1000 && s.cpu_busy > 0) {
+      at_1000 = &s;
+      at_1000_from = "step";
+    }
+  if (!at_1000 && r.load_warm_up_last && r.load_warm_up_last->rate == 1000 &&
+      r.load_warm_up_last->cpu_busy > 0) {
+    at_1000 = &*r.load_warm_up_last;
+    at_1000_from = "load warm-up round";
+  }
 
   Table t("cellar-bench pipeline");
   t.Section("settings");
@@ -249,8 +258,8 @@ int PrintPipelineReport(const PipelineRun& r) {
             : std::string("n/a (no ceiling measured)"));
   t.Add("CPU ms per write at 1,000 writes/s, whole machine",
         at_1000
-            ? FormatNumber(at_1000->cpu_ms_machine, 3) +
-                  " (target <= " + FormatNumber(kTargetCpuMsPerWriteAt1000, 1) +
+            ? FormatNumber(at_1000->cpu_ms_machine, 3) + " (from the " + at_1000_from +
+                  "; target <= " + FormatNumber(kTargetCpuMsPerWriteAt1000, 1) +
                   (at_1000->cpu_ms_machine <= kTargetCpuMsPerWriteAt1000 ? ", met)" : ", missed)")
             : std::string("n/a (no step at 1,000 writes/s ran)"));
   t.Add("ratio (sustained / raw)", FormatNumber(ratio, 3) +
@@ -303,6 +312,8 @@ int PrintPipelineReport(const PipelineRun& r) {
   j["cpu_ms_per_write_at_1000"] = at_1000
                                       ? nlohmann::ordered_json(Round(at_1000->cpu_ms_machine, 3))
                                       : nlohmann::ordered_json();
+  j["cpu_ms_per_write_at_1000_from"] =
+      at_1000 ? nlohmann::ordered_json(at_1000_from) : nlohmann::ordered_json();
   j["target_cpu_ms_per_write_at_1000"] = kTargetCpuMsPerWriteAt1000;
   j["load_warm_up_rounds"] = r.load_warm_up_rounds;
   j["load_warm_up_s"] = Round(r.load_warm_up_s, 1);
