@@ -125,8 +125,12 @@ std::vector<FigureRow> PutRows(const Json& j) {
 std::vector<FigureRow> HttpRows(const Json& j) {
   FigureRow puts = RateRow(j, "puts/s", "http_puts_per_s", "store_puts_per_s", "put_ratio");
   puts.target = Verdict(">= 0.6", AtLeast(Number(j, "put_ratio"), 0.6));
-  return {puts, LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
-          LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms")};
+  FigureRow gets = RateRow(j, "gets/s", "http_gets_per_s", "store_gets_per_s", "get_ratio");
+  gets.target = Verdict(">= 0.6", AtLeast(Number(j, "get_ratio"), 0.6));
+  FigureRow get_p99 = LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms");
+  get_p99.target = Verdict("<= 2x", AtMost(Number(j, "get_p99_ratio"), 2));
+  return {puts, gets, LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
+          get_p99};
 }
 
 // Latency targets are judged from the commit acknowledged to the writer

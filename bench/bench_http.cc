@@ -414,6 +414,10 @@ int RunHttp(const HttpOptions& o) {
   j["store_get_p99_ms"] = Round(fsg.p99, 3);
   j["http_get_p50_ms"] = Round(fhg.p50, 3);
   j["http_get_p99_ms"] = Round(fhg.p99, 3);
+  // Issue #50's targets: gets through HTTP at >= 0.6 of the same gets in
+  // process, p99 at most 2x.
+  j["get_ratio"] = Round(fhg.per_s / std::max(fsg.per_s, 1e-9), 3);
+  j["get_p99_ratio"] = Round(fhg.p99 / std::max(fsg.p99, 1e-9), 3);
   j["shards"] = cfg.shards;
   j["puts_per_request_max"] = o.puts_per_request;
   j["http_puts_per_request"] = Round(puts_per_request, 2);

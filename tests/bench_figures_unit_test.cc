@@ -67,5 +67,20 @@ TEST(BenchFiguresTest, PipelineJudgesTheCeilingRatioAndCpuPerWrite) {
   EXPECT_EQ(Find(rows, "CPU ms per write at 1,000 writes/s")->target, "<= 0.6 (met)");
 }
 
+TEST(BenchFiguresTest, HttpJudgesGetsAgainstTheSameGetsInProcess) {
+  nlohmann::ordered_json j = {
+      {"http_puts_per_s", 3000.0}, {"store_puts_per_s", 4000.0},  {"put_ratio", 0.75},
+      {"http_gets_per_s", 4000.0}, {"store_gets_per_s", 11000.0}, {"get_ratio", 0.364},
+      {"http_get_p99_ms", 17.8},   {"store_get_p99_ms", 3.9},     {"get_p99_ratio", 4.56}};
+  std::vector<FigureRow> rows = BenchFigureRows("http", j);
+  EXPECT_EQ(Find(rows, "gets/s")->target, ">= 0.6 (missed)");
+  EXPECT_EQ(Find(rows, "get latency p99 ms")->target, "<= 2x (missed)");
+  j["get_ratio"] = 0.7;
+  j["get_p99_ratio"] = 1.5;
+  rows = BenchFigureRows("http", j);
+  EXPECT_EQ(Find(rows, "gets/s")->target, ">= 0.6 (met)");
+  EXPECT_EQ(Find(rows, "get latency p99 ms")->target, "<= 2x (met)");
+}
+
 }  // namespace
 }  // namespace cellar::bench
