@@ -34,7 +34,7 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsR
   for (size_t h = 0; h < config.mysql.hosts.size(); ++h) {
     const auto& host = config.mysql.hosts[h];
     impl->pools.push_back(std::make_unique<MysqlHostPool>(
-        topology.PrimaryEndpoint(h), config.mysql.pool_size_per_host, topology.PrimaryCheck(h)));
+        topology.PrimaryEndpoint(h), PoolLimits(config.mysql), topology.PrimaryCheck(h)));
     internal::GroupCommitterOptions opts;
     opts.threads = config.group_commit.writer_threads_per_host;
     opts.max_batch_cells = config.group_commit.max_batch_cells;
@@ -59,7 +59,7 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsR
     if (!host.replicas.empty())
       for (const MysqlServerConfig& server : host.Servers())
         impl->server_pools.back()[server.Label()] = std::make_unique<MysqlHostPool>(
-            ServerEndpoint(config, host, server), config.mysql.pool_size_per_host);
+            ServerEndpoint(config, host, server), PoolLimits(config.mysql));
   }
   impl->replica_reads = &metrics->GetCounter(
       "cellar_replica_reads_total",

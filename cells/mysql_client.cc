@@ -3,6 +3,7 @@
 #include <mysql.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <list>
@@ -465,15 +466,27 @@ void MysqlConnection::Rollback() {
   if (!s.ok()) impl_->broken = true;
 }
 
-MysqlHostPool::MysqlHostPool(MysqlEndpoint endpoint, int max_idle, ConnectCheck check)
-    : max_idle_(max_idle), endpoint_(std::move(endpoint)), check_(std::move(check)) {}
+namespace {
+int64_t SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+MysqlPoolLimits PoolLimits(const MysqlConfig& mysql) {
+  return MysqlPoolLimits{mysql.pool_size_per_host, mysql.pool_idle_timeout_ms};
+}
+
+MysqlHostPool::MysqlHostPool(MysqlEndpoint endpoint, MysqlPoolLimits limits, ConnectCheck check)
+    : limits_(limits), endpoint_(std::move(endpoint)), check_(std::move(check)) {}
 
 MysqlHostPool::Lease::~Lease() {
   if (pool_ && conn_) pool_->Release(std::move(conn_), generation_);
 }
 
 void MysqlHostPool::Retarget(MysqlEndpoint endpoint, ConnectCheck check) {
-  std::vector<std::unique_ptr<MysqlConnection>> dropped;  // closed after the lock is released
+  std::deque<Idle> dropped;  // closed after the lock is released
   MutexLock lock(&mu_);
   endpoint_ = std::move(endpoint);
   check_ = std::move(check);
@@ -486,14 +499,29 @@ MysqlEndpoint MysqlHostPool::endpoint() const {
   return endpoint_;
 }
 
+MysqlHostPool::Stats MysqlHostPool::stats() const {
+  MutexLock lock(&mu_);
+  return Stats{opened_, idle_.size()};
+}
+
+void MysqlHostPool::TakeExpiredSurplus(int64_t now_ms, std::vector<Idle>* closing) {
+  while (static_cast<int>(idle_.size()) > limits_.keep_idle &&
+         now_ms - idle_.front().since_ms >= limits_.surplus_idle_ms) {
+    closing->push_back(std::move(idle_.front()));
+    idle_.pop_front();
+  }
+}
+
 Result<MysqlHostPool::Lease> MysqlHostPool::Acquire() {
+  std::vector<Idle> closing;  // closed after the lock is released
   MysqlEndpoint endpoint;
   ConnectCheck check;
   uint64_t generation;
   {
     MutexLock lock(&mu_);
+    TakeExpiredSurplus(SteadyMillis(), &closing);
     if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
+      auto c = std::move(idle_.back().conn);
       idle_.pop_back();
       return Lease(this, std::move(c), generation_);
     }
@@ -503,14 +531,19 @@ Result<MysqlHostPool::Lease> MysqlHostPool::Acquire() {
   }
   CELLAR_ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(endpoint));
   if (check) CELLAR_RETURN_IF_ERROR(check(*conn));
+  {
+    MutexLock lock(&mu_);
+    ++opened_;
+  }
   return Lease(this, std::move(conn), generation);
 }
 
 void MysqlHostPool::Release(std::unique_ptr<MysqlConnection> conn, uint64_t generation) {
-  std::vector<std::unique_ptr<MysqlConnection>> dropped;  // closed after the lock is released
+  std::vector<Idle> closing;  // closed after the lock is released
+  std::deque<Idle> dropped;
   MutexLock lock(&mu_);
   if (generation != generation_) {
-    dropped.push_back(std::move(conn));  // opened before a Retarget
+    closing.push_back(Idle{std::move(conn)});  // opened before a Retarget
     return;
   }
   if (conn->broken()) {
@@ -518,9 +551,12 @@ void MysqlHostPool::Release(std::unique_ptr<MysqlConnection> conn, uint64_t gene
     // are as stale as this one. Drop them all, so that a retry (CellStore's
     // WithShard) connects afresh instead of drawing another stale connection.
     dropped.swap(idle_);
+    closing.push_back(Idle{std::move(conn)});
     return;
   }
-  if (static_cast<int>(idle_.size()) < max_idle_) idle_.push_back(std::move(conn));
+  const int64_t now = SteadyMillis();
+  idle_.push_back(Idle{std::move(conn), now});
+  TakeExpiredSurplus(now, &closing);
 }
 
 }  // namespace cellar

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -141,15 +142,38 @@ class MysqlConnection {
   bool implicit_transactions_ = false;
 };
 
+// How many idle connections a MysqlHostPool keeps, and for how long.
+struct MysqlPoolLimits {
+  // Idle connections kept however long they stay unused.
+  int keep_idle = 8;
+  // Idle connections beyond keep_idle are closed once unused this long,
+  // milliseconds; 0 closes them as they come back. Why not 0: a burst of more
+  // concurrent callers than keep_idle would otherwise open and close a
+  // connection per call (a connect costs ~5 statements and a server thread).
+  int64_t surplus_idle_ms = 60000;
+};
+
+// The limits a MysqlConfig sets: pool_size_per_host, pool_idle_timeout.
+MysqlPoolLimits PoolLimits(const MysqlConfig& mysql);
+
 // A pool of connections to one MySQL host: to its current primary, which a
-// failover changes (Retarget).
+// failover changes (Retarget). Connections are reused most recently used
+// first, so that the surplus of a past burst is what stays unused and ages
+// out. Surplus connections are closed when the pool is next used after they
+// expire (no thread of its own).
 class MysqlHostPool {
  public:
   // Run on every new connection before the pool hands it out; an error fails
   // Acquire() with it (Unavailable unless the check says otherwise).
   using ConnectCheck = std::function<Status(MysqlConnection&)>;
 
-  explicit MysqlHostPool(MysqlEndpoint endpoint, int max_idle, ConnectCheck check = {});
+  MysqlHostPool(MysqlEndpoint endpoint, MysqlPoolLimits limits, ConnectCheck check = {});
+
+  struct Stats {
+    uint64_t opened = 0;  // connections opened (and checked) so far
+    size_t idle = 0;      // connections idle now
+  };
+  Stats stats() const;
 
   // From now on new connections go to `endpoint` and must pass `check`; idle
   // connections are closed, leased ones when they come back. Thread-safe.
@@ -178,14 +202,21 @@ class MysqlHostPool {
   MysqlEndpoint endpoint() const;
 
  private:
+  struct Idle {
+    std::unique_ptr<MysqlConnection> conn;
+    int64_t since_ms = 0;  // steady clock, when it came back
+  };
   void Release(std::unique_ptr<MysqlConnection> conn, uint64_t generation);
+  // Moves the expired surplus (oldest first) into *closing.
+  void TakeExpiredSurplus(int64_t now_ms, std::vector<Idle>* closing) REQUIRES(mu_);
 
-  const int max_idle_;
+  const MysqlPoolLimits limits_;
   uint64_t generation_ GUARDED_BY(mu_) = 0;  // Retarget() calls so far
+  uint64_t opened_ GUARDED_BY(mu_) = 0;
   mutable Mutex mu_;
   MysqlEndpoint endpoint_ GUARDED_BY(mu_);
   ConnectCheck check_ GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<MysqlConnection>> idle_ GUARDED_BY(mu_);
+  std::deque<Idle> idle_ GUARDED_BY(mu_);  // back: most recently returned
 };
 
 // True for a VERSION() string of MariaDB 10.5 or newer, e.g. "10.11.6-MariaDB-0+deb12u1".

@@ -170,10 +170,10 @@ void LoadReplicas(YamlReader& r, const YAML::Node& h, const std::string& hp,
 void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::string& base_dir,
                MysqlConfig* m) {
   const std::string p = "mysql";
-  if (!r.CheckKeys(
-          n, p,
-          {"user", "password_env", "database_prefix", "connect_timeout_ms", "io_timeout_ms",
-           "pool_size_per_host", "tls", "topology_refresh", "hold_writes", "hosts"}))
+  if (!r.CheckKeys(n, p,
+                   {"user", "password_env", "database_prefix", "connect_timeout_ms",
+                    "io_timeout_ms", "pool_size_per_host", "pool_idle_timeout", "tls",
+                    "topology_refresh", "hold_writes", "hosts"}))
     if (!n.IsMap()) return;
   if (n["tls"]) LoadTls(r, n["tls"], "mysql.tls", base_dir, &m->tls);
   r.ReadString(n, "user", p, &m->user);
@@ -185,6 +185,10 @@ void LoadMysql(YamlReader& r, const YAML::Node& n, uint32_t shards, const std::s
   ReadIntInto(r, n, "connect_timeout_ms", p, 1, 600000, &m->connect_timeout_ms);
   ReadIntInto(r, n, "io_timeout_ms", p, 1, 3600000, &m->io_timeout_ms);
   ReadIntInto(r, n, "pool_size_per_host", p, 1, 1024, &m->pool_size_per_host);
+  if (r.ReadDurationMillis(n, "pool_idle_timeout", p, &m->pool_idle_timeout_ms) &&
+      (m->pool_idle_timeout_ms < 0 || m->pool_idle_timeout_ms > 86400000))
+    r.Error(n["pool_idle_timeout"], "mysql.pool_idle_timeout",
+            "must be between 0s and 24h, got " + std::to_string(m->pool_idle_timeout_ms) + "ms");
   if (r.ReadDurationMillis(n, "topology_refresh", p, &m->topology_refresh_ms) &&
       (m->topology_refresh_ms < 10 || m->topology_refresh_ms > 60000))
     r.Error(n["topology_refresh"], "mysql.topology_refresh",

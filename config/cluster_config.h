@@ -133,7 +133,11 @@ struct MysqlConfig {
   std::string database_prefix = "cellar";  // a host's tables live in database <prefix>_<host name>
   int connect_timeout_ms = 2000;           // per connection attempt
   int io_timeout_ms = 10000;               // read/write timeout of one statement round trip
-  int pool_size_per_host = 8;              // idle reader connections kept per host
+  int pool_size_per_host = 8;              // idle connections kept per host however long unused
+  // Idle connections beyond pool_size_per_host (left by a burst of more
+  // concurrent callers) are closed once unused this long, milliseconds.
+  // YAML: `pool_idle_timeout: 60s`; 0s: closed as they come back.
+  int64_t pool_idle_timeout_ms = 60000;
   MysqlTlsConfig tls;  // YAML mysql.tls: the default of hosts[].tls (already applied to them)
   // How often every process re-reads each host's topology (which server is
   // primary, at which epoch) from the host's servers, milliseconds. YAML:

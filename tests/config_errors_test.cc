@@ -105,7 +105,8 @@ TEST(ConfigTest, UnknownKeysAtEveryLevel) {
        "index_wait)"},
       {bad_mysql_key, "passwd",
        "mysql.passwd: unknown key (allowed: user password_env database_prefix connect_timeout_ms "
-       "io_timeout_ms pool_size_per_host tls topology_refresh hold_writes hosts)"},
+       "io_timeout_ms pool_size_per_host pool_idle_timeout tls topology_refresh hold_writes "
+       "hosts)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.error);
@@ -437,6 +438,21 @@ TEST(ConfigTest, ReplicasReplicationModeAndFailoverSettings) {
   EXPECT_FALSE(db1.FindServer("10.0.0.5:3306").has_value());
   EXPECT_EQ(1000, r->mysql.topology_refresh_ms);
   EXPECT_EQ(10000, r->mysql.hold_writes_ms);
+}
+
+TEST(ConfigTest, PoolIdleTimeoutOutsideItsRangeIsRejected) {
+  const std::string yaml =
+      "shards: 64\n"
+      "mysql:\n"
+      "  pool_idle_timeout: 2d\n"
+      "  hosts:\n"
+      "    - { name: db1, address: h1, port: 3306, shards: 0-63 }\n"
+      "datastores:\n"
+      "  - name: trips\n"
+      "    columns:\n"
+      "      BASE: {}\n";
+  EXPECT_THAT(Errors(yaml), ElementsAre("cellar.yaml:3: mysql.pool_idle_timeout: must be between "
+                                        "0s and 24h, got 172800000ms"));
 }
 
 TEST(ConfigTest, BadReplicasAreRejected) {

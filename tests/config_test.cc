@@ -39,6 +39,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
       "  connect_timeout_ms: 1500\n"
       "  io_timeout_ms: 5000\n"
       "  pool_size_per_host: 3\n"
+      "  pool_idle_timeout: 90s\n"
       "  hosts:\n"
       "    - { name: alpha, address: 10.0.0.1, port: 3306, shards: 0-9 }\n"
       "    - name: beta\n"
@@ -72,6 +73,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ(1500, c.mysql.connect_timeout_ms);
   EXPECT_EQ(5000, c.mysql.io_timeout_ms);
   EXPECT_EQ(3, c.mysql.pool_size_per_host);
+  EXPECT_EQ(90000, c.mysql.pool_idle_timeout_ms);
   ASSERT_EQ(2u, c.mysql.hosts.size());
   EXPECT_EQ("alpha", c.mysql.hosts[0].name);
   EXPECT_EQ("10.0.0.1", c.mysql.hosts[0].address);
