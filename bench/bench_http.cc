@@ -11,7 +11,11 @@
 // per phase, in --put-rounds rounds of one store phase then one HTTP phase;
 // each side's median round counts, so a burst of the shared machine's noise
 // hits one round of one side, not the ratio. Gets read M random cells written
-// before. Reported: puts/s and
+// before, in --get-rounds rounds of store gets, HTTP gets and bare gets (a
+// cpp-httplib server in this process answering a GET with one cell's JSON,
+// which the client parses: a get's HTTP exchange with no Cellar code), each
+// with its CPU per get and the CPU-bound ceiling of the get ratio, as for
+// puts below. Reported: puts/s and
 // put latency p50/p99, gets/s and get latency p50/p99 for both, and the
 // ratios http/store. The server's per-request log lines are off (log level
 // warn) so that stderr stays readable; everything else (routing, JSON,
@@ -35,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/api_wire.h"
 #include "api/cell_api.h"
 #include "base/log.h"
 #include "bench/bench_common.h"
@@ -43,6 +48,7 @@
 #include "client/cellar_client.h"
 #include "config/number_options.h"
 #include "server/http_server.h"
+#include "testing/wait_for.h"
 #include "testing/webhook_sink.h"
 
 namespace cellar::bench {
@@ -54,6 +60,7 @@ struct HttpOptions {
   int gets = 10000;  // gets per phase
   int clients = 16;
   int put_rounds = 3;  // alternating store / HTTP put rounds; each side's median counts
+  int get_rounds = 3;  // alternating store / HTTP / bare get rounds; each side's median counts
   int body_bytes = 400;
   int server_threads = 0;  // 0: clients + 8
   // cellar::Client's put coalescing (ClientOptions): 1 sends each put alone.
@@ -149,12 +156,28 @@ HttpPhaseResult MedianRound(std::vector<HttpPhaseResult> rounds, const std::vect
   return median;
 }
 
-// Keep-alive cpp-httplib clients of the bare server, pooled as cellar::Client
+// Keep-alive cpp-httplib clients of a bare server, pooled as cellar::Client
 // pools its connections. Thread-safe.
-class BarePoster {
+class BareClient {
  public:
-  explicit BarePoster(int port) : port_(port) {}
+  explicit BareClient(int port) : port_(port) {}
   Status Post(const std::string& body) {
+    return Send([&](httplib::Client& c) { return c.Post("/bare", body, "application/json"); });
+  }
+  // GETs /bare and parses the answer as cellar::Client parses a cell's.
+  Status Get() {
+    return Send([](httplib::Client& c) {
+      auto res = c.Get("/bare");
+      if (res && res->status == 200 &&
+          !nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false).is_object())
+        res->status = 502;
+      return res;
+    });
+  }
+
+ private:
+  template <typename Call>
+  Status Send(Call call) {
     std::unique_ptr<httplib::Client> c;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -168,15 +191,14 @@ class BarePoster {
       c->set_keep_alive(true);
       c->set_tcp_nodelay(true);
     }
-    auto res = c->Post("/bare", body, "application/json");
-    if (!res) return Unavailable("bare POST: " + httplib::to_string(res.error()));
-    if (res->status != 200) return Internal("bare POST answered " + std::to_string(res->status));
+    httplib::Result res = call(*c);
+    if (!res) return Unavailable("bare request: " + httplib::to_string(res.error()));
+    if (res->status != 200) return Internal("bare request answered " + std::to_string(res->status));
     std::lock_guard<std::mutex> lock(mu_);
     idle_.push_back(std::move(c));
     return Status::Ok();
   }
 
- private:
   const int port_;
   std::mutex mu_;
   std::vector<std::unique_ptr<httplib::Client>> idle_;
@@ -244,7 +266,7 @@ int RunHttp(const HttpOptions& o) {
     Progress("bare server: " + bare_server.status().ToString());
     return 1;
   }
-  BarePoster bare((*bare_server)->port());
+  BareClient bare((*bare_server)->port());
 
   std::mt19937_64 rng(42);
   auto make_cells = [&](int n) {
@@ -306,27 +328,85 @@ int RunHttp(const HttpOptions& o) {
     const size_t k = static_cast<size_t>(i) * 7919u % static_cast<size_t>(o.cells);
     return i % 2 ? store_cells[k] : http_cells[k];
   };
-  Progress("store gets: " + std::to_string(o.gets));
-  HttpPhaseResult sg = RunPhase(o.gets, o.clients, [&](int i) {
-    const CellWrite& c = pick(i);
-    return store->Get(datastore, c.row_key, c.column, c.ref_key).status();
+  // The bare GET server answers every GET of /bare with one cell's JSON, as
+  // the API answers a get of it: an HTTP exchange of a get's size, no Cellar code.
+  std::string cell_answer;
+  {
+    auto cell = store->Get(datastore, store_cells[0].row_key, column, store_cells[0].ref_key);
+    if (!cell.ok()) {
+      Progress("get for the bare answer: " + cell.status().ToString());
+      return 1;
+    }
+    cell_answer = DumpJson(CellToJson(*cell));
+  }
+  httplib::Server bare_get_server;
+  bare_get_server.new_task_queue = [&so] {
+    return new httplib::ThreadPool(static_cast<size_t>(so.threads));
+  };
+  bare_get_server.set_tcp_nodelay(true);
+  bare_get_server.Get("/bare", [&cell_answer](const httplib::Request&, httplib::Response& res) {
+    res.set_content(cell_answer, "application/json");
   });
-  Progress("http gets");
-  HttpPhaseResult hg = RunPhase(o.gets, o.clients, [&](int i) {
-    const CellWrite& c = pick(i);
-    return (*client)->Get(datastore, c.row_key, c.column, c.ref_key).status();
-  });
+  const int bare_get_port = bare_get_server.bind_to_any_port("127.0.0.1");
+  if (bare_get_port < 0) {
+    Progress("bare GET server: bind failed");
+    return 1;
+  }
+  testing::RaiseListenBacklog(bare_get_port);
+  std::thread bare_get_thread([&] { bare_get_server.listen_after_bind(); });
+  if (!testing::WaitFor([&] { return bare_get_server.is_running(); }, std::chrono::seconds(5),
+                        std::chrono::milliseconds(1))) {
+    bare_get_server.stop();
+    bare_get_thread.join();
+    Progress("bare GET server: not listening within 5 s");
+    return 1;
+  }
+  BareClient bare_get(bare_get_port);
+
+  std::vector<HttpPhaseResult> store_gets, http_gets, bare_gets;
+  std::vector<double> store_get_rates, http_get_rates, bare_get_rates;
+  const size_t get_rounds = static_cast<size_t>(std::max(1, o.get_rounds));
+  for (size_t r = 0; r < get_rounds; ++r) {
+    const std::string round =
+        "round " + std::to_string(r + 1) + "/" + std::to_string(get_rounds) + ": ";
+    Progress(round + "store gets, " + std::to_string(o.gets) + " gets");
+    store_gets.push_back(WithUsage(cluster, [&] {
+      return RunPhase(o.gets, o.clients, [&](int i) {
+        const CellWrite& c = pick(i);
+        return store->Get(datastore, c.row_key, c.column, c.ref_key).status();
+      });
+    }));
+    Progress(round + "http gets");
+    http_gets.push_back(WithUsage(cluster, [&] {
+      return RunPhase(o.gets, o.clients, [&](int i) {
+        const CellWrite& c = pick(i);
+        return (*client)->Get(datastore, c.row_key, c.column, c.ref_key).status();
+      });
+    }));
+    Progress(round + "bare HTTP gets");
+    bare_gets.push_back(WithUsage(
+        cluster, [&] { return RunPhase(o.gets, o.clients, [&](int) { return bare_get.Get(); }); }));
+    store_get_rates.push_back(Summarize(store_gets.back()).per_s);
+    http_get_rates.push_back(Summarize(http_gets.back()).per_s);
+    bare_get_rates.push_back(Summarize(bare_gets.back()).per_s);
+  }
+  bare_get_server.stop();
+  bare_get_thread.join();
+  HttpPhaseResult sg = MedianRound(std::move(store_gets), store_get_rates);
+  HttpPhaseResult hg = MedianRound(std::move(http_gets), http_get_rates);
+  HttpPhaseResult bg = MedianRound(std::move(bare_gets), bare_get_rates);
   const ClientStats stats = (*client)->stats();
   (*server)->Stop();
   bare_server->reset();
   store->Close();
-  if (sp.interrupted || hp.interrupted || bp.interrupted || sg.interrupted || hg.interrupted) {
+  if (sp.interrupted || hp.interrupted || bp.interrupted || sg.interrupted || hg.interrupted ||
+      bg.interrupted) {
     Progress("interrupted");
     return 130;
   }
   const Figures fsp = Summarize(sp), fhp = Summarize(hp), fbp = Summarize(bp), fsg = Summarize(sg),
-                fhg = Summarize(hg);
-  const int64_t errors = sp.errors + hp.errors + bp.errors + sg.errors + hg.errors;
+                fhg = Summarize(hg), fbg = Summarize(bg);
+  const int64_t errors = sp.errors + hp.errors + bp.errors + sg.errors + hg.errors + bg.errors;
   const double store_cpu_us = CpuUsPerOp(sp), http_cpu_us = CpuUsPerOp(hp),
                bare_cpu_us = CpuUsPerOp(bp);
   const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
@@ -335,6 +415,14 @@ int RunHttp(const HttpOptions& o) {
   const double ceiling_ratio = store_cpu_us + bare_cpu_us > 0 && fsp.per_s > 0
                                    ? cores * 1e6 / (store_cpu_us + bare_cpu_us) / fsp.per_s
                                    : 0;
+  const double store_get_cpu_us = CpuUsPerOp(sg), http_get_cpu_us = CpuUsPerOp(hg),
+               bare_get_cpu_us = CpuUsPerOp(bg);
+  // The same for gets: HTTP gets/s if each cost an in-process get's CPU plus
+  // a bare GET's, over the in-process gets/s measured.
+  const double get_ceiling_ratio =
+      store_get_cpu_us + bare_get_cpu_us > 0 && fsg.per_s > 0
+          ? cores * 1e6 / (store_get_cpu_us + bare_get_cpu_us) / fsg.per_s
+          : 0;
 
   Table t("cellar-bench http");
   t.Section("settings");
@@ -349,6 +437,10 @@ int RunHttp(const HttpOptions& o) {
                                               JoinRates(http_rates) + "; bare requests/s " +
                                               JoinRates(bare_rates) + "; medians count");
   t.Add("gets per phase (M)", std::to_string(o.gets));
+  t.Add("get rounds (store, HTTP, bare)", std::to_string(get_rounds) + "; store gets/s " +
+                                              JoinRates(store_get_rates) + "; HTTP gets/s " +
+                                              JoinRates(http_get_rates) + "; bare gets/s " +
+                                              JoinRates(bare_get_rates) + "; medians count");
   t.Add("body JSON bytes (mean)",
         FormatNumber(static_cast<double>(body_bytes) / std::max(1, o.cells), 1));
   auto phase = [&](const std::string& name, const Figures& f, const HttpPhaseResult& r,
@@ -366,6 +458,8 @@ int RunHttp(const HttpOptions& o) {
         bp, "requests");
   phase("get: in-process CellStore::Get", fsg, sg, "gets");
   phase("get: HTTP", fhg, hg, "gets");
+  phase("bare HTTP get: cpp-httplib GET answered with a cell's JSON, parsed, no Cellar code", fbg,
+        bg, "gets");
   t.Section("result");
   t.Add("puts/s http / store", FormatNumber(fhp.per_s / std::max(fsp.per_s, 1e-9), 3));
   t.Add("CPU us per op: store put / HTTP put / bare request",
@@ -377,6 +471,16 @@ int RunHttp(const HttpOptions& o) {
   t.Add("CPU-bound ceiling of http / store",
         FormatNumber(ceiling_ratio, 3) + " (" + FormatNumber(cores, 0) +
             " cores / (store put + bare request CPU) / store puts/s)");
+  t.Add("gets/s http / store (get_ratio)", FormatNumber(fhg.per_s / std::max(fsg.per_s, 1e-9), 3));
+  t.Add("CPU us per get: store / HTTP / bare",
+        FormatNumber(store_get_cpu_us, 0) + " / " + FormatNumber(http_get_cpu_us, 0) + " / " +
+            FormatNumber(bare_get_cpu_us, 0) + " (this process + MariaDB, median rounds)");
+  t.Add("HTTP get CPU beyond store get + bare get us",
+        FormatNumber(http_get_cpu_us - store_get_cpu_us - bare_get_cpu_us, 0) +
+            " (Cellar's own HTTP code: routing, JSON, client decode)");
+  t.Add("CPU-bound ceiling of http / store gets",
+        FormatNumber(get_ceiling_ratio, 3) + " (" + FormatNumber(cores, 0) +
+            " cores / (store get + bare get CPU) / store gets/s)");
   t.Add("get p50 http - store ms", FormatNumber(fhg.p50 - fsg.p50, 3));
   t.Add("get p50 http / store", FormatNumber(fhg.p50 / std::max(fsg.p50, 1e-9), 2));
   const double puts_per_request = static_cast<double>(o.cells) * static_cast<double>(rounds) /
@@ -418,6 +522,13 @@ int RunHttp(const HttpOptions& o) {
   // process, p99 at most 2x.
   j["get_ratio"] = Round(fhg.per_s / std::max(fsg.per_s, 1e-9), 3);
   j["get_p99_ratio"] = Round(fhg.p99 / std::max(fsg.p99, 1e-9), 3);
+  j["get_rounds"] = static_cast<int>(get_rounds);
+  j["bare_gets_per_s"] = Round(fbg.per_s, 1);
+  j["bare_get_p50_ms"] = Round(fbg.p50, 3);
+  j["store_get_cpu_us"] = Round(store_get_cpu_us, 1);
+  j["http_get_cpu_us"] = Round(http_get_cpu_us, 1);
+  j["bare_get_cpu_us"] = Round(bare_get_cpu_us, 1);
+  j["get_ratio_cpu_ceiling"] = Round(get_ceiling_ratio, 3);
   j["shards"] = cfg.shards;
   j["puts_per_request_max"] = o.puts_per_request;
   j["http_puts_per_request"] = Round(puts_per_request, 2);
@@ -444,6 +555,11 @@ void AddHttpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--put-rounds", o->put_rounds,
                   "alternating rounds of N store puts and N HTTP puts; each side's median "
                   "round counts")
+      ->transform(DecimalInRange(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--get-rounds", o->get_rounds,
+                  "alternating rounds of M store gets, M HTTP gets and M bare HTTP gets; each "
+                  "side's median round counts")
       ->transform(DecimalInRange(1, 100))
       ->capture_default_str();
   cmd->add_option("--clients", o->clients, "concurrent client threads C")
