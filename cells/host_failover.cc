@@ -1,7 +1,9 @@
 #include "cells/host_failover.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 #include "base/log.h"
 #include "cells/host_servers.h"
@@ -238,6 +240,23 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
         host.FindServer(s.topology.primary.Label()))
       current = s.topology;
   }
+  // A server replicating from another server than the primary its topology
+  // row names has not received the topology write of the failover that
+  // pointed it there: the host is past that epoch, its primary that master
+  // (it does not answer, or its own row would be the highest).
+  for (const ServerState& s : states) {
+    if (!s.reachable() || s.master.empty() || s.topology.epoch == 0 ||
+        s.topology.epoch < current.epoch || s.master == s.topology.primary.Label())
+      continue;
+    if (std::optional<MysqlServerConfig> m = host.FindServer(s.master)) {
+      current = HostTopology{s.topology.epoch + 1, *m};
+      LogWarn("failover", "a server replicates from a primary whose topology it has not received",
+              {{"host", host.name},
+               {"server", s.server.Label()},
+               {"its_row", std::to_string(s.topology.epoch) + " " + s.topology.primary.Label()},
+               {"primary", s.master}});
+    }
+  }
   const std::string primary = current.primary.Label();
   report.from = primary;
   report.epoch_before = current.epoch;
@@ -257,7 +276,7 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
   CELLAR_ASSIGN_OR_RETURN(const ServerState* target,
                           ChooseTarget(host, states, primary, options.to, planned));
   report.to = target->server.Label();
-  const HostTopology next{current.epoch + 1, target->server};
+  HostTopology next{current.epoch + 1, target->server};
   report.epoch_after = next.epoch;
   CELLAR_ASSIGN_OR_RETURN(auto t, ConnectTo(config, host, target->server));
 
@@ -314,6 +333,12 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
     }
     auto now = InspectServer(*t, config, host, target->server);
     if (!now.ok()) return restart(now.status());
+    // What it applied may name a later epoch than any row read before: the
+    // new epoch must exceed it, and only that epoch's primary's heartbeat
+    // speaks for the commits it acknowledged.
+    const uint64_t latest = std::max(current.epoch, now->topology.epoch);
+    next.epoch = latest + 1;
+    report.epoch_after = next.epoch;
     const SemiSyncHeartbeat& hb = now->heartbeat;
     std::string why_not;
     for (const ServerState& s : states)
@@ -324,6 +349,11 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
       why_not = "host " + host.name + " replicates asynchronously";
     else if (why_not.empty() && hb.at == 0)
       why_not = report.to + " holds no semi-sync heartbeat of the primary";
+    else if (why_not.empty() && hb.epoch < latest)
+      why_not = "the newest semi-sync heartbeat " + report.to + " holds was written by the " +
+                "primary of epoch " + std::to_string(hb.epoch) + ", not by " + primary +
+                " (epoch " + std::to_string(latest) + "), which may have acknowledged commits " +
+                "before any replica received them";
     else if (why_not.empty() && !hb.semi_sync_on)
       why_not = "the primary had fallen back to asynchronous replication at " + Utc(hb.at) +
                 " (its last semi-sync heartbeat)";
@@ -335,10 +365,11 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
     if (!why_not.empty()) {
       report.loss_ruled_out = false;
       report.may_be_lost =
-          hb.at == 0 ? "any commit the primary acknowledged that " + report.to + " did not receive"
-                     : "commits the primary acknowledged after " +
-                           Utc(hb.semi_sync_on ? hb.at + hb.timeout_ms * 1000 : hb.at) + " that " +
-                           report.to + " did not receive";
+          hb.at == 0 || hb.epoch < latest
+              ? "any commit the primary acknowledged that " + report.to + " did not receive"
+              : "commits the primary acknowledged after " +
+                    Utc(hb.semi_sync_on ? hb.at + hb.timeout_ms * 1000 : hb.at) + " that " +
+                    report.to + " did not receive";
       if (!options.accept_loss)
         return restart(FailedPrecondition(
             "cannot show that no acknowledged write of host " + host.name + " is missing from " +

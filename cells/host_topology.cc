@@ -253,10 +253,12 @@ struct TopologyView::Impl {
     }
   }
 
+  // One round at once: a failover right after a start finds a heartbeat.
   void HeartbeatLoop() {
-    while (Pause())
+    do {
       for (size_t h = 0; h < config.mysql.hosts.size(); ++h)
         if (WantsHeartbeat(h)) Heartbeat(h);
+    } while (Pause());
   }
 
   // The highest topology any server of `host` holds (epoch 0 when none

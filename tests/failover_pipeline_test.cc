@@ -44,14 +44,18 @@ struct Pipeline {
     std::string yaml = testing::MakeReplicatedClusterYaml({{first.get(), second.get()}}, kShards,
                                                           Broker().bootstrap(), prefix,
                                                           "  topology_refresh: 100ms\n");
+    // A topic prefix of its own per run: the binary's broker outlives a
+    // test, and --gtest_repeat must not read an earlier run's records.
+    static int runs = 0;
+    const std::string topics = prefix + std::to_string(++runs);
     const auto kafka_line = yaml.find('\n', yaml.find("brokers:", yaml.find("kafka:\n")));
-    yaml.insert(kafka_line + 1, "  topic_prefix: " + prefix +
+    yaml.insert(kafka_line + 1, "  topic_prefix: " + topics +
                                     "\n  partitions: " + std::to_string(kPartitions) + "\n");
     yaml += "relay:\n  lock_retry_ms: 200\n";
     auto cfg = ParseClusterConfig(yaml, "<test>");
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     config = *cfg;
-    CreateTopics(Broker(), prefix);
+    CreateTopics(Broker(), topics);
     store = CellStore::Open(config);
     ASSERT_TRUE(store->Init().ok());
     relay = std::make_unique<Relay>(store.get(), prefix + "-relay");
@@ -78,6 +82,18 @@ TEST(FailoverPipelineTest, RelayPublishesEveryCellOnceThroughPlannedAndEmergency
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   EXPECT_EQ("planned", planned->kind);
   ASSERT_TRUE(written_more(300)) << "nothing published after the planned failover";
+  // The first server acknowledges the new primary's commits: it holds a
+  // semi-sync heartbeat of epoch 2 (without one the emergency cannot rule
+  // out loss, the first server may not have received what was acknowledged).
+  const std::string heartbeat_sql = "SELECT epoch, semi_sync_on FROM " +
+                                    config.HostDatabase(config.mysql.hosts[0]) +
+                                    ".semi_sync_heartbeat";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::string out;
+        return p.first->Execute(heartbeat_sql, &out) && out == "2\t1\n";
+      },
+      30s));
 
   // Emergency: the new primary dies; the first server (its replica now) takes over.
   second->Kill();

@@ -78,6 +78,33 @@ class HostFailoverTest : public ::testing::Test {
     return out;
   }
 
+  // "<epoch>\t<semi_sync_on>" of the semi-sync heartbeat `db` holds ("" when none).
+  static std::string Heartbeat(const PrivateMariaDb& db) {
+    return Ask(db, "SELECT epoch, semi_sync_on FROM cellar_fo_p.semi_sync_heartbeat");
+  }
+
+  // A planned failover to the replica (epoch 2), after which the former
+  // primary stops replicating before any heartbeat of epoch 2 reached it, as
+  // when the new primary dies first: it holds its own last heartbeat as the
+  // primary of epoch 1, fresh and with semi-sync ON, and the epoch-2
+  // topology row or (`stale_row`) still its own epoch-1 row. Then the new
+  // primary is killed.
+  void StrandTheFormerPrimary(bool stale_row) {
+    ASSERT_OK(store_->Put("trips", Write(0)).status());
+    ASSERT_OK(FailoverHost(config_, "fo_p", FailoverOptions{}).status());
+    ASSERT_TRUE(WaitFor(
+        [&] { return Ask(*primary_, "SELECT epoch FROM cellar_fo_p.topology") == "2"; }, 10s));
+    std::string sql =
+        "STOP SLAVE; SET sql_log_bin = 0;"
+        " REPLACE INTO cellar_fo_p.semi_sync_heartbeat (id, at_us, semi_sync_on, timeout_ms, epoch)"
+        " VALUES (1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), 1, 10000, 1);";
+    if (stale_row)
+      sql += " UPDATE cellar_fo_p.topology SET epoch = 1, primary_server = '" + Label(*primary_) +
+             "';";
+    ASSERT_TRUE(primary_->Execute(sql));
+    replica_->Kill();
+  }
+
   static int64_t Cells(const PrivateMariaDb& db) {
     std::string n = Ask(db, "SELECT COUNT(*) FROM cellar_fo_p.cells_trips");
     return n.empty() ? -1 : std::stoll(n);
@@ -282,6 +309,54 @@ TEST_F(HostFailoverTest, EmergencyIsRefusedWhenSemiSyncHadFallenBack) {
   ASSERT_OK(store_->Put("trips", Write(9)).status());
 }
 
+// Only a heartbeat of the failed primary's own epoch speaks for the commits
+// it acknowledged: one its predecessor wrote is no proof.
+TEST_F(HostFailoverTest, EmergencyRefusesAHeartbeatOfAnEarlierPrimary) {
+  StartServers();
+  ASSERT_NO_FATAL_FAILURE(StrandTheFormerPrimary(/*stale_row=*/false));
+  Result<FailoverReport> refused = FailoverHost(config_, "fo_p", FailoverOptions{});
+  ASSERT_FALSE(refused.ok()) << "loss ruled out on the heartbeat of epoch 1";
+  EXPECT_EQ(StatusCode::kFailedPrecondition, refused.status().code())
+      << refused.status().ToString();
+  EXPECT_NE(std::string::npos, refused.status().message().find("primary of epoch 1"))
+      << refused.status().ToString();
+
+  FailoverOptions accept;
+  accept.accept_loss = true;
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", accept);
+  ASSERT_OK(r.status());
+  EXPECT_EQ("emergency", r->kind);
+  EXPECT_FALSE(r->loss_ruled_out);
+  EXPECT_EQ(3u, r->epoch_after);
+  EXPECT_EQ("3\t" + Label(*primary_),
+            Ask(*primary_, "SELECT epoch, primary_server FROM cellar_fo_p.topology"));
+}
+
+// A server replicating from another than the primary its topology row names
+// missed the failover's row: the host's primary is the server it replicates
+// from, and the new epoch is past that failover's.
+TEST_F(HostFailoverTest, EmergencyFollowsWhereAServerReplicatesFromPastAStaleTopologyRow) {
+  StartServers();
+  ASSERT_NO_FATAL_FAILURE(StrandTheFormerPrimary(/*stale_row=*/true));
+  Result<FailoverReport> refused = FailoverHost(config_, "fo_p", FailoverOptions{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(StatusCode::kFailedPrecondition, refused.status().code())
+      << refused.status().ToString();
+  EXPECT_NE(std::string::npos, refused.status().message().find("--accept-loss"))
+      << refused.status().ToString();
+
+  FailoverOptions accept;
+  accept.accept_loss = true;
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", accept);
+  ASSERT_OK(r.status());
+  EXPECT_EQ("emergency", r->kind);
+  EXPECT_EQ(Label(*replica_), r->from);
+  EXPECT_EQ(3u, r->epoch_after);
+  EXPECT_EQ("3\t" + Label(*primary_),
+            Ask(*primary_, "SELECT epoch, primary_server FROM cellar_fo_p.topology"));
+  ASSERT_OK(store_->Put("trips", Write(9)).status());
+}
+
 // A replica whose SQL thread was stopped (by an operator) holds acknowledged
 // transactions it received but did not apply: the emergency failover starts
 // its SQL thread to apply them instead of waiting for a position it cannot reach.
@@ -294,6 +369,8 @@ TEST_F(HostFailoverTest, EmergencyAppliesWhatAStoppedSqlThreadLeftInTheRelayLog)
     ASSERT_OK(store_->Put("trips", acked.back()).status());
   }
   EXPECT_EQ(0, Cells(*replica_)) << "the replica applied with its SQL thread stopped";
+  // The heartbeat that proves no loss (here in the replica's relay log).
+  ASSERT_TRUE(WaitFor([&] { return Heartbeat(*primary_) == "1\t1"; }, 10s));
   primary_->Kill();
   Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
   ASSERT_OK(r.status());

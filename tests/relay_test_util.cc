@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -452,6 +453,31 @@ size_t TopicDuplicates(const ClusterConfig& config) {
   return topic->records.size() - values.size();
 }
 
+namespace {
+
+// The first `max` positions (shard, added_id) received more than once, each
+// with every copy's subject, created_at and topic offset: whether a cell was
+// delivered twice or two cells were given one position.
+std::string DescribeDuplicates(const std::vector<ConsumedEvent>& events, size_t max = 5) {
+  std::map<CellId, std::vector<const ConsumedEvent*>> by_id;
+  for (const ConsumedEvent& e : events)
+    by_id[{e.event.cell.shard, e.event.cell.added_id}].push_back(&e);
+  std::string out;
+  size_t n = 0;
+  for (const auto& [id, copies] : by_id) {
+    if (copies.size() < 2 || n++ == max) continue;
+    out += "\n  (shard " + std::to_string(id.first) + ", added_id " + std::to_string(id.second) +
+           "):";
+    for (const ConsumedEvent* e : copies)
+      out += " [" + CellSubject(e->event.cell) + " created_at " +
+             std::to_string(e->event.cell.created_at) + " at " + e->topic + "/" +
+             std::to_string(e->partition) + "@" + std::to_string(e->offset) + "]";
+  }
+  return out;
+}
+
+}  // namespace
+
 OnceFigures ExpectEveryWrittenCellOnce(Writers& writers, Collector& collector,
                                        const ClusterConfig& config,
                                        std::chrono::milliseconds timeout) {
@@ -468,7 +494,7 @@ OnceFigures ExpectEveryWrittenCellOnce(Writers& writers, Collector& collector,
   f.written = written.size();
   f.dups = collector.total() - collector.distinct();
   f.topic_dups = TopicDuplicates(config);
-  EXPECT_EQ(f.dups, 0u) << "a consumer saw cells twice";
+  EXPECT_EQ(f.dups, 0u) << "a consumer saw cells twice: " << DescribeDuplicates(collector.Events());
   EXPECT_EQ(f.topic_dups, 0u) << "read_committed readers of the topic see cells twice";
   return f;
 }
