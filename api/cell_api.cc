@@ -82,13 +82,18 @@ Result<VersionQuery> ParseVersionQuery(const std::map<std::string, std::string>&
                              Shown(it->second) + "'");
     q.as_of = *t;
   }
+  if (auto it = p.find("since"); it != p.end()) {
+    auto t = ParseRfc3339(it->second);
+    if (!t.ok())
+      return InvalidArgument("since must be an RFC 3339 time like 2026-01-01T00:00:00Z, got '" +
+                             Shown(it->second) + "'");
+    q.since = *t;
+  }
   if (auto it = p.find("limit"); it != p.end()) {
     CELLAR_ASSIGN_OR_RETURN(int64_t limit, ParseDecimal("limit", it->second, 1, 10000));
     q.limit = static_cast<int>(limit);
   }
-  if (q.min_ref && q.max_ref && *q.min_ref > *q.max_ref)
-    return InvalidArgument("min_ref " + std::to_string(*q.min_ref) + " is above max_ref " +
-                           std::to_string(*q.max_ref));
+  CELLAR_RETURN_IF_ERROR(ValidateVersionQuery(q));
   return q;
 }
 
@@ -227,7 +232,8 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
   const std::string& column = route.column;
   switch (route.kind) {
     case RouteKind::kVersions: {
-      auto params = QueryParams(req, {"max_ref", "min_ref", "as_of", "limit", "read", "after"});
+      auto params =
+          QueryParams(req, {"max_ref", "min_ref", "as_of", "since", "limit", "read", "after"});
       if (!params.ok()) return Error(params.status());
       auto q = ParseVersionQuery(*params);
       if (!q.ok()) return Error(q.status());

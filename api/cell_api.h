@@ -13,7 +13,7 @@
 //   GET    /v1/<ds>/cells/<row>/<column>/<ref_key>  200 cell | 404
 //   GET    /v1/<ds>/cells/<row>/<column>            200 latest cell | 404 (none or erased)
 //   GET    /v1/<ds>/cells/<row>                     200 {"row_key","cells":[latest per column]}
-//   GET    /v1/<ds>/cells/<row>/<column>/versions?max_ref=&min_ref=&as_of=&limit=
+//   GET    /v1/<ds>/cells/<row>/<column>/versions?max_ref=&min_ref=&as_of=&since=&limit=
 //          200 {"cells":[newest first, tombstones included]}
 //   DELETE /v1/<ds>/cells/<row>/<column>[?expected_ref_key=K]
 //          200 put result of the tombstone: created:true when written, created:false

@@ -22,6 +22,18 @@ nlohmann::json CellToJson(const Cell& c) {
                         {"added_id", c.added_id}};
 }
 
+Status ValidateVersionQuery(const VersionQuery& q) {
+  if (q.limit < 1 || q.limit > 10000)
+    return InvalidArgument("limit must be between 1 and 10000, got " + std::to_string(q.limit));
+  if (q.min_ref && q.max_ref && *q.min_ref > *q.max_ref)
+    return InvalidArgument("min_ref " + std::to_string(*q.min_ref) + " is above max_ref " +
+                           std::to_string(*q.max_ref));
+  if (q.since && q.as_of && *q.since > *q.as_of)
+    return InvalidArgument("since " + FormatRfc3339(*q.since) + " is after as_of " +
+                           FormatRfc3339(*q.as_of));
+  return Status::Ok();
+}
+
 const char* ReadPreferenceName(ReadPreference preference) {
   return preference == ReadPreference::kReplica ? "replica" : "primary";
 }

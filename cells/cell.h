@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "base/time.h"
 #include "base/uuid.h"
 
@@ -54,8 +55,13 @@ struct VersionQuery {
   std::optional<int64_t> max_ref;         // only ref_key <= max_ref
   std::optional<int64_t> min_ref;         // only ref_key >= min_ref
   std::optional<MicrosSinceEpoch> as_of;  // only versions created at or before as_of
+  std::optional<MicrosSinceEpoch> since;  // only versions created at or after since
   int limit = 100;                        // 1..10000
 };
+
+// OK, or InvalidArgument naming the bound that is wrong: limit outside
+// 1..10000, min_ref above max_ref, since after as_of.
+[[nodiscard]] Status ValidateVersionQuery(const VersionQuery& q);
 
 // Where a read goes (get, latest, row, versions).
 enum class ReadPreference {

@@ -329,16 +329,14 @@ Result<std::vector<Cell>> CellStore::Versions(const std::string& datastore, cons
                                               const ReadOptions& read) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
   CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
-  if (q.limit < 1 || q.limit > 10000)
-    return InvalidArgument("limit must be between 1 and 10000, got " + std::to_string(q.limit));
-  if (q.min_ref && q.max_ref && *q.min_ref > *q.max_ref)
-    return InvalidArgument("min_ref " + std::to_string(*q.min_ref) + " is above max_ref " +
-                           std::to_string(*q.max_ref));
+  CELLAR_RETURN_IF_ERROR(ValidateVersionQuery(q));
   const uint32_t shard = ShardForRow(row, impl_->config.shards);
   std::string sql = std::string("SELECT ") + internal::kCellColumns + " FROM " +
                     impl_->Table(shard, datastore) +
                     " WHERE row_key = ? AND column_name = ? AND created_at >= ?";
-  std::vector<SqlParam> params{row.ToBytes(), column, Impl::VisibleSince(*col)};
+  // The later of the column's retention floor and the caller's `since`.
+  std::vector<SqlParam> params{row.ToBytes(), column,
+                               std::max(Impl::VisibleSince(*col), q.since.value_or(0))};
   if (q.max_ref) {
     sql += " AND ref_key <= ?";
     params.emplace_back(*q.max_ref);

@@ -400,6 +400,7 @@ Result<std::vector<Cell>> Client::Versions(const std::string& ds, const Uuid& ro
   if (q.max_ref) query += "&max_ref=" + std::to_string(*q.max_ref);
   if (q.min_ref) query += "&min_ref=" + std::to_string(*q.min_ref);
   if (q.as_of) query += "&as_of=" + Escape(FormatRfc3339(*q.as_of));
+  if (q.since) query += "&since=" + Escape(FormatRfc3339(*q.since));
   query += ReadQuery(read, true);
   CELLAR_ASSIGN_OR_RETURN(json doc,
                           impl_->Call("GET", ColumnPath(ds, row, column) + "/versions" + query));

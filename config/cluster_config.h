@@ -204,10 +204,13 @@ struct RelayConfig {
   int poll_min_ms = 1;       // idle poll interval starts here (and pause after a caught-up read)...
   int poll_max_ms = 50;      // ...and doubles up to this while nothing is new
   int lock_retry_ms = 1000;  // how often an idle relay tries to take unowned shards
-  // Publish each stream in Kafka transactions (two transactional.ids per stream,
-  // RelayTransactionalIds):
-  // read_committed consumers see every cell exactly once; false: idempotent
-  // producer, at-least-once (changelog/relay.h).
+  // true: each stream is published in Kafka transactions (two transactional.ids
+  // per stream taking turns, RelayTransactionalIds) that also carry the
+  // stream's checkpoint, so read_committed consumers see every cell exactly
+  // once, also through relay kills and broker restarts (tests:
+  // relay_test, kafka_processes_test on Apache Kafka). false: an idempotent
+  // producer, at least once (a killed relay republishes its last batch).
+  // See changelog/relay.h.
   bool exactly_once = true;
 };
 

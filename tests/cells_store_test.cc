@@ -341,6 +341,21 @@ TEST_F(StoreTest, VersionsWithAsOfRefRangeAndLimit) {
   as_of.as_of = put[0].created_at - 1;
   EXPECT_EQ((std::vector<int64_t>{}), versions(as_of));
 
+  // since: not older than the commit of ref 5 (written third), alone and
+  // with as_of as a window.
+  VersionQuery since;
+  since.since = put[5].created_at;
+  EXPECT_EQ((std::vector<int64_t>{5, 4, 3, 2}), versions(since));
+  since.since = put[5].created_at + 1;
+  EXPECT_EQ((std::vector<int64_t>{4, 3, 2}), versions(since));
+  since.as_of = put[3].created_at;
+  EXPECT_EQ((std::vector<int64_t>{3, 2}), versions(since));
+  since.as_of = since.since;
+  EXPECT_EQ((std::vector<int64_t>{}), versions(since));
+  since = VersionQuery{};
+  since.since = put[4].created_at + 1;
+  EXPECT_EQ((std::vector<int64_t>{}), versions(since));
+
   // Bad queries.
   VersionQuery bad;
   bad.limit = 0;
@@ -356,6 +371,12 @@ TEST_F(StoreTest, VersionsWithAsOfRefRangeAndLimit) {
   r = store_->Versions("trips", row, "BASE", bad);
   EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code());
   EXPECT_THAT(r.status().message(), HasSubstr("min_ref 5"));
+  bad = VersionQuery{};
+  bad.since = put[2].created_at;
+  bad.as_of = put[2].created_at - 1;
+  r = store_->Versions("trips", row, "BASE", bad);
+  EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code());
+  EXPECT_THAT(r.status().message(), HasSubstr("since"));
 
   // A row never written has no versions (not an error).
   Result<std::vector<Cell>> empty = store_->Versions("trips", Uuid::Random(), "BASE", all);

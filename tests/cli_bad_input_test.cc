@@ -85,6 +85,41 @@ TEST(CliBadInputTest, IntegersAreDecimalAndInRangeElseRefusedWithNothingWritten)
   EXPECT_EQ(after.json["cells"][0]["ref_key"], 10);
 }
 
+// `cellar versions --since` (not older than) beside --as-of: both RFC 3339,
+// since not after as_of; a bad one is refused naming it.
+TEST(CliBadInputTest, VersionsSinceIsATimeNotAfterAsOf) {
+  const std::string yaml = testing::MakeClusterYaml(CliServers(), kShards, "", "st_cli_since");
+  const std::string config_path = testing::WriteTempFile(yaml, ".yaml");
+  auto cfg = ParseClusterConfig(yaml, config_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto store = CellStore::Open(*cfg);
+  ASSERT_EQ(store->Init().ToString(), "OK");
+  const Uuid row = Uuid::Random();
+  auto put = store->Put("trips", CellWrite{row, "BASE", 1, {{"a", 1}}});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  auto versions = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"versions", "-d", "trips", "-r", row.ToString(), "-c", "BASE"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(config_path, args);
+  };
+  const std::string at = FormatRfc3339(put->created_at);
+  const std::string later = FormatRfc3339(put->created_at + 1);
+  CliResult from = versions({"--since", at});
+  ASSERT_EQ(from.code, 0) << from.err;
+  ASSERT_TRUE(from.json.is_array()) << from.out;
+  ASSERT_EQ(from.json.size(), 1u) << from.out;
+  CliResult none = versions({"--since", later});
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(none.json, nlohmann::json::array()) << none.out;
+  CliResult garbled = versions({"--since", "yesterday"});
+  EXPECT_NE(garbled.code, 0) << garbled.out;
+  EXPECT_NE(garbled.err.find("--since"), std::string::npos) << garbled.err;
+  EXPECT_NE(garbled.err.find("yesterday"), std::string::npos) << garbled.err;
+  CliResult inverted = versions({"--since", later, "--as-of", at});
+  EXPECT_NE(inverted.code, 0) << inverted.out;
+  EXPECT_NE(inverted.err.find("since"), std::string::npos) << inverted.err;
+}
+
 // The worker mains, `cellard` and `cellar status --watch` read their numbers
 // the same way. Before, `cellard --threads 0x10` served with 16 threads,
 // `cellar-indexer --concurrency 0` and `cellar-relay --stats-interval-ms 0`

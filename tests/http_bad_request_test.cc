@@ -137,6 +137,8 @@ std::vector<BadRequest> Table() {
       {"string body", "PUT", cells + "/BASE/1", "\"trip\"", 400},
       {"null body", "PUT", cells + "/BASE/1", "null", 400},
       {"nested 1000 deep", "PUT", cells + "/BASE/1", "{\"a\":" + Nested(1000) + "}", 400},
+      // One past the documented limit of 100 (kMaxBodyDepth).
+      {"nested 101 deep", "PUT", cells + "/BASE/1", "{\"a\":" + Nested(100) + "}", 400},
       {"bad UUID", "PUT", "/v1/trips/cells/not-a-uuid/BASE/1", "{}", 400},
       {"UUID one char short", "GET", cells.substr(0, cells.size() - 1) + "/BASE", "", 400},
       {"negative ref_key", "PUT", cells + "/BASE/-1", "{}", 400},
@@ -181,6 +183,9 @@ std::vector<BadRequest> Table() {
       {"SQL in shard", "GET", "/v1/trips/shards/0" + sql + "/log", "", 400},
       {"SQL in query", "GET", cells + "/BASE/versions?limit=1" + sql, "", 400},
       {"SQL in as_of", "GET", cells + "/BASE/versions?as_of=" + sql, "", 400},
+      {"SQL in since", "GET", cells + "/BASE/versions?since=" + sql, "", 400},
+      {"since after as_of", "GET",
+       cells + "/BASE/versions?since=2026-01-02T00:00:00Z&as_of=2026-01-01T00:00:00Z", "", 400},
       {"SQL in batch column", "POST", "/v1/trips/cells:batch",
        BatchCell(row, "BASE'; DROP TABLE x; --", 1, json::object()), 404},
       {"SQL in batch row key", "POST", "/v1/trips/cells:batch",

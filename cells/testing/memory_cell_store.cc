@@ -163,12 +163,13 @@ Result<std::vector<Cell>> MemoryCellStore::Versions(const std::string& ds, const
   CELLAR_RETURN_IF_ERROR(CheckRead(ds, read));
   MutexLock lock(&mu_);
   CELLAR_RETURN_IF_ERROR(CheckColumnLocked(ds, column));
-  if (q.limit < 1 || q.limit > 10000) return InvalidArgument("limit must be between 1 and 10000");
+  CELLAR_RETURN_IF_ERROR(ValidateVersionQuery(q));
   std::vector<Cell> out;
   for (Cell& c : VersionsLocked(ds, row, column)) {
     if (q.max_ref && c.ref_key > *q.max_ref) continue;
     if (q.min_ref && c.ref_key < *q.min_ref) continue;
     if (q.as_of && c.created_at > *q.as_of) continue;
+    if (q.since && c.created_at < *q.since) continue;
     if (static_cast<int>(out.size()) == q.limit) break;
     out.push_back(std::move(c));
   }

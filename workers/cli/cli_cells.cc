@@ -15,7 +15,7 @@ namespace cellar::cli {
 namespace {
 
 struct CellArgs {
-  std::string datastore, row, column, body, as_of;
+  std::string datastore, row, column, body, as_of, since;
   int64_t ref_key = -1;
   std::optional<int64_t> max_ref, min_ref, expected_ref;
   int limit = 100;
@@ -111,6 +111,7 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
   versions->add_option("--min-ref", a->min_ref, "only ref_key >= this")
       ->transform(DecimalInteger<int64_t>());
   versions->add_option("--as-of", a->as_of, "only versions created at or before (RFC 3339)");
+  versions->add_option("--since", a->since, "only versions created at or after (RFC 3339)");
   versions->add_option("--limit", a->limit, "at most this many (1-10000)")
       ->transform(DecimalInteger<int>());
   add_read(versions);
@@ -120,7 +121,13 @@ void AddCellCommands(CLI::App& app, const GlobalOptions& g) {
     q.max_ref = a->max_ref;
     q.min_ref = a->min_ref;
     q.limit = a->limit;
-    if (!a->as_of.empty()) q.as_of = OrFail(ParseRfc3339(a->as_of));
+    auto time = [](const std::string& option, const std::string& text) {
+      Result<MicrosSinceEpoch> t = ParseRfc3339(text);
+      if (!t.ok()) OrFail(InvalidArgument(option + ": " + t.status().message()));
+      return *t;
+    };
+    if (!a->as_of.empty()) q.as_of = time("--as-of", a->as_of);
+    if (!a->since.empty()) q.since = time("--since", a->since);
     PrintJson(
         CellsToJson(OrFail(open()->Versions(a->datastore, row, a->column, q, read_options()))));
   });
