@@ -86,10 +86,24 @@ TEST(TriggerDefinitionsTest, FullDefinitionReadsEveryValue) {
     datastore: trips
     column: STATUS
     webhook: { url: "https://example.com" }
+  - name: signed
+    datastore: trips
+    column: STATUS
+    webhook:
+      url: "https://hooks.example.com/cellar"
+      ca_file: /etc/cellar/ca.pem
+      secrets: [ { env: HOOK_SECRET }, { file: /etc/cellar/next.secret } ]
 )";
   auto r = ParseTriggerDefinitions(yaml, "hooks.yaml", Cluster());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(r->size(), 2u);
+  ASSERT_EQ(r->size(), 3u);
+  const WebhookTriggerConfig& s = (*r)[2];
+  EXPECT_EQ(s.ca_file, "/etc/cellar/ca.pem");
+  ASSERT_EQ(s.secrets.size(), 2u);
+  EXPECT_EQ(s.secrets[0].env, "HOOK_SECRET");
+  EXPECT_EQ(s.secrets[0].file, "");
+  EXPECT_EQ(s.secrets[1].file, "/etc/cellar/next.secret");
+  EXPECT_TRUE((*r)[1].secrets.empty()) << "unsigned unless secrets are named";
   const WebhookTriggerConfig& w = (*r)[0];
   EXPECT_EQ(w.name, "billing_hook");
   EXPECT_EQ(w.datastore, "trips");
@@ -250,6 +264,10 @@ TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
     datastore: trips
     column: BASE
     webhook: { timeout_ms: 100 }
+  - name: third
+    datastore: trips
+    column: BASE
+    webhook: { url: "http://x", secrets: [ { env: A, file: B }, { path: C }, { env: D } ] }
 )";
   auto at = [&](const std::string& needle, int nth_line_offset = 0) {
     return "hooks.yaml:" + std::to_string(LineOf(yaml, needle) + nth_line_offset) + ": ";
@@ -291,6 +309,12 @@ TEST(TriggerDefinitionsTest, EveryBadValueIsReportedWithFileLineAndKey) {
   has_prefix(at("datastore: planes", -1) + "triggers[1].webhook: missing required key");
   has(at("name: second", 3) + "triggers[2].name: duplicate trigger 'second'");
   has_prefix(at("webhook: { timeout_ms: 100 }") + "triggers[2].webhook.url: missing required key");
+  has(at("secrets: [") +
+      "triggers[3].webhook.secrets: at most 2 secrets (the current and the next)");
+  has(at("secrets: [") +
+      "triggers[3].webhook.secrets[0]: give exactly one of env (a variable's "
+      "name) and file (a path)");
+  has_prefix(at("secrets: [") + "triggers[3].webhook.secrets[1].path: unknown key");
   // Every error names the file, a line and a key.
   for (const auto& e : errors)
     EXPECT_THAT(e, ::testing::MatchesRegex("hooks\\.yaml:[0-9]+: triggers[^ ]*: .+")) << e;

@@ -5,6 +5,7 @@
 // still fails), LaterEventsPolicy::kSetAside, and the pause after too many
 // set-aside events. Part of the trigger_test binary.
 #include <atomic>
+#include <future>
 #include <iostream>
 
 #include "gmock/gmock.h"
@@ -131,6 +132,85 @@ TEST(TriggerTest, AlwaysFailingRowIsDeadLetteredOthersFlowAndDlqRetryRerunsItOnc
   EXPECT_EQ(Totals(w, "charge").set_aside, 2u);
   std::cout << "[ trigger ] dlq: " << good.size() << " other events handled, 1 set aside after "
             << "3 attempts, retried once while still failing (set aside again), then once fixed\n";
+  w.Stop();
+  relay->Stop();
+}
+
+// A C++ handler that never returns for one event: past handler_timeout_ms
+// each call is a failed attempt, the event is set aside, the row's later
+// event and the other rows are handled and every partition's offsets are
+// committed to its end. Before handlers had a deadline the row and its
+// partition's commits waited forever.
+TEST(TriggerTest, AHungHandlerIsAFailedAttemptAtItsDeadlineAndIsSetAside) {
+  auto c = MakeCluster("tg_hung", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "hung-relay");
+  ASSERT_TRUE(relay);
+
+  const Uuid hung = Uuid::Random();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> hung_calls{0};
+  HandledLog ok;
+  TriggerOptions opts;
+  opts.retry = {/*max_attempts=*/2, /*initial_backoff_ms=*/10, /*max_backoff_ms=*/40};
+  opts.concurrency = 2;
+  opts.handler_timeout_ms = 300;
+  TriggerWorker w(c->config, Opts("hung"));
+  ASSERT_EQ("OK", w.on(
+                       "trips", "BASE", "slow",
+                       [&, released](const CellEvent& e, TriggerContext&) -> Status {
+                         if (e.cell.row_key == hung && e.cell.ref_key == 0) {
+                           ++hung_calls;
+                           released.wait();  // hangs until the test ends
+                           return Status::Ok();
+                         }
+                         ok.Add(e);
+                         return Status::Ok();
+                       },
+                       opts)
+                      .ToString());
+  ASSERT_TRUE(w.Start().ok());
+  auto body = [](size_t) { return nlohmann::json{{"fare", {{"total", 12}}}}; };
+  std::set<CellAddr> good = PutVersion(*c->store, NewRows(20), "BASE", 0, body);
+  ASSERT_TRUE(PutCell(*c->store, hung, "BASE", 0, {{"fare", {{"total", 13}}}}));
+  ASSERT_TRUE(PutCell(*c->store, hung, "BASE", 1, {{"fare", {{"total", 14}}}}));
+  good.emplace(hung.ToString(), "BASE", 1);
+  std::set<CellAddr> more = PutVersion(*c->store, NewRows(20), "BASE", 0, body);
+  good.insert(more.begin(), more.end());
+
+  std::set<CellAddr> missing;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        missing = ok.Missing(good);
+        return missing.empty();
+      },
+      60s))
+      << "events stalled behind the hung call: " << DescribeSome(missing);
+  EXPECT_TRUE(WaitFor([&] { return Totals(w, "slow").set_aside >= 1; }, 30s))
+      << "the hung event was never set aside; calls: " << hung_calls;
+  EXPECT_EQ(hung_calls.load(), 2) << "one call per attempt";
+  const std::string metrics = w.metrics().Render();
+  EXPECT_EQ(2,
+            MetricValue(metrics, "cellar_trigger_handler_timeouts_total", {{"trigger", "slow"}}));
+  EXPECT_EQ(2,
+            MetricValue(metrics, "cellar_trigger_handlers_past_deadline", {{"trigger", "slow"}}));
+  auto dead = ListDeadLetters(c->config, "trips", "slow");
+  ASSERT_TRUE(dead.ok()) << dead.status().ToString();
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_THAT(dead->front().error, HasSubstr("did not return within 300 ms"));
+  EXPECT_EQ(dead->front().attempts, 2);
+  // Every partition's offsets reach its end: nothing waits for the hung calls.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (const TriggerStatus& st : w.status())
+          for (const TriggerPartitionStatus& p : st.partitions)
+            if (p.lag != 0) return false;
+        return true;
+      },
+      30s))
+      << "a partition's commits stopped at the hung event";
+  release.set_value();  // the hung calls return; Stop() waits for them
   w.Stop();
   relay->Stop();
 }

@@ -235,7 +235,10 @@ Result<std::vector<WebhookTriggerConfig>> ParseTriggerDefinitions(std::string_vi
     if (r.Require(t, "webhook", p)) {
       const YAML::Node h = t["webhook"];
       const std::string hp = p + ".webhook";
-      if (r.CheckKeys(h, hp, {"url", "timeout_ms", "batch_size", "batch_window_ms"}) || h.IsMap()) {
+      if (r.CheckKeys(
+              h, hp,
+              {"url", "timeout_ms", "batch_size", "batch_window_ms", "ca_file", "secrets"}) ||
+          h.IsMap()) {
         if (r.Require(h, "url", hp) && r.ReadString(h, "url", hp, &w.url) &&
             w.url.rfind("http://", 0) != 0 && w.url.rfind("https://", 0) != 0)
           r.Error(h["url"], hp + ".url", "expected an http:// or https:// URL");
@@ -246,6 +249,22 @@ Result<std::vector<WebhookTriggerConfig>> ParseTriggerDefinitions(std::string_vi
         v = w.batch_window_ms;
         if (r.ReadInt(h, "batch_window_ms", hp, 0, 60000, &v))
           w.batch_window_ms = static_cast<int>(v);
+        r.ReadString(h, "ca_file", hp, &w.ca_file);
+        if (YAML::Node list = h["secrets"]; list && r.ExpectSequence(list, hp + ".secrets")) {
+          if (list.size() > 2)
+            r.Error(list, hp + ".secrets", "at most 2 secrets (the current and the next)");
+          for (size_t k = 0; k < list.size(); ++k) {
+            const std::string sp = hp + ".secrets[" + std::to_string(k) + "]";
+            const YAML::Node one = list[k];
+            if (!r.CheckKeys(one, sp, {"env", "file"}) && !one.IsMap()) continue;
+            WebhookSecretSource source;
+            r.ReadString(one, "env", sp, &source.env);
+            r.ReadString(one, "file", sp, &source.file);
+            if (source.env.empty() == source.file.empty())
+              r.Error(one, sp, "give exactly one of env (a variable's name) and file (a path)");
+            w.secrets.push_back(std::move(source));
+          }
+        }
       }
     }
     r.ReadBool(t, "include_tombstones", p, &w.include_tombstones);

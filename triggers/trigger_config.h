@@ -9,7 +9,14 @@
 //       filter:                            # all must hold (AND); omitted = every event
 //         - { field: status, op: "=", value: requested }
 //         - { field: fare.total, op: ">=", value: 20 }
-//       webhook: { url: "http://127.0.0.1:8080/hook", timeout_ms: 2000 }
+//       webhook:
+//         url: "https://billing.internal:8443/hook"   # http:// or https://
+//         timeout_ms: 2000
+//         ca_file: /etc/cellar/ca.pem      # https: the CAs the receiver's certificate is
+//                                          # checked against (default: the system's)
+//         secrets:                         # Standard Webhooks signing (webhook_signature.h):
+//           - { env: BILLING_HOOK_SECRET } # whsec_... read from a variable or a file,
+//           - { file: /etc/cellar/next.secret }  # never the YAML; two during a rotation
 //       retry: { max_attempts: 5, initial_backoff_ms: 100, max_backoff_ms: 10000,
 //                on_4xx: dead_letter }     # dead_letter | drop | retry
 //       dead_letter: { pause_after: 100, window: 10m, later_events_of_row: continue }
@@ -24,6 +31,7 @@
 
 #include "base/status.h"
 #include "config/cluster_config.h"
+#include "triggers/webhook_signature.h"
 
 namespace cellar {
 
@@ -66,8 +74,14 @@ struct WebhookTriggerConfig {
   std::string datastore;
   std::string column;
   std::vector<FieldCondition> filter;
-  std::string url;  // http://host:port/path (https when built with OpenSSL)
+  std::string url;  // http://host:port/path or https://...
   int timeout_ms = 5000;
+  // https: PEM file of the CAs the receiver's certificate must chain to
+  // (empty: the system's CAs). The certificate is always verified.
+  std::string ca_file;
+  // Signing keys (at most 2: during a rotation both sign). Empty: deliveries
+  // are not signed.
+  std::vector<WebhookSecretSource> secrets;
   // Events per POST (1..10000). Above 1 the webhook receives batches: a JSON
   // array of events in CloudEvents' batched content mode (webhook.h).
   int batch_size = 1;

@@ -55,7 +55,23 @@ void TriggerProbe::UpdateProgress(const std::string& trigger,
 }
 
 Gauge& TriggerProbe::Paused(const std::string& trigger) {
-  return registry_->GetGauge("cellar_trigger_paused", "1 while the trigger is paused (by an operator or the dead-letter policy)",
+  return registry_->GetGauge(
+      "cellar_trigger_paused",
+      "1 while the trigger is paused (by an operator or the dead-letter policy)",
+      {{"trigger", trigger}});
+}
+
+Counter& TriggerProbe::HandlerTimeouts(const std::string& trigger) {
+  return registry_->GetCounter("cellar_trigger_handler_timeouts_total",
+                               "Handler calls that passed the trigger's handler_timeout_ms "
+                               "(failed attempts)",
+                               {{"trigger", trigger}});
+}
+
+Gauge& TriggerProbe::HandlersPastDeadline(const std::string& trigger) {
+  return registry_->GetGauge("cellar_trigger_handlers_past_deadline",
+                             "Handler calls past their deadline that have not returned (each "
+                             "holds a thread)",
                              {{"trigger", trigger}});
 }
 

@@ -9,8 +9,12 @@
 //       record timestamp (the cell's created_at) of the oldest event received and not
 //       handled, or of the record at the next offset when none is in hand; 0 when
 //       caught up (changelog/keyed_consumer.h OldestUnprocessedAgeSeconds)
+//   cellar_trigger_handler_timeouts_total{trigger}      calls past handler_timeout_ms
+//   cellar_trigger_handlers_past_deadline{trigger}      such calls that still run (each
+//                                                       holds a thread)
 //   cellar_trigger_paused{trigger}                      1 while paused (`cellar trigger pause`
-//                                                       or the dead-letter policy; trigger_control.h)
+//                                                       or the dead-letter policy;
+//                                                       trigger_control.h)
 // `partition` is the partition number, "retry" (the retry topic) or "replay".
 // Ownership: the registry is not owned and outlives the probe. Threading: all
 // methods are thread-safe; returned references live as long as the registry.
@@ -40,6 +44,8 @@ class TriggerProbe {
   void UpdateProgress(const std::string& trigger, const std::vector<PartitionProgress>& progress,
                       int64_t now_ms);
   Gauge& Paused(const std::string& trigger);
+  Counter& HandlerTimeouts(const std::string& trigger);
+  Gauge& HandlersPastDeadline(const std::string& trigger);
 
   MetricsRegistry& registry() { return *registry_; }
 

@@ -62,6 +62,8 @@ struct TriggerWorker::Impl {
       return InvalidArgument("trigger name '" + name + "' must match [a-z][a-z0-9_]{0,47}");
     if (spec.options.retry.max_attempts < 1)
       return InvalidArgument("trigger " + name + ": retry.max_attempts must be >= 1");
+    if (spec.options.handler_timeout_ms < 0)
+      return InvalidArgument("trigger " + name + ": handler_timeout_ms must be >= 0 (0: no bound)");
     MutexLock lock(&mu);
     if (started) return FailedPrecondition("TriggerWorker::on after Start()");
     for (const auto& s : specs)

@@ -151,6 +151,15 @@ struct TriggerOptions {
   // key mod `concurrency`), so a lane's call holds events of several rows.
   int max_batch = 100;
   int batch_linger_ms = 0;
+  // How long one handler call may take (milliseconds; 0: no bound). A call
+  // past it is a failed attempt (DeadlineExceeded), retried and set aside
+  // like any other, so a hung handler does not hold its row and its
+  // partition's commits. C++ cannot cut the call short: it runs on, on a
+  // thread of its own, and its outcome is ignored; a retry of the event may
+  // run while it does (handlers are idempotent already). With a bound each
+  // call is handed to such a thread (about two thread switches per call).
+  // Webhooks leave it 0: their own timeout_ms bounds each request.
+  int handler_timeout_ms = 30000;
 };
 
 // Where a replay starts: a time (cells created at or after it), or per-shard

@@ -10,6 +10,8 @@
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "base/time.h"
+#include "triggers/webhook_signature.h"
 
 namespace cellar {
 namespace {
@@ -40,8 +42,8 @@ Result<ParsedUrl> ParseUrl(const std::string& url) {
 // default in common servers), and a request on a closed one would fail.
 class ConnectionPool {
  public:
-  ConnectionPool(std::string origin, int timeout_ms)
-      : origin_(std::move(origin)), timeout_ms_(timeout_ms) {}
+  ConnectionPool(std::string origin, int timeout_ms, std::string ca_file)
+      : origin_(std::move(origin)), timeout_ms_(timeout_ms), ca_file_(std::move(ca_file)) {}
 
   std::unique_ptr<httplib::Client> Acquire() {
     const auto now = std::chrono::steady_clock::now();
@@ -63,6 +65,9 @@ class ConnectionPool {
     // Headers and body go in two writes: without TCP_NODELAY the second waits
     // for the server's delayed ACK (40 ms) on a kept-alive connection.
     c->set_tcp_nodelay(true);
+    // https: the receiver's certificate chains to ca_file (or the system's CAs).
+    c->enable_server_certificate_verification(true);
+    if (!ca_file_.empty()) c->set_ca_cert_path(ca_file_.c_str());
     return c;
   }
   void Release(std::unique_ptr<httplib::Client> c) {
@@ -75,6 +80,7 @@ class ConnectionPool {
   static constexpr int kMaxIdleMs = 2000;
   const std::string origin_;
   const int timeout_ms_;
+  const std::string ca_file_;
   Mutex mu_;
   // Most recently released last.
   std::vector<std::pair<std::unique_ptr<httplib::Client>, std::chrono::steady_clock::time_point>>
@@ -84,14 +90,22 @@ class ConnectionPool {
 // POSTs `body` and maps the answer to a Status (webhook.h). Any thread.
 class WebhookPoster {
  public:
-  WebhookPoster(ParsedUrl url, int timeout_ms, On4xx on_4xx)
+  WebhookPoster(ParsedUrl url, const WebhookTriggerConfig& config, std::vector<std::string> keys)
       : url_(std::move(url)),
-        pool_(std::make_shared<ConnectionPool>(url_.origin, timeout_ms)),
-        on_4xx_(on_4xx) {}
+        pool_(std::make_shared<ConnectionPool>(url_.origin, config.timeout_ms, config.ca_file)),
+        on_4xx_(config.on_4xx),
+        keys_(std::move(keys)) {}
 
-  // `answer` (may be null) receives a 2xx answer's body.
-  Status Post(const httplib::Headers& headers, const std::string& body, const char* content_type,
-              std::string* answer = nullptr) const {
+  // Signed (webhook_signature.h) with `id` as webhook-id when the trigger has
+  // keys. `answer` (may be null) receives a 2xx answer's body.
+  Status Post(httplib::Headers headers, const std::string& body, const char* content_type,
+              const std::string& id, std::string* answer = nullptr) const {
+    if (!keys_.empty()) {
+      const int64_t now = NowMicros() / 1000000;
+      headers.emplace("webhook-id", id);
+      headers.emplace("webhook-timestamp", std::to_string(now));
+      headers.emplace("webhook-signature", SignWebhook(keys_, id, now, body));
+    }
     std::unique_ptr<httplib::Client> client = pool_->Acquire();
     auto res = client->Post(url_.path.c_str(), headers, body, content_type);
     if (!res)
@@ -123,7 +137,19 @@ class WebhookPoster {
   const ParsedUrl url_;
   const std::shared_ptr<ConnectionPool> pool_;
   const On4xx on_4xx_;
+  const std::vector<std::string> keys_;  // decoded signing keys
 };
+
+// The poster of `config`: InvalidArgument for a URL it cannot use or a
+// secret it cannot read (naming the trigger and the source).
+Result<std::shared_ptr<WebhookPoster>> MakePoster(const WebhookTriggerConfig& config) {
+  CELLAR_ASSIGN_OR_RETURN(ParsedUrl url, ParseUrl(config.url));
+  if (url.origin.rfind("https://", 0) != 0 && !config.ca_file.empty())
+    return InvalidArgument("ca_file is for https:// URLs only: " + config.url);
+  auto keys = LoadWebhookSecrets(config.secrets);
+  if (!keys.ok()) return keys.status();
+  return std::make_shared<WebhookPoster>(std::move(url), config, std::move(keys).value());
+}
 
 std::string EventId(const CellEvent& e) {
   return e.datastore + "/" + std::to_string(e.cell.shard) + "/" + std::to_string(e.cell.added_id);
@@ -139,22 +165,23 @@ TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config) {
   o.include_tombstones = config.include_tombstones;
   o.max_batch = config.batch_size;
   o.batch_linger_ms = config.batch_window_ms;
+  o.handler_timeout_ms = 0;  // each request is bounded by config.timeout_ms
   return o;
 }
 
 Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
-  CELLAR_ASSIGN_OR_RETURN(ParsedUrl url, ParseUrl(config.url));
-  auto poster = std::make_shared<WebhookPoster>(std::move(url), config.timeout_ms, config.on_4xx);
+  CELLAR_ASSIGN_OR_RETURN(std::shared_ptr<WebhookPoster> poster, MakePoster(config));
   const std::string name = config.name;
   return TriggerHandler([poster, name](const CellEvent& e, TriggerContext& ctx) -> Status {
-    httplib::Headers headers{{"X-Cellar-Trigger", name}, {"X-Cellar-Event-Id", EventId(e)}};
+    const std::string id = EventId(e);
+    httplib::Headers headers{{"X-Cellar-Trigger", name}, {"X-Cellar-Event-Id", id}};
     // CloudEvents HTTP binding, binary mode: the same attributes as the
     // change-log record's ce_* headers (changelog/cell_event.h).
     for (EventHeader& h : CloudEventHeaders(CloudEventBinding::kHttp, ctx.store().config().kafka,
                                             e.datastore, e.cell))
       headers.emplace(std::move(h.name), std::move(h.value));
-    return poster->Post(headers, EncodeCellEvent(e.datastore, e.cell, INT64_MAX),
-                        "application/json");
+    return poster->Post(std::move(headers), EncodeCellEvent(e.datastore, e.cell, INT64_MAX),
+                        "application/json", id);
   });
 }
 
@@ -216,8 +243,7 @@ Status ApplyBatchAnswer(const std::string& answer, const std::vector<std::string
 }  // namespace
 
 Result<TriggerBatchHandler> MakeWebhookBatchHandler(const WebhookTriggerConfig& config) {
-  CELLAR_ASSIGN_OR_RETURN(ParsedUrl url, ParseUrl(config.url));
-  auto poster = std::make_shared<WebhookPoster>(std::move(url), config.timeout_ms, config.on_4xx);
+  CELLAR_ASSIGN_OR_RETURN(std::shared_ptr<WebhookPoster> poster, MakePoster(config));
   const std::string name = config.name;
   return TriggerBatchHandler(
       [poster, name](const std::vector<const CellEvent*>& events, TriggerContext& ctx) -> Status {
@@ -227,7 +253,11 @@ Result<TriggerBatchHandler> MakeWebhookBatchHandler(const WebhookTriggerConfig& 
         ids.reserve(events.size());
         const std::string body = EncodeWebhookBatch(ctx.store().config().kafka, events, &ids);
         std::string answer;
-        CELLAR_RETURN_IF_ERROR(poster->Post(headers, body, kCloudEventsBatchContentType, &answer));
+        // The id of a batch: its first event's and how many follow (stable
+        // across the batch's retries unless a partial failure shrinks it).
+        const std::string id = EventId(*events.front()) + "+" + std::to_string(events.size() - 1);
+        CELLAR_RETURN_IF_ERROR(
+            poster->Post(std::move(headers), body, kCloudEventsBatchContentType, id, &answer));
         return ApplyBatchAnswer(answer, ids, ctx);
       });
 }

@@ -18,6 +18,10 @@
 // aside); the rest are done. An empty or null list, or an answer that is not
 // such an object, is success; a list naming an event not in the batch (or
 // malformed) fails the whole batch. A replay posts batches of one.
+// Deliveries are signed as Standard Webhooks when the trigger has secrets
+// (webhook_signature.h: webhook-id, webhook-timestamp, webhook-signature).
+// https URLs: the receiver's certificate is verified against ca_file (or the
+// system's CAs).
 // Connections are kept alive and reused (one call at a time each; up to 64
 // idle, none idle over 2 s), so a delivery pays no handshake. Thread-safe.
 #pragma once
@@ -30,7 +34,8 @@
 
 namespace cellar {
 
-// The handler for `config`. InvalidArgument for a URL it cannot use.
+// The handler for `config`. InvalidArgument for a URL it cannot use or a
+// secret it cannot read.
 Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config);
 
 // The batch handler for `config` (batch_size > 1). InvalidArgument as above.

@@ -4,6 +4,10 @@
 // triggers/webhook.h) is split: each event's "data" is a line of its own, so
 // the file has one change-log event per line either way. GET /count returns
 // how many events were received; 400 for a batch that is not a JSON array.
+// Given secrets (--secret-env NAME, --secret-file PATH; whsec_...), it
+// verifies each delivery as a Standard Webhooks receiver does
+// (triggers/webhook_signature.h) and answers 401 to one that fails, recording
+// nothing; GET /rejected counts them.
 //   cellar-webhook-sink --listen 127.0.0.1:0 --ready-file F --out events.jsonl
 #include <httplib.h>
 
@@ -19,7 +23,9 @@
 #include "base/host_port.h"
 #include "base/log.h"
 #include "base/signal_wait.h"
+#include "base/time.h"
 #include "config/command_line.h"
+#include "triggers/webhook_signature.h"
 
 int main(int argc, char** argv) {
   cellar::BlockTerminationSignals();
@@ -28,7 +34,20 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT (port 0: any free port)")->capture_default_str();
   app.add_option("--out", out_path, "append each delivery as a JSON line here")->required();
   app.add_option("--ready-file", ready_file, "write HOST:PORT here once listening");
+  std::vector<std::string> secret_envs, secret_files;
+  app.add_option("--secret-env", secret_envs,
+                 "verify deliveries with the whsec_ secret in this environment variable");
+  app.add_option("--secret-file", secret_files,
+                 "verify deliveries with the whsec_ secret in this file");
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
+  std::vector<cellar::WebhookSecretSource> sources;
+  for (const std::string& e : secret_envs) sources.push_back({e, ""});
+  for (const std::string& f : secret_files) sources.push_back({"", f});
+  const cellar::Result<std::vector<std::string>> keys = cellar::LoadWebhookSecrets(sources);
+  if (!keys.ok()) {
+    std::cerr << "cellar-webhook-sink: " << keys.status().message() << "\n";
+    return cellar::kUsageExitCode;
+  }
   const cellar::Result<cellar::HostPort> listen_at = cellar::ParseHostPort(listen, "--listen");
   if (!listen_at.ok()) {
     std::cerr << "cellar-webhook-sink: " << listen_at.status().message() << "\n";
@@ -37,9 +56,22 @@ int main(int argc, char** argv) {
   const std::string& host = listen_at->host;
   std::ofstream out(out_path, std::ios::app);
   std::mutex mu;
-  std::atomic<long> received{0};
+  std::atomic<long> received{0}, rejected{0};
   httplib::Server server;
   server.Post(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    if (!keys->empty()) {
+      const cellar::Status verified = cellar::VerifyWebhook(
+          *keys, req.get_header_value("webhook-id"), req.get_header_value("webhook-timestamp"),
+          req.get_header_value("webhook-signature"), req.body, cellar::NowMicros() / 1000000);
+      if (!verified.ok()) {
+        ++rejected;
+        cellar::LogWarn("webhook_sink", "delivery rejected",
+                        {{"path", req.path}, {"error", verified.message()}});
+        res.status = 401;
+        res.set_content(nlohmann::json{{"error", verified.message()}}.dump(), "application/json");
+        return;
+      }
+    }
     std::vector<std::string> lines;
     if (req.get_header_value("Content-Type").rfind("application/cloudevents-batch+json", 0) == 0) {
       auto batch = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
@@ -69,6 +101,9 @@ int main(int argc, char** argv) {
   });
   server.Get("/count", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::to_string(received.load()) + "\n", "text/plain");
+  });
+  server.Get("/rejected", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::to_string(rejected.load()) + "\n", "text/plain");
   });
   int port = listen_at->port;
   if (port == 0)

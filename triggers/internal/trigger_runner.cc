@@ -428,22 +428,41 @@ bool TriggerRunner::StoreDownDuring(const Status& failure, const Work& first, in
 Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt,
                            std::vector<std::pair<size_t, Status>>* failures) {
   failures->clear();
-  TriggerContext ctx(store_, &spec_.name, attempt);
-  try {
-    if (!spec_.batch_handler) return spec_.handler(works.front()->event, ctx);
-    std::vector<const CellEvent*> events;
-    events.reserve(works.size());
-    for (const Work* w : works) events.push_back(&w->event);
-    Status s = spec_.batch_handler(events, ctx);
-    if (s.ok())
-      for (const auto& [index, why] : ctx.failures())
-        if (index < works.size()) failures->emplace_back(index, why);
-    return s;
-  } catch (const std::exception& e) {
-    return Internal(std::string("handler threw: ") + e.what());
-  } catch (...) {
-    return Internal("handler threw a non-standard exception");
+  const int timeout_ms = spec_.options.handler_timeout_ms;
+  // With a deadline the call owns what it uses: past the deadline it runs on
+  // without this frame.
+  auto events = std::make_shared<std::vector<CellEvent>>();
+  std::vector<const CellEvent*> pointers;
+  if (timeout_ms > 0) {
+    events->reserve(works.size());
+    for (const Work* w : works) events->push_back(w->event);
+    for (const CellEvent& e : *events) pointers.push_back(&e);
+  } else {
+    for (const Work* w : works) pointers.push_back(&w->event);
   }
+  auto ctx = std::make_shared<TriggerContext>(store_, &spec_.name, attempt);
+  auto call = [this, events, pointers = std::move(pointers), ctx]() -> Status {
+    if (!spec_.batch_handler) return spec_.handler(*pointers.front(), *ctx);
+    return spec_.batch_handler(pointers, *ctx);
+  };
+  Status s =
+      timeout_ms > 0 ? deadline_caller_.Call(std::move(call), timeout_ms) : CallCatching(call);
+  if (timeout_ms > 0) {
+    if (s.code() == StatusCode::kDeadlineExceeded) {
+      probe_->HandlerTimeouts(spec_.name).Increment();
+      LogWarn("trigger", "handler call past its deadline: a failed attempt",
+              {{"trigger", spec_.name},
+               {"row", works.front()->event.cell.row_key.ToString()},
+               {"ref_key", std::to_string(works.front()->event.cell.ref_key)},
+               {"timeout_ms", std::to_string(timeout_ms)}});
+    }
+    probe_->HandlersPastDeadline(spec_.name)
+        .Set(static_cast<double>(deadline_caller_.running_past_deadline()));
+  }
+  if (s.ok() && spec_.batch_handler)
+    for (const auto& [index, why] : ctx->failures())
+      if (index < works.size()) failures->emplace_back(index, why);
+  return s;
 }
 
 bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {

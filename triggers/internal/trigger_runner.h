@@ -24,6 +24,7 @@
 #include "base/thread_annotations.h"
 #include "changelog/kafka/record_writer.h"
 #include "changelog/keyed_consumer.h"
+#include "triggers/internal/deadline_caller.h"
 #include "triggers/trigger_probe.h"
 #include "triggers/trigger_worker.h"
 
@@ -151,6 +152,10 @@ class TriggerRunner {
 
   Mutex metrics_mu_;
   std::map<std::string, PartitionMetrics> metrics_ GUARDED_BY(metrics_mu_);
+
+  // Handler calls with handler_timeout_ms. Last: destroyed first, it waits
+  // for calls still running (they use spec_ and the context's store).
+  DeadlineCaller deadline_caller_{"trigger-call"};
 };
 
 }  // namespace cellar::internal
