@@ -136,7 +136,7 @@ class CellStore : public CellService {
 
   // Put without waiting: a caller may keep many puts in flight, so the group
   // commit fills its transactions from few callers (a caller blocked in Put()
-  // offers one cell at a time; README, Storage, "Puts in flight").
+  // offers one cell at a time; docs/design.md, Storage, "Puts in flight").
   // `done` is called exactly once with what Put() would have returned:
   //  - on this thread, before PutAsync returns, for invalid input
   //    (InvalidArgument, nothing written) and when the store is closed
@@ -231,6 +231,17 @@ class CellStore : public CellService {
                                             LogBodies bodies = LogBodies::kDocument);
   // The highest committed added_id of the host's log (0 when empty).
   [[nodiscard]] Result<uint64_t> HostHead(const std::string& datastore, size_t host);
+  // A page of the latest version of each (row, column) stored on
+  // mysql.hosts[host], in (row_key bytes, column) order after (after_row,
+  // after_column) (after_row empty: from the start), at most `limit`
+  // (1..10000) pairs; tombstones and versions past their TTL included, cells
+  // of shards the host no longer owns too (the caller tells them apart). For
+  // maintenance scans that hold one page at a time (CheckIndex). Errors as
+  // HostHead; InvalidArgument for a limit out of range.
+  [[nodiscard]] Result<std::vector<Cell>> HostLatestPage(const std::string& datastore, size_t host,
+                                                         const std::string& after_row,
+                                                         const std::string& after_column,
+                                                         int limit);
   // The created_at of the committed cell with the smallest added_id above
   // `after_added_id` in the host's log (a relay stream's oldest unpublished
   // cell); 0 when there is none. Does not wait for open writers: a cell they

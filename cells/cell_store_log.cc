@@ -147,6 +147,40 @@ Result<uint64_t> CellStore::HostHead(const std::string& datastore, size_t host) 
                                    });
 }
 
+Result<std::vector<Cell>> CellStore::HostLatestPage(const std::string& datastore, size_t host,
+                                                    const std::string& after_row,
+                                                    const std::string& after_column, int limit) {
+  CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());
+  if (host >= impl_->config.mysql.hosts.size())
+    return InvalidArgument("host " + std::to_string(host) + " out of range");
+  if (limit < 1 || limit > 10000)
+    return InvalidArgument("limit must be between 1 and 10000, got " + std::to_string(limit));
+  const std::string table = impl_->HostTable(host, datastore);
+  // The pairs come from the cell_address key (row_key, column_name,
+  // ref_key) in order; the derived table's columns are renamed so that the
+  // outer select's names are the cells'.
+  const std::string sql =
+      std::string("SELECT ") + internal::kCellColumns + " FROM " + table +
+      " JOIN (SELECT row_key AS k_row, column_name AS k_column, MAX(ref_key) AS k_ref FROM " +
+      table + " WHERE row_key > ? OR (row_key = ? AND column_name > ?)" +
+      " GROUP BY row_key, column_name ORDER BY row_key, column_name LIMIT " +
+      std::to_string(limit) +
+      ") page ON row_key = page.k_row AND column_name = page.k_column AND ref_key = page.k_ref"
+      " ORDER BY row_key, column_name";
+  return impl_->WithHost<std::vector<Cell>>(
+      host, "host " + impl_->config.mysql.hosts[host].name,
+      [&](MysqlConnection& c) -> Result<std::vector<Cell>> {
+        CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, {after_row, after_row, after_column}));
+        std::vector<Cell> out;
+        out.reserve(rows.size());
+        for (const auto& r : rows) {
+          CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r, nullptr));
+          out.push_back(std::move(cell));
+        }
+        return out;
+      });
+}
+
 Result<MicrosSinceEpoch> CellStore::HostLogCreatedAt(const std::string& datastore, size_t host,
                                                      uint64_t after_added_id) {
   CELLAR_RETURN_IF_ERROR(ValidateDatastore(impl_->config, datastore).status());

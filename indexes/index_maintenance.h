@@ -10,12 +10,18 @@
 // serves queries; older versions retire).
 //
 // Check compares, for the serving version (with the definition it was built
-// from), what the latest cells say the index must hold with what it holds:
+// from), what the latest cells say the index must hold with what it holds,
+// one page at a time (IndexCheckOptions::page cells or entries in memory):
 // missing entries, stale entries (another ref_key than the latest cell, or
-// field values that are not the latest cell's) and extra entries (no live
-// cell, on the wrong shard, or in a host's table under a shard that host does
-// not own). Repair deletes extra and stale entries and re-applies the latest
-// cell of each missing/stale row.
+// field values that are not the latest cell's) and extra entries (one its
+// row's pointer does not point at: no live cell, or on the wrong shard; or in
+// a host's table under a shard that host does not own). Repair fixes a row
+// under its pointer's lock, from its latest cell read under that lock, as a
+// writer would: safe beside the live worker and concurrent writes (a version
+// committed meanwhile is applied after it, never undone; an entry written
+// meanwhile is not deleted). Under live writes the counts include rows the
+// worker had not applied yet (its lag); repairing those is harmless.
+// Implementation: index_check.cc.
 //
 // Backfill builds the version with the definition it was created from, and
 // ends with a catch-up pass over the shard logs once workers that may have
@@ -58,6 +64,21 @@ struct IndexCheckReport {
   std::vector<std::string> examples;  // a few "missing trips/<row>/BASE" lines
 };
 
-Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def, bool repair);
+struct IndexCheckOptions {
+  bool repair = false;  // fix what is found (see CheckIndex)
+  int page = 500;       // cells or entries held at a time (1..10000)
+  // Tests only: called after each page is read, before it is compared (a
+  // write here is one that raced the check).
+  std::function<void()> after_page_read;
+};
+
+Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def,
+                                    const IndexCheckOptions& options);
+inline Result<IndexCheckReport> CheckIndex(CellStore* store, const IndexDefinition& def,
+                                           bool repair) {
+  IndexCheckOptions options;
+  options.repair = repair;
+  return CheckIndex(store, def, options);
+}
 
 }  // namespace cellar
