@@ -233,7 +233,7 @@ struct StepFigures {
   // The private broker (JVM or rdk:mock), CPU ms per second over the step's
   // first and last thirds (unset without one): librdkafka 2.0.2's mock finds a
   // fetched batch by walking the partition's batches from the oldest, so its
-  // cost per event grows as a run goes on (README, The local broker).
+  // cost per event grows as a run goes on (docs/design.md, The local broker).
   std::optional<double> broker_ms_per_s_first_third, broker_ms_per_s_last_third;
   // The servers' counters over the step (GLOBAL_STATUS deltas; empty when
   // they could not be read), in SQL statements, commits and InnoDB fsyncs per

@@ -190,7 +190,7 @@ int PrintPipelineReport(const PipelineRun& r) {
       t.Add("local broker CPU ms/s, first / last third",
             FormatNumber(*s.broker_ms_per_s_first_third, 0) + " / " +
                 FormatNumber(*s.broker_ms_per_s_last_third, 0) +
-                " (its batch lookup walks each partition's log: README, The local broker)");
+                " (its batch lookup walks each partition's log: docs/design.md, The broker)");
     if (!s.cpu_ms_by_threads.empty()) {
       std::string keys, values;
       for (const auto& [key, ms] : s.cpu_ms_by_threads) {

@@ -180,6 +180,12 @@ struct TopologyView::Impl {
             "Seconds_Behind_Master of each server of a host; -1 when it is the primary, does "
             "not replicate or does not answer",
             {{"host", h.name}, {"server", server.Label()}});
+      for (const auto& server : h.Servers())
+        up_gauges[h.name + "/" + server.Label()] = &metrics->GetGauge(
+            "cellar_mysql_server_up",
+            "1 when the last topology refresh reached the server (any role), 0 when it did not "
+            "answer",
+            {{"host", h.name}, {"server", server.Label()}});
     }
     probes.resize(config.mysql.hosts.size());
     heartbeat_conns.resize(config.mysql.hosts.size());
@@ -193,6 +199,7 @@ struct TopologyView::Impl {
   const ClusterConfig config;
   std::vector<Gauge*> epoch_gauges;          // per host; empty without metrics
   std::map<std::string, Gauge*> lag_gauges;  // "<host>/<server>"
+  std::map<std::string, Gauge*> up_gauges;   // "<host>/<server>"
   mutable Mutex mu;
   CondVar changed;
   std::vector<HostTopology> current GUARDED_BY(mu);
@@ -313,6 +320,7 @@ struct TopologyView::Impl {
     HostTopology found = ReadHighest(host, &lags, &placement);
     HostTopology now;
     bool moved = false;
+    bool learned = false;  // the first topology read: no switch to report
     {
       MutexLock lock(&mu);
       if (placement) {
@@ -320,6 +328,7 @@ struct TopologyView::Impl {
         UpdateShardHosts();
       }
       if (found.epoch > current[host].epoch) {
+        learned = current[host].epoch == 0;
         current[host] = found;
         moved = true;
       }
@@ -333,11 +342,15 @@ struct TopologyView::Impl {
     for (const auto& [label, state] : lags)
       if (auto it = lag_gauges.find(name + "/" + label); it != lag_gauges.end())
         it->second->Set(label == now.primary.Label() ? -1 : state.lag_seconds);
+    for (const auto& [label, state] : lags)
+      if (auto it = up_gauges.find(name + "/" + label); it != up_gauges.end())
+        it->second->Set(state.reachable ? 1 : 0);
     if (moved) {
-      LogInfo("topology", "host primary changed",
-              {{"host", config.mysql.hosts[host].name},
-               {"epoch", std::to_string(now.epoch)},
-               {"primary", now.primary.Label()}});
+      if (!learned)
+        LogInfo("topology", "host primary changed",
+                {{"host", config.mysql.hosts[host].name},
+                 {"epoch", std::to_string(now.epoch)},
+                 {"primary", now.primary.Label()}});
       for (const auto& l : listeners) l(host, now);
       changed.NotifyAll();
     }

@@ -27,7 +27,7 @@
 // connections on it; so a writer holding a stale view reconnects, fails the
 // check and refreshes. A demoted primary that comes back writable by mistake
 // still names an old epoch: processes that saw the failover refuse it. Every
-// server starts read_only (README, "Replicas and failover"), so a restarted
+// server starts read_only (docs/design.md, "Replicas and failover"), so a restarted
 // old primary is refused by every process.
 //
 // Threading: TopologyView is thread-safe.
@@ -125,8 +125,9 @@ class TopologyView {
 
   // Reads nothing yet: every host starts at epoch 0 with its configured
   // primary until Refresh/Start. With `metrics` (not owned, outlives the
-  // view), each refresh sets cellar_mysql_topology_epoch{host} and
-  // cellar_mysql_replica_lag_seconds{host,server}.
+  // view), each refresh sets cellar_mysql_topology_epoch{host},
+  // cellar_mysql_replica_lag_seconds{host,server} and
+  // cellar_mysql_server_up{host,server} (1 reached, 0 did not answer).
   explicit TopologyView(const ClusterConfig& config, MetricsRegistry* metrics = nullptr);
   ~TopologyView();
   TopologyView(const TopologyView&) = delete;

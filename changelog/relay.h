@@ -42,7 +42,7 @@
 // broker restart; a timeout) is rolled back by building new producers, whose
 // InitTransactions aborts it with a bumped epoch: a late produce request of
 // the batch is then refused by the broker, so the relay needs no broker-side
-// transaction verification (README, The broker).
+// transaction verification (docs/design.md, The broker).
 //
 // Kafka down: writes are unaffected (cells are already durable); the producer
 // queues and retries, the relay logs once per outage and catches up.

@@ -1,6 +1,6 @@
 // The exactly-once relay's fenced batches (relay.exactly_once): claim,
 // reconcile with what Kafka holds, publish, release. The argument is in
-// internal/stream_claim.h; the delivery contract in README (The relay).
+// internal/stream_claim.h; the delivery contract in docs/design.md (The relay).
 #include "changelog/internal/relay_impl.h"
 
 namespace cellar {
@@ -293,7 +293,7 @@ void Relay::Impl::FailFencedBatch(HostStream& s, const Status& why, const char* 
   // as fenced instead of opening a transaction nobody ends (a "hanging"
   // transaction holds back read_committed readers of that partition).
   // Without this, only the broker's transaction.partition.verification.enable
-  // (KIP-890; README, The broker) would stop such a late record. The same
+  // (KIP-890; docs/design.md, The broker) would stop such a late record. The same
   // rebuild recovers from fatal errors (fenced by a new owner, or librdkafka
   // 2.0.2's OUT_OF_ORDER_SEQUENCE after a broker restart); if another relay
   // owns the stream, BeginFencedBatch finds out.

@@ -26,4 +26,9 @@ Counter& HttpProbe::ShardErrors(uint32_t shard) {
                                {{"shard", std::to_string(shard)}});
 }
 
+Gauge& HttpProbe::TlsCertificateExpiry() {
+  return registry_->GetGauge("cellar_http_tls_certificate_expiry_timestamp_seconds",
+                             "When the served TLS certificate expires (notAfter, Unix seconds)");
+}
+
 }  // namespace cellar

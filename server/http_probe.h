@@ -5,6 +5,8 @@
 //   cellar_http_batch_cells                    cells per accepted batch request
 //   cellar_http_shard_errors_total{shard}      requests failed by a shard (503/500)
 //   cellar_http_in_flight                      requests being handled
+//   cellar_http_tls_certificate_expiry_timestamp_seconds  HTTPS only: the served
+//                                              certificate's notAfter (Unix seconds)
 // Ownership: the registry is not owned and outlives the probe. Threading: all
 // methods are thread-safe; returned references live as long as the registry.
 #pragma once
@@ -25,6 +27,7 @@ class HttpProbe {
   Histogram& BatchCells() { return *batch_cells_; }
   Counter& ShardErrors(uint32_t shard);
   Gauge& InFlight() { return *in_flight_; }
+  Gauge& TlsCertificateExpiry();
 
  private:
   MetricsRegistry* registry_;

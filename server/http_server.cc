@@ -1,9 +1,13 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <chrono>
+#include <ctime>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -167,6 +171,18 @@ struct HttpServer::Impl {
   }
 };
 
+// The notAfter of the first certificate in the PEM file at `path`, Unix seconds.
+static Result<int64_t> CertificateNotAfter(const std::string& path) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_file(path.c_str(), "r"), &BIO_free);
+  if (!bio) return InvalidArgument("cannot read the TLS certificate '" + path + "'");
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  std::tm tm{};
+  if (!cert || ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &tm) != 1)
+    return InvalidArgument("no certificate with an expiry in '" + path + "'");
+  return static_cast<int64_t>(timegm(&tm));
+}
+
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const CellApi* api,
                                                       const HttpServerOptions& o) {
   const bool tls = !o.tls_cert_file.empty() || !o.tls_key_file.empty();
@@ -194,6 +210,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const CellApi* api,
       return InvalidArgument("OpenSSL rejected the TLS certificate '" + o.tls_cert_file +
                              "' or key '" + o.tls_key_file + "'");
     m.server = std::move(ssl);
+    CELLAR_ASSIGN_OR_RETURN(const int64_t expiry, CertificateNotAfter(o.tls_cert_file));
+    m.probe->TlsCertificateExpiry().Set(static_cast<double>(expiry));
   } else {
     m.server = std::make_unique<httplib::Server>();
   }

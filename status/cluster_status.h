@@ -111,7 +111,7 @@ struct ClusterStatusOptions {
 // is down, and the MySQL connect timeout per host that is down.
 ClusterStatus GatherClusterStatus(CellStore& store, const ClusterStatusOptions& options);
 
-// The JSON document of `cellar status --json` (keys documented in README.md,
+// The JSON document of `cellar status --json` (keys documented in docs/reference.md,
 // CLI section; stable: keys are only ever added).
 nlohmann::json ClusterStatusToJson(const ClusterStatus& status);
 

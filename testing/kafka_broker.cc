@@ -219,7 +219,7 @@ void KafkaBroker::WriteProperties() const {
       {"num.recovery.threads.per.data.dir", "1"},
       {"log.cleaner.threads", "1"},
       {"log.cleaner.dedupe.buffer.size", "4194304"},
-      // Cellar's recommended setting (README, The broker): Kafka 3.6+ checks
+      // Cellar's recommended setting (docs/design.md, The broker): Kafka 3.6+ checks
       // with the transaction coordinator before a transaction's first record
       // in each partition is written (KIP-890), one more round trip per
       // partition per transaction, which doubled the relay's commit-to-consume

@@ -39,7 +39,7 @@ struct PrivateMariaDbOptions {
   std::string ssl_key{};
   bool require_secure_transport = false;
   // Replication. A server_id > 0 makes a server ready to be a primary or a
-  // replica of a Cellar host (README, "Replicas and failover"): binary log in
+  // replica of a Cellar host (docs/design.md, "Replicas and failover"): binary log in
   // ROW format with GTIDs in strict mode, log_slave_updates, semi-synchronous
   // replication enabled both ways with the lossless wait point AFTER_SYNC, and
   // read_only from the start (a promotion makes the primary writable). 0: no

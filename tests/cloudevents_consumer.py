@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks the records of a Cellar change-log topic as any Kafka client sees
 them, against the CloudEvents Kafka protocol binding (binary content mode,
-spec v1.0) as Cellar documents it (changelog/cell_event.h, README "Change
+spec v1.0) as Cellar documents it (changelog/cell_event.h, docs/design.md "Change
 log"). The rules live here once (CloudEventsChecker) and serve two modes:
 
   key == row_key of the value; ce_specversion 1.0; ce_id

@@ -413,7 +413,7 @@ using config_test::Errors;
 using config_test::Yaml;
 using ::testing::UnorderedElementsAreArray;
 
-// A host's replicas (README, "Replicas and failover"): servers named by
+// A host's replicas (docs/design.md, "Replicas and failover"): servers named by
 // address:port, a replication mode, and the topology and hold settings.
 TEST(ConfigTest, ReplicasReplicationModeAndFailoverSettings) {
   Result<ClusterConfig> r = ParseClusterConfig(

@@ -5,14 +5,21 @@
 // they handled the writes, and each scrape is piped into promtool, which fails
 // the test on any parse error or lint problem (HELP/TYPE, counters ending in
 // _total, units in names, duplicate series). cellar-broker serves no metrics.
+// Every metric the alerting rules (deploy/prometheus) and the Grafana
+// dashboard (deploy/grafana) name must be among those served.
 #include <httplib.h>
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "client/cellar_client.h"
 #include "gtest/gtest.h"
+#include "testing/test_certificates.h"
 #include "testing/test_cluster.h"
 #include "testing/webhook_sink.h"
 #include "tests/http_test_util.h"
@@ -94,14 +101,29 @@ TEST(MetricsPromtoolTest, EveryProcessMetricsPassPromtoolCheck) {
                        dir.File("indexer.log"));
   ChildProcess billing(Args({CELLAR_BILLING_BIN, "--config", c->config_path}, billing_m.Flag()),
                        dir.File("billing.log"));
-  auto cellard = testing::CellardProcess::Start(c->config_path);
+  // cellard serves HTTPS (its certificate's expiry is a metric) and runs the
+  // background purge (its metrics), so every series an alert or the
+  // dashboard names is served.
+  ASSERT_TRUE(testing::MakeTestCa(dir, "ca").ok());
+  ASSERT_TRUE(testing::MakeTestCertificate(dir, "node", "ca", "IP:127.0.0.1").ok());
+  const std::string node_config =
+      testing::WriteTempFile(c->yaml + "purge:\n  interval: 1h\n", ".yaml");
+  auto cellard = testing::CellardProcess::Start(
+      node_config, {"--tls-cert", dir.File("node.pem"), "--tls-key", dir.File("node-key.pem")});
   ASSERT_TRUE(cellard);
+  auto scrape_node = [&] {
+    httplib::SSLClient https("127.0.0.1", cellard->port());
+    https.set_ca_cert_path(dir.File("ca.pem").c_str());
+    auto r = https.Get("/metrics");
+    return r && r->status == 200 ? r->body : std::string();
+  };
   for (ChildProcess* p : {&relay, &trigger, &indexer, &billing}) ASSERT_TRUE(p->running());
 
   // Writes through the worker node (its request metrics) of trips an index
   // and the triggers take.
   ClientOptions o;
   o.endpoints = {cellard->url()};
+  o.ca_cert_file = dir.File("ca.pem");
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   constexpr int kTrips = 20;
@@ -149,13 +171,9 @@ TEST(MetricsPromtoolTest, EveryProcessMetricsPassPromtoolCheck) {
        {{"trigger", "billing"}},
        kTrips + 0.0,
        &billing},
-      {"cellard",
-       [&] { return HttpGet(cellard->port(), "/metrics"); },
-       "cellar_http_requests_total",
-       {},
-       kTrips + 0.0,
-       nullptr},
+      {"cellard", scrape_node, "cellar_http_requests_total", {}, kTrips + 0.0, nullptr},
   };
+  std::set<std::string> served;  // every metric family some process serves
   for (const Scraped& s : all) {
     std::string text;
     EXPECT_TRUE(WaitFor(
@@ -171,6 +189,36 @@ TEST(MetricsPromtoolTest, EveryProcessMetricsPassPromtoolCheck) {
     const PromtoolResult r = Promtool(text, dir, s.name);
     EXPECT_EQ(r.exit_code, 0) << s.name << ": promtool check metrics:\n" << r.output;
     EXPECT_EQ(r.output, "") << s.name << ": promtool check metrics:\n" << r.output;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("# TYPE ", 0) == 0) served.insert(line.substr(7, line.find(' ', 7) - 7));
+  }
+
+  // Every metric an alerting rule (deploy/prometheus) or the dashboard
+  // (deploy/grafana) names is one of them: a renamed metric fails here, not
+  // silently in someone's Prometheus.
+  for (const char* file :
+       {"/deploy/prometheus/cellar-alerts.yml", "/deploy/grafana/cellar-dashboard.json"}) {
+    std::ifstream in(std::string(CELLAR_SOURCE_DIR) + file);
+    ASSERT_TRUE(in) << file;
+    std::set<std::string> named;
+    static const std::regex kName("cellar_[a-z0-9_]+");
+    for (std::string line; std::getline(in, line);) {
+      if (line.find_first_not_of(' ') != std::string::npos &&
+          line[line.find_first_not_of(' ')] == '#')
+        continue;  // a YAML comment
+      for (std::sregex_iterator m(line.begin(), line.end(), kName), end; m != end; ++m)
+        named.insert(m->str());
+    }
+    EXPECT_GE(named.size(), 10u) << file;
+    for (std::string name : named) {
+      for (const char* suffix : {"_bucket", "_sum", "_count"})
+        if (name.size() > std::strlen(suffix) &&
+            name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0 &&
+            served.count(name.substr(0, name.size() - std::strlen(suffix))))
+          name = name.substr(0, name.size() - std::strlen(suffix));
+      EXPECT_TRUE(served.count(name)) << file << " names " << name << ", which no process serves";
+    }
   }
 
   EXPECT_EQ(cellard->Stop(), 0);

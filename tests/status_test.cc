@@ -430,7 +430,7 @@ TEST(ClusterStatusTest, RelayLagDlqIndexesAndAHostDown) {
   EXPECT_EQ(index.json["indexes"][0]["versions"][0]["state"], "building") << index.out;
   EXPECT_EQ(index.json["worker_lag_events"], 2) << index.out;
   // `--indexes` after the command reads the same definitions; a path that
-  // does not exist is an error naming it and the flag (README, Command line).
+  // does not exist is an error naming it and the flag (docs/reference.md, Command line).
   CliResult after_command = RunCli(c->config_path, {"index", "status", "--indexes", indexes_path});
   ASSERT_EQ(after_command.code, 0) << after_command.err;
   EXPECT_EQ(after_command.json["indexes"], index.json["indexes"]) << after_command.out;

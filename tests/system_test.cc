@@ -3,7 +3,7 @@
 // the HTTP worker nodes must be billed exactly once in effect, reach the
 // webhook when its filter admits them, be answered by the index per driver,
 // leave every dead-letter topic empty, and survive a stop and restart of the
-// whole stack.
+// whole stack; and the README's tutorials, run against that stack.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <random>
 #include <set>
@@ -21,6 +22,7 @@
 
 #include "changelog/kafka/consumer_group_lag.h"
 #include "client/cellar_client.h"
+#include "testing/child_process.h"
 #include "testing/test_cluster.h"
 #include "testing/wait_for.h"
 #include "triggers/dead_letter.h"
@@ -285,6 +287,35 @@ TEST_F(SystemTest, ThousandTripsThroughTheWholeStackAndARestart) {
         return std::includes(got.begin(), got.end(), want_webhook.begin(), want_webhook.end());
       },
       120s));
+  stack.Stop();
+}
+
+// The README's three tutorials, run as a reader would run them against the
+// stack of `scripts/up` (tests/readme_tutorials.py): every command must print
+// what the text says, and every code block quoting a file must be that file.
+// The commands run in a directory that looks like the repository, where
+// `.local` is this stack's state and `build` this build.
+TEST(ReadmeTutorialTest, EveryCommandPrintsWhatTheReadmeSays) {
+  testing::TempDir dir("readme");
+  const std::string state = dir.path() + "/stack";
+  LocalStack stack(state);
+  ASSERT_TRUE(stack.Start()) << stack.Log();
+  const std::string work = dir.path() + "/repo";
+  std::filesystem::create_directories(work);
+  for (const auto& entry : std::filesystem::directory_iterator(CELLAR_SOURCE_DIR)) {
+    const std::string name = entry.path().filename().string();
+    if (name == ".local" || name == "build" || name == ".git") continue;
+    std::filesystem::create_symlink(entry.path(), work + "/" + name);
+  }
+  std::filesystem::create_symlink(state, work + "/.local");
+  std::filesystem::create_symlink(CELLAR_BUILD_DIR, work + "/build");
+  std::string out, err;
+  const int status =
+      testing::RunCaptured({"python3", CELLAR_SOURCE_DIR "/tests/readme_tutorials.py", "--readme",
+                            CELLAR_SOURCE_DIR "/README.md", "--workdir", work},
+                           &out, &err);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << err << "\n" << stack.Log();
+  std::cout << out;
   stack.Stop();
 }
 

@@ -17,6 +17,7 @@
 
 namespace {
 
+// [readme: handler]
 cellar::Status Bill(const cellar::CellEvent& e, cellar::TriggerContext& ctx) {
   // An erased trip (tombstone, body null) is not billed: its STATUS stays as
   // it was. Triggers deliver erases by default.
@@ -35,6 +36,7 @@ cellar::Status Bill(const cellar::CellEvent& e, cellar::TriggerContext& ctx) {
                            cellar::CellWrite{e.cell.row_key, "STATUS", e.cell.ref_key, status});
   return r.status();
 }
+// [end]
 
 }  // namespace
 

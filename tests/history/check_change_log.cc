@@ -1,6 +1,6 @@
 // The change-log check reads what the broker holds at the end. The local
 // broker keeps records in memory, so a broker restart loses everything and the
-// relay republishes every host log from the start (README, The relay); what
+// relay republishes every host log from the start (docs/design.md, The relay); what
 // is checked is the final broker: after the workload and the faults ended and
 // the pipeline settled, each stored cell is on the topic exactly once, unless
 // the broker's retention deleted it (checks.h, ChangeLogCoverage).
@@ -177,7 +177,7 @@ ChangeLogCoverage CheckChangeLog(const std::string& brokers, const std::string& 
     // ref_key order follows from commit order only for a column whose writer
     // writes it in ref_key order: the workload's BASE. STATUS is billing's:
     // an event set aside while a MariaDB host was down (max_attempts spent)
-    // lets the row's later events go on (README, Triggers: Failures) and is
+    // lets the row's later events go on (docs/design.md, Triggers: Failures) and is
     // billed when the trigger reads the topic again after a broker restart,
     // so its STATUS commits after higher ref_keys (seed 1367425275 did this).
     if (column != kWorkloadColumn) continue;

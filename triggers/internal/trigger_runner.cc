@@ -53,6 +53,15 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
   o.max_batch = spec_.options.max_batch;
   o.batch_linger_ms = spec_.options.batch_linger_ms;
   o.metrics = &probe_->registry();
+  // What a person alerts on exists from the start, at 0: an increase() sees
+  // the first dead letter, and a missing series is not mistaken for none.
+  for (int32_t p = 0; p < config.kafka.partitions; ++p)
+    probe_->SetAside(spec_.name, std::to_string(p));
+  probe_->SetAside(spec_.name, "retry");
+  if (spec_.options.handler_timeout_ms > 0) {
+    probe_->HandlerTimeouts(spec_.name);
+    probe_->HandlersPastDeadline(spec_.name);
+  }
   MutexLock lock(&consumer_mu_);
   consumer_ = MakeConsumer();
 }
