@@ -49,7 +49,7 @@ class IndexChecker {
         fields_(def.AllFields()) {
     columns_ = "row_key, column_key, ref_key";
     for (const auto& f : fields_) columns_ += ", " + f.sql_column;
-    columns_ += ", shard";
+    columns_ += ", shard, created_at";
   }
 
   Status CheckCells();
@@ -112,7 +112,7 @@ class IndexChecker {
   const IndexCheckOptions& options_;
   IndexCheckReport* const report_;
   const std::vector<IndexField> fields_;
-  std::string columns_;  // row_key, column_key, ref_key, every field, shard
+  std::string columns_;  // row_key, column_key, ref_key, every field, shard, created_at
   static constexpr size_t kExamples = 10;
   std::map<std::string, std::vector<std::string>> examples_;
 };
@@ -279,11 +279,17 @@ Status IndexChecker::CheckEntries() {
             points_at[{p.Bytes(0), p.Bytes(1)}] =
                 p.IsNull(2) ? std::nullopt : std::optional<uint32_t>(p.Uint(2));
         }
+        const int64_t now = NowMicros();
         for (const SqlRow& r : rows) {
           const uint32_t at = static_cast<uint32_t>(r.Uint(shard_col));
           const RowColumn key{r.Bytes(0), r.Bytes(1)};
+          // An entry of a version past its column's TTL is extra even where
+          // its pointer points (purge removes it with the cell).
+          const ColumnConfig* col = cfg_.FindDatastore(def_.datastore)->FindColumn(key.second);
+          const bool expired =
+              col && col->ttl_ms > 0 && r.Int(shard_col + 1) < now - col->ttl_ms * 1000;
           auto p = points_at.find(key);
-          if (shard && p != points_at.end() && p->second == at) continue;
+          if (shard && !expired && p != points_at.end() && p->second == at) continue;
           ++report_->extra;
           Note("extra", key.first, key.second);
           if (shard) {

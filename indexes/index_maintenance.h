@@ -14,8 +14,9 @@
 // one page at a time (IndexCheckOptions::page cells or entries in memory):
 // missing entries, stale entries (another ref_key than the latest cell, or
 // field values that are not the latest cell's) and extra entries (one its
-// row's pointer does not point at: no live cell, or on the wrong shard; or in
-// a host's table under a shard that host does not own). Repair fixes a row
+// row's pointer does not point at: no live cell, or on the wrong shard; one of
+// a version past its TTL; or in a host's table under a shard that host does
+// not own). Repair fixes a row
 // under its pointer's lock, from its latest cell read under that lock, as a
 // writer would: safe beside the live worker and concurrent writes (a version
 // committed meanwhile is applied after it, never undone; an entry written
