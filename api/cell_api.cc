@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "api/api_wire.h"
 #include "api/batch_request.h"
@@ -75,19 +76,15 @@ Result<VersionQuery> ParseVersionQuery(const std::map<std::string, std::string>&
   if (auto it = p.find("min_ref"); it != p.end()) {
     CELLAR_ASSIGN_OR_RETURN(q.min_ref, ParseDecimal("min_ref", it->second, 0, kMax));
   }
-  if (auto it = p.find("as_of"); it != p.end()) {
+  for (auto [name, bound] : {std::pair{"as_of", &q.as_of}, std::pair{"since", &q.since}}) {
+    auto it = p.find(name);
+    if (it == p.end()) continue;
     auto t = ParseRfc3339(it->second);
     if (!t.ok())
-      return InvalidArgument("as_of must be an RFC 3339 time like 2026-01-01T00:00:00Z, got '" +
+      return InvalidArgument(std::string(name) +
+                             " must be an RFC 3339 time like 2026-01-01T00:00:00Z, got '" +
                              Shown(it->second) + "'");
-    q.as_of = *t;
-  }
-  if (auto it = p.find("since"); it != p.end()) {
-    auto t = ParseRfc3339(it->second);
-    if (!t.ok())
-      return InvalidArgument("since must be an RFC 3339 time like 2026-01-01T00:00:00Z, got '" +
-                             Shown(it->second) + "'");
-    q.since = *t;
+    *bound = *t;
   }
   if (auto it = p.find("limit"); it != p.end()) {
     CELLAR_ASSIGN_OR_RETURN(int64_t limit, ParseDecimal("limit", it->second, 1, 10000));
