@@ -144,6 +144,7 @@ class Stages {
 
   // Cumulative counts since the process started (every event, any run).
   uint64_t relay_acknowledged() const;  // Kafka acknowledged (all relays started)
+  uint64_t relay_transactions() const;  // Kafka transactions committed (all relays started)
   uint64_t index_applied() const;       // events applied to kIndexName, any outcome
   // Records the index workers' consumer found deleted by the topic's
   // retention before it read them (cellar_consumer_skipped_records_total):
@@ -174,6 +175,7 @@ class Stages {
   // Shared by every index worker of the run; read by index_applied().
   mutable MetricsRegistry index_metrics_;
   uint64_t relay_acknowledged_before_ = 0;  // by relays already stopped
+  uint64_t relay_transactions_before_ = 0;  // by relays already stopped
   std::unique_ptr<testing::WebhookSink> sink_;
   std::string webhook_url_;
   std::unique_ptr<Relay> relay_;
@@ -243,6 +245,10 @@ struct StepFigures {
   // Statements per write by kind (Com_select, Com_insert, ... deltas; a
   // prepared statement's execution counts under its kind too).
   std::vector<std::pair<std::string, double>> statements_by_kind;
+  // The relay's Kafka transactions per write: each costs the broker (8
+  // ProduceRequests, AddPartitionsToTxn, EndTxn, 8 markers) and librdkafka's
+  // main thread about the same whatever it carries (docs/cost-per-write.md).
+  std::optional<double> relay_transactions_per_write;
   uint64_t handler_missing = 0, webhook_missing = 0;  // not arrived after the drain wait
   LagTrend relay_lag, index_lag, handler_lag, webhook_lag;
   double drain_s = 0;  // after the writes: until every stage had every cell

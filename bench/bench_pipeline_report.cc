@@ -71,6 +71,8 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
     j["innodb_fsyncs_per_write"] = Round(*s.fsyncs_per_write, 3);
     j["statement_prepares_per_s"] = Round(*s.prepares_per_s, 1);
   }
+  if (s.relay_transactions_per_write)
+    j["relay_transactions_per_write"] = Round(*s.relay_transactions_per_write, 4);
   j["drain_s"] = Round(s.drain_s, 3);
   j["sustained"] = s.sustained;
   if (!s.sustained) j["why"] = s.verdict;
@@ -212,6 +214,9 @@ int PrintPipelineReport(const PipelineRun& r) {
       }
       if (!keys.empty()) t.Add("MariaDB statements per write: " + keys, values);
     }
+    if (s.relay_transactions_per_write)
+      t.Add("relay Kafka transactions per 1,000 writes",
+            FormatNumber(1e3 * *s.relay_transactions_per_write, 1));
     t.Add("every stage caught up after the writes in",
           s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");
     t.Add("verdict", s.sustained ? "sustained" : "not sustained: " + s.verdict);

@@ -118,6 +118,7 @@ Status Stages::Start() {
 Status Stages::StartRelay() {
   if (relay_) {
     relay_acknowledged_before_ += relay_->stats().acknowledged;
+    relay_transactions_before_ += relay_->stats().transactions;
     relay_.reset();
   }
   relay_ = std::make_unique<Relay>(store_, "bench-pipeline-" + run_);
@@ -151,6 +152,10 @@ void Stages::Stop() {
   if (indexer_) indexer_->Stop();
   if (relay_) relay_->Stop();
   sink_.reset();
+}
+
+uint64_t Stages::relay_transactions() const {
+  return relay_transactions_before_ + (relay_ ? relay_->stats().transactions : 0);
 }
 
 uint64_t Stages::relay_acknowledged() const {

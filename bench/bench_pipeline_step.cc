@@ -307,6 +307,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
   const double jit_cpu_before = BrokerJitCpu();
   const auto status_before = ServerStatus(cluster.config, AllServerCounters());
+  const uint64_t transactions_before = stages.relay_transactions();
   Stopwatch clock;
   std::atomic<bool> writing{true};
   std::jthread sampler([&] {
@@ -361,6 +362,10 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
   const double jit_cpu = BrokerJitCpu() - jit_cpu_before;
   const auto status_after = ServerStatus(cluster.config, AllServerCounters());
+  if (const uint64_t writes = ok.load(); writes > 0)
+    out->relay_transactions_per_write =
+        static_cast<double>(stages.relay_transactions() - transactions_before) /
+        static_cast<double>(writes);
   if (const uint64_t writes = ok.load(); writes > 0 && status_before.ok() && status_after.ok()) {
     auto delta = [&](const char* name) {
       return static_cast<double>(status_after->at(name) - status_before->at(name));

@@ -234,6 +234,7 @@ RelayStats Relay::stats() const {
   s.positions_reused_after_loss = impl_->lost_then_reused;
   s.failed_fenced_batches = impl_->fenced_batches;
   s.replaced_producers = impl_->replaced_producers;
+  s.transactions = impl_->transactions;
   MutexLock g(&impl_->streams_mu);
   for (const auto& [name, stream] : impl_->owned)
     s.owned_streams.push_back(stream->host_name + "/" + stream->datastore);

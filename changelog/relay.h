@@ -87,6 +87,9 @@ struct RelayStats {
   uint64_t positions_reused_after_loss = 0;
   uint64_t failed_fenced_batches = 0;  // batches rolled back (transaction aborted or failed)
   uint64_t replaced_producers = 0;     // stream producer pairs rebuilt after a rolled-back batch
+  // Kafka transactions committed: each costs the broker and the producer
+  // about the same whatever it carries (docs/cost-per-write.md).
+  uint64_t transactions = 0;
 };
 
 class Relay {

@@ -268,6 +268,8 @@ size_t Relay::Impl::PumpFenced(const std::shared_ptr<HostStream>& sp) {
     return produced;
   }
   s.next_producer = (s.next_producer + 1) % s.txn_producers.size();
+  transactions++;
+  if (probe) probe->TransactionCommitted(s.host_name, s.datastore);
   if (internal::CommitFencedBatch(conn, s.database, s.datastore, cp, scan).ok()) {
     MutexLock lock(&s.mu);
     s.read_pos = s.acked = s.saved = last;

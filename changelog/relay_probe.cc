@@ -24,6 +24,10 @@ RelayProbe::RelayProbe(MetricsRegistry* registry, const ClusterConfig& config) {
                       "Seconds since the stream's checkpoint last moved", labels),
           &r.GetCounter("cellar_relay_log_reads_total",
                         "Reads (polls) of the stream's host log, whether or not they found cells",
+                        labels),
+          &r.GetCounter("cellar_relay_transactions_total",
+                        "Kafka transactions the relay committed for the stream (exactly-once "
+                        "mode); each costs about the same whatever it carries",
                         labels)};
     }
   owned_streams_ = &r.GetGauge("cellar_relay_owned_streams", "Streams this relay owns");
@@ -67,6 +71,11 @@ void RelayProbe::UpdateStreams(const std::vector<RelayStreamStatus>& streams,
 void RelayProbe::LogRead(const std::string& host, const std::string& datastore) {
   auto it = streams_.find({host, datastore});
   if (it != streams_.end()) it->second.log_reads->Increment();
+}
+
+void RelayProbe::TransactionCommitted(const std::string& host, const std::string& datastore) {
+  auto it = streams_.find({host, datastore});
+  if (it != streams_.end()) it->second.transactions->Increment();
 }
 
 }  // namespace cellar

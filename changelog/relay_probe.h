@@ -12,6 +12,8 @@
 //       with the lag)
 //   cellar_relay_log_reads_total{host,datastore}     reads of the stream's host log (polls,
 //       found something or not): each stream backs off on its own while idle
+//   cellar_relay_transactions_total{host,datastore}  Kafka transactions committed (exactly-once
+//       mode): each costs the broker and the producer about the same whatever it carries
 //   cellar_relay_owned_streams                       streams this relay owns
 //   cellar_relay_rewinds_total                       streams rewound after a failed delivery
 //   cellar_relay_streams_fenced_total                streams dropped: another relay claimed them
@@ -47,6 +49,8 @@ class RelayProbe {
   void Published(const std::string& datastore, uint64_t n = 1);
   // One read of the host log of (host, datastore) (an unknown stream is ignored).
   void LogRead(const std::string& host, const std::string& datastore);
+  // One Kafka transaction of (host, datastore) committed (an unknown stream is ignored).
+  void TransactionCommitted(const std::string& host, const std::string& datastore);
   // Sets the per-stream gauges from `streams` (ReadRelayStatus) at time `now`;
   // a stream that could not be read keeps its previous values.
   void UpdateStreams(const std::vector<RelayStreamStatus>& streams, MicrosSinceEpoch now);
@@ -65,6 +69,7 @@ class RelayProbe {
     Gauge* oldest_age;
     Gauge* checkpoint_age;
     Counter* log_reads;
+    Counter* transactions;
   };
   // Filled by the constructor, read-only afterwards.
   std::map<std::string, Counter*> published_;                            // by datastore

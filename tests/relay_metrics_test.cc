@@ -103,6 +103,26 @@ TEST_P(RelayMetricsModeTest, PublishedCountsEveryCellAndStreamLagFallsToZero) {
         << text;
   EXPECT_EQ(MetricValue(text, "cellar_relay_rewinds_total"), 0) << text;
   EXPECT_EQ(MetricValue(text, "cellar_relay_fenced_batches_rolled_back_total"), 0) << text;
+  // Transactions: every host's trips stream had cells (exactly-once: at
+  // least one transaction each, never more than its cells); the idle users
+  // streams none; the series add up to the relay's own count.
+  double transactions = 0;
+  for (const auto& host : c->config.mysql.hosts) {
+    const double busy = MetricValue(text, "cellar_relay_transactions_total",
+                                    {{"host", host.name}, {"datastore", kDatastore}});
+    if (exactly_once) {
+      EXPECT_GE(busy, 1) << host.name << "\n" << text;
+      EXPECT_LE(busy, want) << host.name << "\n" << text;
+    } else {
+      EXPECT_EQ(busy, 0) << "at least once has no transactions\n" << text;
+    }
+    EXPECT_EQ(MetricValue(text, "cellar_relay_transactions_total",
+                          {{"host", host.name}, {"datastore", "users"}}),
+              0)
+        << text;
+    transactions += busy;
+  }
+  EXPECT_EQ(transactions, static_cast<double>(relay.stats().transactions)) << text;
   relay.Stop();
   store.Close();
 }

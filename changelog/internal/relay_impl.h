@@ -107,6 +107,7 @@ struct Relay::Impl {
   std::atomic<uint64_t> fenced{0}, skipped_already_published{0}, fenced_batches{0};
   std::atomic<uint64_t> lost_then_reused{0};    // RelayStats::positions_reused_after_loss
   std::atomic<uint64_t> replaced_producers{0};  // exactly-once: after a rolled-back batch
+  std::atomic<uint64_t> transactions{0};        // exactly-once: Kafka transactions committed
   std::thread poll_thread;
   std::thread checkpoint_thread;
   Mutex checkpoint_mu;
