@@ -231,6 +231,9 @@ TEST_F(HostFailoverTest, EmergencyFailoverKeepsEveryAcknowledgedWrite) {
   StartServers();
   testing::PutLoad load(store_.get(), 8);
   ASSERT_TRUE(WaitFor([&] { return load.acked() > 200; }, 30s));
+  // The heartbeat that proves no loss: the store's first one waits for the
+  // topology `Init` wrote, and 200 puts can be acknowledged before it (CI).
+  ASSERT_TRUE(WaitFor([&] { return Heartbeat(*replica_) == "1\t1"; }, 30s));
   primary_->Kill();
   Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
   ASSERT_OK(r.status());
