@@ -165,6 +165,9 @@ void AddClusterOptions(CLI::App* cmd, ClusterOptions* o) {
   cmd->add_option("--linger-us", o->linger_us,
                   "override group_commit.linger_us (-1: keep the config's)")
       ->transform(DecimalInRange(-1, 100000));
+  cmd->add_option("--commit-interval-us", o->commit_interval_us,
+                  "override group_commit.commit_interval_us (-1: keep the config's)")
+      ->transform(DecimalInRange(-1, 100000));
   cmd->add_option("--relay-poll-min-ms", o->relay_poll_min_ms,
                   "override relay.poll_min_ms (0: keep the config's)")
       ->transform(DecimalInRange(0, 10000));
@@ -201,6 +204,8 @@ Result<BenchCluster> OpenBenchCluster(const ClusterOptions& options) {
   if (options.min_pipelined_cells >= 0)
     c.config.group_commit.min_pipelined_cells = options.min_pipelined_cells;
   if (options.linger_us >= 0) c.config.group_commit.linger_us = options.linger_us;
+  if (options.commit_interval_us >= 0)
+    c.config.group_commit.commit_interval_us = options.commit_interval_us;
   if (options.relay_poll_min_ms > 0) c.config.relay.poll_min_ms = options.relay_poll_min_ms;
   if (options.relay_poll_max_ms > 0) c.config.relay.poll_max_ms = options.relay_poll_max_ms;
   if (c.config.relay.poll_max_ms < c.config.relay.poll_min_ms)
@@ -222,6 +227,9 @@ void DescribeCluster(const BenchCluster& cluster, Table& table) {
             std::to_string(cfg.group_commit.writer_threads_per_host));
   table.Add("group_commit.min_pipelined_cells",
             std::to_string(cfg.group_commit.min_pipelined_cells));
+  table.Add("group_commit.linger_us / commit_interval_us",
+            std::to_string(cfg.group_commit.linger_us) + " / " +
+                std::to_string(cfg.group_commit.commit_interval_us));
 }
 
 double ProcessCpuSeconds() {

@@ -155,6 +155,7 @@ struct ClusterOptions {
   int writer_threads_per_host = 0;
   int min_pipelined_cells = -1;  // -1: keep the config's
   int linger_us = -1;            // -1: keep the config's
+  int commit_interval_us = -1;   // -1: keep the config's
   int relay_poll_min_ms = 0;     // relay.poll_min_ms; 0: keep the config's
   int relay_poll_max_ms = 0;     // relay.poll_max_ms; 0: keep the config's
   // The private broker: Apache Kafka (false), or librdkafka's mock cluster.

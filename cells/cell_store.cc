@@ -40,6 +40,7 @@ std::unique_ptr<CellStore> CellStore::Open(const ClusterConfig& config, MetricsR
     opts.max_batch_cells = config.group_commit.max_batch_cells;
     opts.min_pipelined_cells = config.group_commit.min_pipelined_cells;
     opts.linger_us = config.group_commit.linger_us;
+    opts.commit_interval_us = config.group_commit.commit_interval_us;
     opts.database = config.HostDatabase(host);
     // Only a host with replicas can get a new primary to wait for.
     opts.hold_writes_ms = host.replicas.empty() ? 0 : config.mysql.hold_writes_ms;

@@ -511,7 +511,8 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
   }
   if (YAML::Node n = root["group_commit"]) {
     r.CheckKeys(n, "group_commit",
-                {"max_batch_cells", "writer_threads_per_host", "min_pipelined_cells", "linger_us"});
+                {"max_batch_cells", "writer_threads_per_host", "min_pipelined_cells", "linger_us",
+                 "commit_interval_us"});
     ReadIntInto(r, n, "max_batch_cells", "group_commit", 1, 10000,
                 &cfg.group_commit.max_batch_cells);
     ReadIntInto(r, n, "writer_threads_per_host", "group_commit", 1, 256,
@@ -519,6 +520,8 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
     ReadIntInto(r, n, "min_pipelined_cells", "group_commit", 0, 10000,
                 &cfg.group_commit.min_pipelined_cells);
     ReadIntInto(r, n, "linger_us", "group_commit", 0, 100000, &cfg.group_commit.linger_us);
+    ReadIntInto(r, n, "commit_interval_us", "group_commit", 0, 100000,
+                &cfg.group_commit.commit_interval_us);
   }
   if (YAML::Node n = root["kafka"]) {
     r.CheckKeys(n, "kafka",
@@ -543,6 +546,11 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
     ReadIntInto(r, n, "poll_min_ms", "relay", 1, 60000, &cfg.relay.poll_min_ms);
     ReadIntInto(r, n, "poll_max_ms", "relay", 1, 60000, &cfg.relay.poll_max_ms);
     ReadIntInto(r, n, "lock_retry_ms", "relay", 10, 600000, &cfg.relay.lock_retry_ms);
+    // The idle back-off starts at poll_min_ms and grows to poll_max_ms.
+    if ((n["poll_min_ms"] || n["poll_max_ms"]) && cfg.relay.poll_max_ms < cfg.relay.poll_min_ms)
+      r.Error(n["poll_max_ms"] ? n["poll_max_ms"] : n["poll_min_ms"], "relay.poll_max_ms",
+              "must be at least relay.poll_min_ms (" + std::to_string(cfg.relay.poll_min_ms) +
+                  "), got " + std::to_string(cfg.relay.poll_max_ms));
   }
   if (YAML::Node n = root["purge"]) {
     if (r.CheckKeys(n, "purge", {"interval"}) || n.IsMap())

@@ -176,6 +176,12 @@ struct GroupCommitConfig {
   // transactions, one fsync each. 0: start with whatever waits. As MySQL's
   // binlog_group_commit_sync_delay with sync_no_delay_count = N.
   int linger_us = 0;
+  // A host starts a transaction at most once per this many microseconds
+  // unless min_pipelined_cells cells wait (0: as soon as a writer is free).
+  // Paced puts arriving faster than one per interval then share a
+  // transaction, its round trips and its fsync, for at most this much more
+  // latency; below one put per interval nothing waits.
+  int commit_interval_us = 0;
 };
 
 struct KafkaConfig {
@@ -200,7 +206,7 @@ struct KafkaConfig {
 bool IsCellarOwnedKafkaProperty(std::string_view name, std::string* why = nullptr);
 
 struct RelayConfig {
-  int batch_cells = 1000;    // cells read from a shard log per round
+  int batch_cells = 1000;  // cells read from a shard log per round
   // Pause after a caught-up read, and where the idle backoff starts. It sets
   // how many cells a relay transaction carries, and each costs the broker
   // ~4-17 ms of CPU whatever it carries: at 1,000 writes/s 20 ms cut the

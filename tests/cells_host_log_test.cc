@@ -292,6 +292,60 @@ TEST_F(HostLogTest, AWriterLingersForAsManyPutsAsItJustAnswered) {
   EXPECT_EQ(0u, commits.count((*results[3])->created_at));
 }
 
+// group_commit.commit_interval_us: puts that arrive apart, faster than one
+// per interval, wait for the interval and share one transaction; a put after
+// an idle interval goes at once.
+TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
+  ClusterConfig cfg = env->config;
+  cfg.group_commit.commit_interval_us = 100000;
+  std::unique_ptr<CellStore> paced = CellStore::Open(cfg);
+  using Clock = std::chrono::steady_clock;
+  std::mutex mu;
+  std::condition_variable answered;
+  std::vector<std::optional<Result<PutResult>>> results(4);
+  auto put = [&](size_t i) {
+    paced->PutAsync(kDs, {RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"i", i}}},
+                    [&, i](Result<PutResult> r) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      results[i] = std::move(r);
+                      answered.notify_all();
+                    });
+  };
+  auto wait_answered = [&](size_t first, size_t end) {
+    std::unique_lock<std::mutex> lock(mu);
+    return answered.wait_for(lock, std::chrono::seconds(30), [&] {
+      for (size_t i = first; i < end; ++i)
+        if (!results[i].has_value()) return false;
+      return true;
+    });
+  };
+  // The first put starts a transaction: the interval runs from it.
+  auto first = paced->Put(kDs, {RowOnShard(0), "BASE", 1, {{"first", true}}});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  // Three puts 5 ms apart, each of which a free writer would take alone.
+  put(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  put(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  put(2);
+  ASSERT_TRUE(wait_answered(0, 3)) << "puts unanswered";
+  std::set<MicrosSinceEpoch> commits;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(results[i]->ok()) << results[i]->status().ToString();
+    commits.insert((*results[i])->created_at);
+  }
+  EXPECT_EQ(1u, commits.size()) << "puts within the commit interval were not committed together";
+  EXPECT_EQ(0u, commits.count(first->created_at));
+  // Once an interval has passed without a transaction, a put does not wait.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  const Clock::time_point start = Clock::now();
+  put(3);
+  ASSERT_TRUE(wait_answered(3, 4)) << "a lone put unanswered";
+  ASSERT_TRUE(results[3]->ok()) << results[3]->status().ToString();
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(80))
+      << "a put after an idle interval waited for the next one";
+}
+
 TEST_F(HostLogTest, HeldWriterHoldsTheLogButNoOtherWriter) {
   uint64_t after = Head();
   OpenWriter held;

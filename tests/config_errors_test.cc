@@ -339,10 +339,26 @@ TEST(ConfigTest, SeveralErrorsAreCollectedAtOnce) {
       }));
 }
 
+// The relay's idle back-off runs from poll_min_ms up to poll_max_ms: a
+// maximum below the minimum (also below the default minimum) is refused.
+TEST(ConfigTest, RelayPollMaxBelowPollMinIsAnError) {
+  EXPECT_THAT(Errors(Yaml("", "", "relay: { poll_min_ms: 30, poll_max_ms: 10 }\n")),
+              UnorderedElementsAreArray(std::vector<std::string>{
+                  "cellar.yaml:7: relay.poll_max_ms: must be at least relay.poll_min_ms (30), "
+                  "got 10",
+              }));
+  EXPECT_THAT(Errors(Yaml("", "", "relay: { poll_max_ms: 10 }\n")),
+              UnorderedElementsAreArray(std::vector<std::string>{
+                  "cellar.yaml:7: relay.poll_max_ms: must be at least relay.poll_min_ms (20), "
+                  "got 10",
+              }));
+}
+
 // The keys added for #13/#14 reject bad values with file:line, like the rest.
 TEST(ConfigTest, BadExactlyOnceAndPipeliningValuesAreErrors) {
   const std::string yaml = Yaml("", "",
-                                "group_commit: { min_pipelined_cells: -1, linger_us: 200000 }\n"
+                                "group_commit: { min_pipelined_cells: -1, linger_us: 200000,"
+                                " commit_interval_us: -5 }\n"
                                 "relay: { exactly_once: maybe }\n");
   EXPECT_THAT(Errors(yaml),
               UnorderedElementsAreArray(std::vector<std::string>{
@@ -350,6 +366,8 @@ TEST(ConfigTest, BadExactlyOnceAndPipeliningValuesAreErrors) {
                   "10000, got -1",
                   "cellar.yaml:7: group_commit.linger_us: must be between 0 and 100000, got "
                   "200000",
+                  "cellar.yaml:7: group_commit.commit_interval_us: must be between 0 and 100000, "
+                  "got -5",
                   "cellar.yaml:8: relay.exactly_once: expected true or false",
               }));
 }

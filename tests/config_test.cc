@@ -48,7 +48,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
       "      shards: \"10-15\"\n"
       "limits: { max_body_bytes: 2048, max_batch_cells: 10, max_log_limit: 500, index_wait: 2s }\n"
       "group_commit: { max_batch_cells: 64, writer_threads_per_host: 2, min_pipelined_cells: 12,"
-      " linger_us: 700 }\n"
+      " linger_us: 700, commit_interval_us: 1500 }\n"
       "kafka: { brokers: \"127.0.0.1:9092\", topic_prefix: cx.t, partitions: 4,"
       " max_event_body_bytes: 1000 }\n"
       "relay: { batch_cells: 10, poll_min_ms: 2, poll_max_ms: 20, lock_retry_ms: 100,"
@@ -92,6 +92,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ(2, c.group_commit.writer_threads_per_host);
   EXPECT_EQ(12, c.group_commit.min_pipelined_cells);
   EXPECT_EQ(700, c.group_commit.linger_us);
+  EXPECT_EQ(1500, c.group_commit.commit_interval_us);
   EXPECT_EQ("127.0.0.1:9092", c.kafka.brokers);
   EXPECT_EQ("cx.t", c.kafka.topic_prefix);
   EXPECT_EQ(4, c.kafka.partitions);

@@ -79,7 +79,7 @@ std::unique_ptr<Cluster> MakeCluster(const std::string& prefix,
   c->prefix = run == 1 ? prefix : prefix + "_r" + std::to_string(run);
   std::string yaml =
       testing::MakeKafkaClusterYaml(dbs, kShards, Broker().bootstrap(), c->prefix, kPartitions);
-  yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 10\n";
+  yaml += "relay:\n  lock_retry_ms: 200\n  poll_min_ms: 1\n  poll_max_ms: 10\n";
   auto cfg = ParseClusterConfig(yaml, "<indexes_test>");
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString() << "\n" << yaml;
   if (!cfg.ok()) return nullptr;

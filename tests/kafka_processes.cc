@@ -92,7 +92,7 @@ std::unique_ptr<Cluster> MakeCluster(const std::string& prefix, const std::strin
     const size_t at = yaml.find('\n', yaml.find("  partitions:", yaml.find("kafka:\n")));
     yaml.insert(at + 1, "  properties:\n" + props);
   }
-  yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 20\n";
+  yaml += "relay:\n  lock_retry_ms: 200\n  poll_min_ms: 1\n  poll_max_ms: 20\n";
   c->config_path = Env().dir->File(prefix + ".yaml");
   {
     std::ofstream out(c->config_path, std::ios::binary);

@@ -264,6 +264,10 @@ TEST(RelayMetricsTest, AnIdleStreamIsReadLessOftenThanABusyOneOfTheSameHost) {
   ASSERT_TRUE(c);
   ClusterConfig at_least_once = c->config;
   at_least_once.relay.exactly_once = false;
+  // A busy stream is read every poll_min_ms, an idle one backs off to
+  // poll_max_ms: set both, so the ratio does not depend on the defaults.
+  at_least_once.relay.poll_min_ms = 1;
+  at_least_once.relay.poll_max_ms = 50;
   auto relay_store = CellStore::Open(at_least_once);
   constexpr uint32_t kShard = 0;
   const std::string host = c->config.mysql.hosts[c->config.HostIndexForShard(kShard)].name;

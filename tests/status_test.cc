@@ -262,7 +262,7 @@ std::unique_ptr<KafkaCluster> MakeKafkaCluster(const std::string& prefix) {
   c->prefix = prefix;
   c->yaml = testing::MakeKafkaClusterYaml(Servers(), kShards, env->broker().bootstrap(), prefix,
                                           kPartitions);
-  c->yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 10\n";
+  c->yaml += "relay:\n  lock_retry_ms: 200\n  poll_min_ms: 1\n  poll_max_ms: 10\n";
   c->config_path = testing::WriteTempFile(c->yaml, ".yaml");
   auto cfg = ParseClusterConfig(c->yaml, c->config_path);
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();

@@ -37,7 +37,7 @@ std::string ClusterYaml(const std::string& prefix, const std::string& bootstrap,
                         const testing::PrivateMariaDb* db) {
   std::string yaml = testing::MakeKafkaClusterYaml({db != nullptr ? db : &Db()}, kShards, bootstrap,
                                                    prefix, kPartitions);
-  yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 20\n";
+  yaml += "relay:\n  lock_retry_ms: 200\n  poll_min_ms: 1\n  poll_max_ms: 20\n";
   return yaml;
 }
 

@@ -75,7 +75,8 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
         units[i]->joins_previous = i > 0;
         queued_cells_ += units[i]->cells.size();
       }
-      wake = WriterMayStart() && (lingering_for_ == 0 || queue_.size() >= lingering_for_);
+      wake = WriterMayStart() && (lingering_for_ == 0 || queue_.size() >= lingering_for_) &&
+             (!pacing_ || queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells));
       // Per put only while a backlog builds (writers behind, a host hung):
       // below one transaction's worth the writers' updates say enough, and a
       // store per put looked like 1-2% of single-put throughput in
@@ -116,6 +117,17 @@ void GroupCommitter::WriterLoop() {
             lingering_for_ = 0;
             continue;
           }
+          if (options_.commit_interval_us > 0 &&
+              queued_cells_ < static_cast<size_t>(options_.min_pipelined_cells)) {
+            const Clock::time_point next =
+                last_start_ + std::chrono::microseconds(options_.commit_interval_us);
+            if (Clock::now() < next) {
+              pacing_ = true;
+              cv_.WaitUntil(&mu_, next);
+              pacing_ = false;
+              continue;
+            }
+          }
           break;
         }
         cv_.Wait(&mu_);
@@ -137,6 +149,7 @@ void GroupCommitter::WriterLoop() {
       queued_cells_ -= cells;
       if (probe_) probe_->SetQueuedCells(queued_cells_);
       ++in_flight_;
+      last_start_ = Clock::now();
       // Another writer may start too if enough is still waiting.
       if (WriterMayStart()) cv_.NotifyOne();
     }
