@@ -176,12 +176,14 @@ struct GroupCommitConfig {
   // transactions, one fsync each. 0: start with whatever waits. As MySQL's
   // binlog_group_commit_sync_delay with sync_no_delay_count = N.
   int linger_us = 0;
-  // A host starts a transaction at most once per this many microseconds
-  // unless min_pipelined_cells cells wait (0: as soon as a writer is free).
-  // Paced puts arriving faster than one per interval then share a
-  // transaction, its round trips and its fsync, for at most this much more
-  // latency; below one put per interval nothing waits.
-  int commit_interval_us = 0;
+  // After a transaction of fewer than min_pipelined_cells cells, a host
+  // starts its next at most once this many microseconds have passed since
+  // that one started, unless min_pipelined_cells cells wait (0: as soon as a
+  // writer is free). Paced puts arriving faster than one per interval then
+  // share a transaction, its round trips and its fsync, for at most this
+  // much more latency; below one put per interval nothing waits, and a busy
+  // host's large transactions never wait.
+  int commit_interval_us = 2000;
 };
 
 struct KafkaConfig {

@@ -344,6 +344,17 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   ASSERT_TRUE(results[3]->ok()) << results[3]->status().ToString();
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(80))
       << "a put after an idle interval waited for the next one";
+  // Nor does a put right after a transaction of min_pipelined_cells cells:
+  // a busy host's large transactions are not paced.
+  std::vector<CellWrite> large;
+  for (int i = 0; i < cfg.group_commit.min_pipelined_cells; ++i)
+    large.push_back({RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"large", i}}});
+  for (const auto& r : paced->PutBatch(kDs, large)) ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Clock::time_point after_large = Clock::now();
+  auto next = paced->Put(kDs, {RowOnShard(1), "BASE", 1, {{"after_large", true}}});
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_LT(Clock::now() - after_large, std::chrono::milliseconds(80))
+      << "a put after a large transaction waited for the commit interval";
 }
 
 TEST_F(HostLogTest, HeldWriterHoldsTheLogButNoOtherWriter) {

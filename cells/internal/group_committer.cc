@@ -118,6 +118,7 @@ void GroupCommitter::WriterLoop() {
             continue;
           }
           if (options_.commit_interval_us > 0 &&
+              last_cells_ < static_cast<size_t>(options_.min_pipelined_cells) &&
               queued_cells_ < static_cast<size_t>(options_.min_pipelined_cells)) {
             const Clock::time_point next =
                 last_start_ + std::chrono::microseconds(options_.commit_interval_us);
@@ -150,6 +151,7 @@ void GroupCommitter::WriterLoop() {
       if (probe_) probe_->SetQueuedCells(queued_cells_);
       ++in_flight_;
       last_start_ = Clock::now();
+      last_cells_ = cells;
       // Another writer may start too if enough is still waiting.
       if (WriterMayStart()) cv_.NotifyOne();
     }

@@ -63,8 +63,9 @@ struct GroupCommitterOptions {
   // A writer with nothing in flight that just answered N > 1 units waits up
   // to this long for N units to queue before it starts (0: no wait).
   int linger_us = 0;
-  // Transactions start at most once per this interval unless
-  // min_pipelined_cells cells wait (0: whenever a writer is free).
+  // After a transaction of fewer than min_pipelined_cells cells the next
+  // starts at most this long after it unless min_pipelined_cells cells wait
+  // (0: whenever a writer is free).
   int commit_interval_us = 0;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
   // How long a transaction waits for a reachable, verified primary before it
@@ -131,10 +132,11 @@ class GroupCommitter {
   // Units a lingering writer waits for (0: none lingers); Submit() wakes it
   // only once that many wait.
   size_t lingering_for_ GUARDED_BY(mu_) = 0;
-  // When the host's last transaction started, and whether a writer waits for
-  // commit_interval_us past it (Submit() then wakes it only for
-  // min_pipelined_cells waiting cells).
+  // When the host's last transaction started and the cells it took, and
+  // whether a writer waits for commit_interval_us past it (Submit() then
+  // wakes it only for min_pipelined_cells waiting cells).
   std::chrono::steady_clock::time_point last_start_ GUARDED_BY(mu_);
+  size_t last_cells_ GUARDED_BY(mu_) = 0;
   bool pacing_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 
