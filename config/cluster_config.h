@@ -212,9 +212,11 @@ struct RelayConfig {
   // Pause after a caught-up read, and where the idle backoff starts. It sets
   // how many cells a relay transaction carries, and each costs the broker
   // ~4-17 ms of CPU whatever it carries: at 1,000 writes/s 20 ms cut the
-  // machine's CPU per write by a quarter against 1 ms with lower p99s
-  // (docs/cost-per-write.md); it adds up to 20 ms to a cell's relay latency.
-  int poll_min_ms = 20;
+  // machine's CPU per write by a quarter against 1 ms, and 40 ms another
+  // 0.28-0.39 ms against 20, index p99 ~60 ms (docs/cost-per-write.md); it
+  // adds up to this much to a cell's relay latency (Kafka Streams'
+  // exactly-once commit.interval.ms is 100 ms).
+  int poll_min_ms = 40;
   int poll_max_ms = 50;      // ...and doubles up to this while nothing is new
   int lock_retry_ms = 1000;  // how often an idle relay tries to take unowned shards
   // true: each stream is published in Kafka transactions (two transactional.ids

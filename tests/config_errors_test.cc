@@ -349,7 +349,7 @@ TEST(ConfigTest, RelayPollMaxBelowPollMinIsAnError) {
               }));
   EXPECT_THAT(Errors(Yaml("", "", "relay: { poll_max_ms: 10 }\n")),
               UnorderedElementsAreArray(std::vector<std::string>{
-                  "cellar.yaml:7: relay.poll_max_ms: must be at least relay.poll_min_ms (20), "
+                  "cellar.yaml:7: relay.poll_max_ms: must be at least relay.poll_min_ms (40), "
                   "got 10",
               }));
 }

@@ -109,7 +109,7 @@ bool Stack::WriteConfig() {
   yaml.insert(line_end + 1, std::string("  topic_prefix: ") + kPrefix +
                                 "\n  partitions: " + std::to_string(kPartitions) + "\n");
   // Quick ownership rounds, so that a restarted relay takes its streams soon.
-  yaml += "relay:\n  lock_retry_ms: 200\n  poll_max_ms: 20\n";
+  yaml += "relay:\n  lock_retry_ms: 200\n  poll_min_ms: 1\n  poll_max_ms: 20\n";
   auto cfg = ParseClusterConfig(yaml, "<history>");
   if (!cfg.ok()) {
     std::cerr << "history stack: config: " << cfg.status().ToString() << "\n" << yaml;
