@@ -238,6 +238,41 @@ TEST_F(HostLogTest, ASecondGroupTransactionStartsOnlyOnceMinPipelinedCellsWait) 
   EXPECT_EQ(0u, second.count((*results[0])->created_at)) << "the first put did not commit alone";
 }
 
+// PutAsync calls numbered 0..n-1 whose answers a test waits for.
+class AsyncPuts {
+ public:
+  AsyncPuts(CellStore* store, size_t n) : store_(store), results_(n) {}
+  // Puts cell i (row on shard i % kShards).
+  void Put(size_t i) {
+    store_->PutAsync(kDs, {RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"i", i}}},
+                     [this, i](Result<PutResult> r) {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       results_[i] = std::move(r);
+                       answered_.notify_all();
+                     });
+  }
+  // True once puts first..end-1 are answered (30 s at most).
+  bool WaitAnswered(size_t first, size_t end) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return answered_.wait_for(lock, std::chrono::seconds(30), [&] {
+      for (size_t i = first; i < end; ++i)
+        if (!results_[i].has_value()) return false;
+      return true;
+    });
+  }
+  // REQUIRES: put i answered.
+  const Result<PutResult>& result(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return *results_[i];
+  }
+
+ private:
+  CellStore* const store_;
+  std::mutex mu_;
+  std::condition_variable answered_;
+  std::vector<std::optional<Result<PutResult>>> results_;
+};
+
 // group_commit.linger_us: a writer that just answered N puts waits (bounded)
 // for N to queue before its next transaction, so callers answered together
 // commit together again even when they come back a few milliseconds apart.
@@ -246,26 +281,9 @@ TEST_F(HostLogTest, AWriterLingersForAsManyPutsAsItJustAnswered) {
   cfg.group_commit.writer_threads_per_host = 1;
   cfg.group_commit.linger_us = 100000;
   std::unique_ptr<CellStore> lingering = CellStore::Open(cfg);
-  std::mutex mu;
-  std::condition_variable answered;
-  std::vector<std::optional<Result<PutResult>>> results;
-  auto put = [&](size_t i) {
-    lingering->PutAsync(kDs,
-                        {RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"i", i}}},
-                        [&, i](Result<PutResult> r) {
-                          std::lock_guard<std::mutex> lock(mu);
-                          results[i] = std::move(r);
-                          answered.notify_all();
-                        });
-  };
-  auto wait_answered = [&](size_t n) {
-    std::unique_lock<std::mutex> lock(mu);
-    return answered.wait_for(lock, std::chrono::seconds(30), [&] {
-      return std::all_of(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(n),
-                         [](const auto& r) { return r.has_value(); });
-    });
-  };
-  results.resize(4);
+  AsyncPuts puts(lingering.get(), 4);
+  auto put = [&](size_t i) { puts.Put(i); };
+  auto wait_answered = [&](size_t n) { return puts.WaitAnswered(0, n); };
   // Three puts in one transaction: the writer has just answered three.
   std::vector<CellWrite> three;
   for (int i = 0; i < 3; ++i)
@@ -281,15 +299,15 @@ TEST_F(HostLogTest, AWriterLingersForAsManyPutsAsItJustAnswered) {
   ASSERT_TRUE(wait_answered(3)) << "puts unanswered";
   std::set<MicrosSinceEpoch> commits;
   for (size_t i = 0; i < 3; ++i) {
-    ASSERT_TRUE(results[i]->ok()) << results[i]->status().ToString();
-    commits.insert((*results[i])->created_at);
+    ASSERT_TRUE(puts.result(i).ok()) << puts.result(i).status().ToString();
+    commits.insert(puts.result(i)->created_at);
   }
   EXPECT_EQ(1u, commits.size()) << "the writer did not wait for the three puts it had answered";
   // A lone put still goes once the linger is over.
   put(3);
   ASSERT_TRUE(wait_answered(4)) << "a lone put waited past the linger";
-  ASSERT_TRUE(results[3]->ok()) << results[3]->status().ToString();
-  EXPECT_EQ(0u, commits.count((*results[3])->created_at));
+  ASSERT_TRUE(puts.result(3).ok()) << puts.result(3).status().ToString();
+  EXPECT_EQ(0u, commits.count(puts.result(3)->created_at));
 }
 
 // group_commit.commit_interval_us: puts that arrive apart, faster than one
@@ -300,25 +318,9 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   cfg.group_commit.commit_interval_us = 100000;
   std::unique_ptr<CellStore> paced = CellStore::Open(cfg);
   using Clock = std::chrono::steady_clock;
-  std::mutex mu;
-  std::condition_variable answered;
-  std::vector<std::optional<Result<PutResult>>> results(4);
-  auto put = [&](size_t i) {
-    paced->PutAsync(kDs, {RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"i", i}}},
-                    [&, i](Result<PutResult> r) {
-                      std::lock_guard<std::mutex> lock(mu);
-                      results[i] = std::move(r);
-                      answered.notify_all();
-                    });
-  };
-  auto wait_answered = [&](size_t first, size_t end) {
-    std::unique_lock<std::mutex> lock(mu);
-    return answered.wait_for(lock, std::chrono::seconds(30), [&] {
-      for (size_t i = first; i < end; ++i)
-        if (!results[i].has_value()) return false;
-      return true;
-    });
-  };
+  AsyncPuts puts(paced.get(), 4);
+  auto put = [&](size_t i) { puts.Put(i); };
+  auto wait_answered = [&](size_t first, size_t end) { return puts.WaitAnswered(first, end); };
   // The first put starts a transaction: the interval runs from it.
   auto first = paced->Put(kDs, {RowOnShard(0), "BASE", 1, {{"first", true}}});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -331,8 +333,8 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   ASSERT_TRUE(wait_answered(0, 3)) << "puts unanswered";
   std::set<MicrosSinceEpoch> commits;
   for (size_t i = 0; i < 3; ++i) {
-    ASSERT_TRUE(results[i]->ok()) << results[i]->status().ToString();
-    commits.insert((*results[i])->created_at);
+    ASSERT_TRUE(puts.result(i).ok()) << puts.result(i).status().ToString();
+    commits.insert(puts.result(i)->created_at);
   }
   EXPECT_EQ(1u, commits.size()) << "puts within the commit interval were not committed together";
   EXPECT_EQ(0u, commits.count(first->created_at));
@@ -341,7 +343,7 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   const Clock::time_point start = Clock::now();
   put(3);
   ASSERT_TRUE(wait_answered(3, 4)) << "a lone put unanswered";
-  ASSERT_TRUE(results[3]->ok()) << results[3]->status().ToString();
+  ASSERT_TRUE(puts.result(3).ok()) << puts.result(3).status().ToString();
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(80))
       << "a put after an idle interval waited for the next one";
   // Nor does a put right after a transaction of min_pipelined_cells cells:
