@@ -251,6 +251,13 @@ class AsyncPuts {
                        answered_.notify_all();
                      });
   }
+  // Puts 0..n-1, `gap` apart: callers that come back one by one.
+  void PutApart(size_t n, std::chrono::milliseconds gap) {
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0) std::this_thread::sleep_for(gap);
+      Put(i);
+    }
+  }
   // True once puts first..end-1 are answered (30 s at most).
   bool WaitAnswered(size_t first, size_t end) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -291,11 +298,7 @@ TEST_F(HostLogTest, AWriterLingersForAsManyPutsAsItJustAnswered) {
   for (const auto& r : lingering->PutBatch(kDs, three))
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   // Three callers come back apart from each other (well within the linger).
-  put(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  put(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  put(2);
+  puts.PutApart(3, std::chrono::milliseconds(5));
   ASSERT_TRUE(wait_answered(3)) << "puts unanswered";
   std::set<MicrosSinceEpoch> commits;
   for (size_t i = 0; i < 3; ++i) {
@@ -325,11 +328,7 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   auto first = paced->Put(kDs, {RowOnShard(0), "BASE", 1, {{"first", true}}});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   // Three puts 5 ms apart, each of which a free writer would take alone.
-  put(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  put(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  put(2);
+  puts.PutApart(3, std::chrono::milliseconds(5));
   ASSERT_TRUE(wait_answered(0, 3)) << "puts unanswered";
   std::set<MicrosSinceEpoch> commits;
   for (size_t i = 0; i < 3; ++i) {
