@@ -182,8 +182,12 @@ struct GroupCommitConfig {
   // writer is free). Paced puts arriving faster than one per interval then
   // share a transaction, its round trips and its fsync, for at most this
   // much more latency; below one put per interval nothing waits, and a busy
-  // host's large transactions never wait.
-  int commit_interval_us = 2000;
+  // host's large transactions never wait. Pacing holds only while puts
+  // arrive as transactions run (during one of the host's last 4): callers
+  // that each wait for their answer before putting again (one blocked
+  // caller, a few that commit together) are never held, as nothing would
+  // join them.
+  int commit_interval_us = 5000;
 };
 
 struct KafkaConfig {

@@ -63,6 +63,17 @@ std::unique_ptr<MysqlConnection> Connect() {
 
 std::string Database() { return env->config.HostDatabase(env->config.mysql.hosts[0]); }
 
+// Puts whose INSERT waits for a table lock (LOCK TABLES ... WRITE held by
+// another connection), as `observer` sees them; -1 when it cannot tell.
+int InsertsWaitingForTheLock(MysqlConnection& observer) {
+  auto rows = observer.Query(
+      "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = "
+      "'Waiting for table metadata lock' AND INFO LIKE 'INSERT INTO %cells_" +
+      kDs + "%'");
+  EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+  return rows.ok() ? static_cast<int>((*rows)[0].Uint(0)) : -1;
+}
+
 // A writer outside the store, as another process would be: it holds its
 // fenced transaction open between Insert() and Commit()/Rollback().
 class OpenWriter {
@@ -194,14 +205,7 @@ TEST_F(HostLogTest, ASecondGroupTransactionStartsOnlyOnceMinPipelinedCellsWait) 
   auto locker = Connect();
   auto observer = Connect();
   ASSERT_TRUE(locker && observer);
-  auto inserts_waiting = [&]() -> int {
-    auto rows = observer->Query(
-        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = "
-        "'Waiting for table metadata lock' AND INFO LIKE 'INSERT INTO %cells_" +
-        kDs + "%'");
-    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-    return rows.ok() ? static_cast<int>((*rows)[0].Uint(0)) : -1;
-  };
+  auto inserts_waiting = [&] { return InsertsWaitingForTheLock(*observer); };
   ASSERT_TRUE(
       locker->Execute("LOCK TABLES " + QualifiedTable(Database(), "cells_" + kDs) + " WRITE").ok());
   std::mutex mu;
@@ -251,10 +255,10 @@ class AsyncPuts {
                        answered_.notify_all();
                      });
   }
-  // Puts 0..n-1, `gap` apart: callers that come back one by one.
-  void PutApart(size_t n, std::chrono::milliseconds gap) {
-    for (size_t i = 0; i < n; ++i) {
-      if (i > 0) std::this_thread::sleep_for(gap);
+  // Puts first..end-1, `gap` apart: callers that come back one by one.
+  void PutApart(size_t first, size_t end, std::chrono::milliseconds gap) {
+    for (size_t i = first; i < end; ++i) {
+      if (i > first) std::this_thread::sleep_for(gap);
       Put(i);
     }
   }
@@ -298,7 +302,7 @@ TEST_F(HostLogTest, AWriterLingersForAsManyPutsAsItJustAnswered) {
   for (const auto& r : lingering->PutBatch(kDs, three))
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   // Three callers come back apart from each other (well within the linger).
-  puts.PutApart(3, std::chrono::milliseconds(5));
+  puts.PutApart(0, 3, std::chrono::milliseconds(5));
   ASSERT_TRUE(wait_answered(3)) << "puts unanswered";
   std::set<MicrosSinceEpoch> commits;
   for (size_t i = 0; i < 3; ++i) {
@@ -313,36 +317,45 @@ TEST_F(HostLogTest, AWriterLingersForAsManyPutsAsItJustAnswered) {
   EXPECT_EQ(0u, commits.count(puts.result(3)->created_at));
 }
 
-// group_commit.commit_interval_us: puts that arrive apart, faster than one
-// per interval, wait for the interval and share one transaction; a put after
-// an idle interval goes at once.
+// group_commit.commit_interval_us: while puts arrive as transactions run,
+// puts that arrive apart, faster than one per interval, wait for the interval
+// and share one transaction; a put after an idle interval goes at once.
 TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   ClusterConfig cfg = env->config;
   cfg.group_commit.commit_interval_us = 100000;
   std::unique_ptr<CellStore> paced = CellStore::Open(cfg);
   using Clock = std::chrono::steady_clock;
-  AsyncPuts puts(paced.get(), 4);
-  auto put = [&](size_t i) { puts.Put(i); };
-  auto wait_answered = [&](size_t first, size_t end) { return puts.WaitAnswered(first, end); };
-  // The first put starts a transaction: the interval runs from it.
-  auto first = paced->Put(kDs, {RowOnShard(0), "BASE", 1, {{"first", true}}});
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  AsyncPuts puts(paced.get(), 6);
+  // A put arrives while the first transaction runs (held on a table lock):
+  // puts arrive independently of their answers, so pacing them pays.
+  auto locker = Connect();
+  auto observer = Connect();
+  ASSERT_TRUE(locker && observer);
+  ASSERT_TRUE(
+      locker->Execute("LOCK TABLES " + QualifiedTable(Database(), "cells_" + kDs) + " WRITE").ok());
+  puts.Put(0);
+  EXPECT_TRUE(testing::WaitFor([&] { return InsertsWaitingForTheLock(*observer) == 1; },
+                               std::chrono::seconds(10)))
+      << "the first put's transaction did not reach the server";
+  puts.Put(1);
+  ASSERT_TRUE(locker->Execute("UNLOCK TABLES").ok());
+  ASSERT_TRUE(puts.WaitAnswered(0, 2)) << "puts unanswered after the lock was released";
   // Three puts 5 ms apart, each of which a free writer would take alone.
-  puts.PutApart(3, std::chrono::milliseconds(5));
-  ASSERT_TRUE(wait_answered(0, 3)) << "puts unanswered";
+  puts.PutApart(2, 5, std::chrono::milliseconds(5));
+  ASSERT_TRUE(puts.WaitAnswered(2, 5)) << "puts unanswered";
   std::set<MicrosSinceEpoch> commits;
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 1; i < 5; ++i) {
     ASSERT_TRUE(puts.result(i).ok()) << puts.result(i).status().ToString();
-    commits.insert(puts.result(i)->created_at);
+    if (i >= 2) commits.insert(puts.result(i)->created_at);
   }
   EXPECT_EQ(1u, commits.size()) << "puts within the commit interval were not committed together";
-  EXPECT_EQ(0u, commits.count(first->created_at));
+  EXPECT_EQ(0u, commits.count(puts.result(1)->created_at));
   // Once an interval has passed without a transaction, a put does not wait.
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   const Clock::time_point start = Clock::now();
-  put(3);
-  ASSERT_TRUE(wait_answered(3, 4)) << "a lone put unanswered";
-  ASSERT_TRUE(puts.result(3).ok()) << puts.result(3).status().ToString();
+  puts.Put(5);
+  ASSERT_TRUE(puts.WaitAnswered(5, 6)) << "a lone put unanswered";
+  ASSERT_TRUE(puts.result(5).ok()) << puts.result(5).status().ToString();
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(80))
       << "a put after an idle interval waited for the next one";
   // Nor does a put right after a transaction of min_pipelined_cells cells:
@@ -356,6 +369,24 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_LT(Clock::now() - after_large, std::chrono::milliseconds(80))
       << "a put after a large transaction waited for the commit interval";
+}
+
+// A caller that waits for each answer before its next put is not paced: no
+// other put arrives while its transaction runs, so waiting would only slow it.
+TEST_F(HostLogTest, ACallerWaitingForEachAnswerIsNotHeldByTheCommitInterval) {
+  ClusterConfig cfg = env->config;
+  cfg.group_commit.commit_interval_us = 100000;
+  std::unique_ptr<CellStore> paced = CellStore::Open(cfg);
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kPuts = 10;
+  for (int i = 0; i < kPuts; ++i) {
+    auto r = paced->Put(
+        kDs, {RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"sequential", i}}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  // Paced, the puts after the first would wait 100 ms each (0.9 s in all).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500))
+      << kPuts << " sequential puts waited for the commit interval";
 }
 
 TEST_F(HostLogTest, HeldWriterHoldsTheLogButNoOtherWriter) {

@@ -20,6 +20,10 @@ void Finish(WriteUnit* u, const Status& error) {
 
 constexpr int kDeadlockRetries = 3;
 
+// Transactions remembered for commit_interval_us: a trickle keeps being paced
+// even when a put happens to arrive just after a commit now and then.
+constexpr int kPacingMemory = 4;
+
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start, Clock::time_point end) {
@@ -71,6 +75,7 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
     refused = stopping_;
     if (!refused) {
       queue_.insert(queue_.end(), units.begin(), units.end());
+      submitted_ += units.size();
       for (size_t i = 0; i < units.size(); ++i) {
         units[i]->joins_previous = i > 0;
         queued_cells_ += units[i]->cells.size();
@@ -101,6 +106,7 @@ void GroupCommitter::WriterLoop() {
   WriterConnection conn;
   std::vector<WriteUnit*> units;
   size_t expect = 0;
+  uint64_t submitted_at_start = 0;
   Clock::time_point linger_until;
   while (true) {
     units.clear();
@@ -117,7 +123,7 @@ void GroupCommitter::WriterLoop() {
             lingering_for_ = 0;
             continue;
           }
-          if (options_.commit_interval_us > 0 &&
+          if (options_.commit_interval_us > 0 && arrivals_during_recent_ != 0 &&
               last_cells_ < static_cast<size_t>(options_.min_pipelined_cells) &&
               queued_cells_ < static_cast<size_t>(options_.min_pipelined_cells)) {
             const Clock::time_point next =
@@ -150,6 +156,7 @@ void GroupCommitter::WriterLoop() {
       queued_cells_ -= cells;
       if (probe_) probe_->SetQueuedCells(queued_cells_);
       ++in_flight_;
+      submitted_at_start = submitted_;
       last_start_ = Clock::now();
       last_cells_ = cells;
       // Another writer may start too if enough is still waiting.
@@ -162,6 +169,9 @@ void GroupCommitter::WriterLoop() {
     // This thread loops back and takes whatever waited for the commit to end.
     MutexLock lock(&mu_);
     --in_flight_;
+    arrivals_during_recent_ =
+        ((arrivals_during_recent_ << 1) | (submitted_ != submitted_at_start ? 1u : 0u)) &
+        ((1u << kPacingMemory) - 1);
   }
 }
 

@@ -65,7 +65,10 @@ struct GroupCommitterOptions {
   int linger_us = 0;
   // After a transaction of fewer than min_pipelined_cells cells the next
   // starts at most this long after it unless min_pipelined_cells cells wait
-  // (0: whenever a writer is free).
+  // (0: whenever a writer is free). Only while puts arrive during
+  // transactions (one of the last 4 did): callers that each wait
+  // for their answer before putting again (one blocked caller, or a few that
+  // commit together) are never held for it, since nothing else would join.
   int commit_interval_us = 0;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
   // How long a transaction waits for a reachable, verified primary before it
@@ -138,6 +141,11 @@ class GroupCommitter {
   std::chrono::steady_clock::time_point last_start_ GUARDED_BY(mu_);
   size_t last_cells_ GUARDED_BY(mu_) = 0;
   bool pacing_ GUARDED_BY(mu_) = false;
+  // Units submitted so far, and one bit per recently finished transaction
+  // (newest lowest, the last 4): set when a unit was submitted
+  // while it ran. commit_interval_us paces only while one is set.
+  uint64_t submitted_ GUARDED_BY(mu_) = 0;
+  unsigned arrivals_during_recent_ GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 
   // Hands `answers` (each unit with its transaction's outcome; OK: its
