@@ -8,12 +8,17 @@
 
 namespace cellar::internal {
 
+// A call's outcome is handed back under the job's own mutex, and the waiting
+// caller is woken after it is released: the caller then neither wakes into a
+// held lock nor contends with the pool for the caller's shared one (mu_).
+// Lock order: Job::mu before DeadlineCaller::mu_.
 struct DeadlineCaller::Job {
   std::function<Status()> fn;
+  Mutex mu;
   CondVar done_cv;
-  bool done = false;       // under DeadlineCaller::mu_
-  bool abandoned = false;  // the caller stopped waiting (deadline)
-  Status result;
+  bool done GUARDED_BY(mu) = false;
+  bool abandoned GUARDED_BY(mu) = false;  // the caller stopped waiting (deadline)
+  Status result GUARDED_BY(mu);
 };
 
 Status CallCatching(const std::function<Status()>& fn) {
@@ -43,18 +48,26 @@ Status DeadlineCaller::Call(std::function<Status()> fn, int timeout_ms) {
   auto job = std::make_shared<Job>();
   job->fn = std::move(fn);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  MutexLock lock(&mu_);
-  queue_.push_back(job);
-  // Idle threads not yet woken are counted in idle_ until they take a job:
-  // one per queued job, or a new thread (never queue behind a hung call).
-  if (idle_ < queue_.size())
-    threads_.emplace_back([this] { Loop(); });
-  else
-    work_cv_.NotifyOne();
+  bool wake = false;
+  {
+    MutexLock lock(&mu_);
+    queue_.push_back(job);
+    // Idle threads not yet woken are counted in idle_ until they take a job:
+    // one per queued job, or a new thread (never queue behind a hung call).
+    if (idle_ < queue_.size())
+      threads_.emplace_back([this] { Loop(); });
+    else
+      wake = true;
+  }
+  if (wake) work_cv_.NotifyOne();
+  MutexLock lock(&job->mu);
   while (!job->done)
-    if (!job->done_cv.WaitUntil(&mu_, deadline) && !job->done) {
+    if (!job->done_cv.WaitUntil(&job->mu, deadline) && !job->done) {
       job->abandoned = true;
-      ++past_deadline_;
+      {
+        MutexLock count(&mu_);
+        ++past_deadline_;
+      }
       return DeadlineExceeded("the handler did not return within " + std::to_string(timeout_ms) +
                               " ms (it runs on, its outcome ignored)");
     }
@@ -64,23 +77,34 @@ Status DeadlineCaller::Call(std::function<Status()> fn, int timeout_ms) {
 void DeadlineCaller::Loop() {
   NameThisThread(thread_name_);
   MutexLock lock(&mu_);
+  ++idle_;  // counted idle whenever it runs no job
   while (true) {
-    while (queue_.empty() && !stopping_) {
-      ++idle_;
-      work_cv_.Wait(&mu_);
+    while (queue_.empty() && !stopping_) work_cv_.Wait(&mu_);
+    if (queue_.empty()) {  // stopping
       --idle_;
+      return;
     }
-    if (queue_.empty()) return;  // stopping
     std::shared_ptr<Job> job = std::move(queue_.front());
     queue_.erase(queue_.begin());
+    --idle_;
     lock.Unlock();
     Status result = CallCatching(job->fn);
     job->fn = nullptr;  // what it captured goes with it, on this thread
+    bool abandoned = false;
+    {
+      MutexLock done(&job->mu);
+      job->done = true;
+      job->result = std::move(result);
+      abandoned = job->abandoned;
+    }
+    // Idle again before the caller learns the outcome: a caller that calls
+    // again at once finds this thread rather than making another.
     lock.Lock();
-    job->done = true;
-    job->result = std::move(result);
-    if (job->abandoned) --past_deadline_;
+    ++idle_;
+    if (abandoned) --past_deadline_;
+    lock.Unlock();
     job->done_cv.NotifyOne();
+    lock.Lock();
   }
 }
 
