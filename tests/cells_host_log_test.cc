@@ -371,6 +371,39 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
       << "a put after a large transaction waited for the commit interval";
 }
 
+// Nor are puts that arrive several cells per transaction as transactions run
+// (HTTP clients whose requests gather cells): commits gather enough without
+// waiting, and holding callers that wait for their answers only slows them.
+TEST_F(HostLogTest, PutsArrivingSeveralCellsPerTransactionAreNotHeldByTheCommitInterval) {
+  ClusterConfig cfg = env->config;
+  cfg.group_commit.commit_interval_us = 100000;
+  std::unique_ptr<CellStore> paced = CellStore::Open(cfg);
+  AsyncPuts puts(paced.get(), 5);
+  auto locker = Connect();
+  auto observer = Connect();
+  ASSERT_TRUE(locker && observer);
+  ASSERT_TRUE(
+      locker->Execute("LOCK TABLES " + QualifiedTable(Database(), "cells_" + kDs) + " WRITE").ok());
+  puts.Put(0);
+  EXPECT_TRUE(testing::WaitFor([&] { return InsertsWaitingForTheLock(*observer) == 1; },
+                               std::chrono::seconds(10)))
+      << "the first put's transaction did not reach the server";
+  // Four cells arrive while that transaction runs (PutAsync queues before it
+  // returns); fewer than min_pipelined_cells, they wait for it to end.
+  for (size_t i = 1; i < 5; ++i) puts.Put(i);
+  ASSERT_TRUE(locker->Execute("UNLOCK TABLES").ok());
+  ASSERT_TRUE(puts.WaitAnswered(0, 5)) << "puts unanswered after the lock was released";
+  for (size_t i = 0; i < 5; ++i)
+    ASSERT_TRUE(puts.result(i).ok()) << puts.result(i).status().ToString();
+  // Their transaction (4 cells, fewer than min_pipelined_cells) just ended:
+  // paced, a put now would wait until 100 ms after it started.
+  const auto start = std::chrono::steady_clock::now();
+  auto next = paced->Put(kDs, {RowOnShard(9), "BASE", 1, {{"next", true}}});
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(60))
+      << "a put after transactions that gathered several cells waited for the commit interval";
+}
+
 // A caller that waits for each answer before its next put is not paced: no
 // other put arrives while its transaction runs, so waiting would only slow it.
 TEST_F(HostLogTest, ACallerWaitingForEachAnswerIsNotHeldByTheCommitInterval) {

@@ -20,9 +20,15 @@ void Finish(WriteUnit* u, const Status& error) {
 
 constexpr int kDeadlockRetries = 3;
 
-// Transactions remembered for commit_interval_us: a trickle keeps being paced
-// even when a put happens to arrive just after a commit now and then.
+// commit_interval_us paces a trickle: transactions during which some cells,
+// but fewer than kTrickleCells, arrived, each of the last kPacingMemory (a
+// trickle stays paced when a put now and then arrives just after a commit).
+// More arriving means commits already gather enough by themselves, and
+// holding callers that wait for their answers (HTTP clients) only slows them;
+// none arriving, that callers wait for each answer before the next put.
 constexpr int kPacingMemory = 4;
+constexpr uint64_t kTrickleCells = 4;
+constexpr unsigned kMemoryMask = (1u << kPacingMemory) - 1;
 
 using Clock = std::chrono::steady_clock;
 
@@ -75,10 +81,10 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
     refused = stopping_;
     if (!refused) {
       queue_.insert(queue_.end(), units.begin(), units.end());
-      submitted_ += units.size();
       for (size_t i = 0; i < units.size(); ++i) {
         units[i]->joins_previous = i > 0;
         queued_cells_ += units[i]->cells.size();
+        submitted_cells_ += units[i]->cells.size();
       }
       wake = WriterMayStart() && (lingering_for_ == 0 || queue_.size() >= lingering_for_) &&
              (!pacing_ || queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells));
@@ -96,6 +102,8 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
   }
   if (wake) cv_.NotifyOne();
 }
+
+bool GroupCommitter::TrickleArrives() const { return some_arrived_ != 0 && many_arrived_ == 0; }
 
 bool GroupCommitter::WriterMayStart() const {
   return !queue_.empty() &&
@@ -123,7 +131,7 @@ void GroupCommitter::WriterLoop() {
             lingering_for_ = 0;
             continue;
           }
-          if (options_.commit_interval_us > 0 && arrivals_during_recent_ != 0 &&
+          if (options_.commit_interval_us > 0 && TrickleArrives() &&
               last_cells_ < static_cast<size_t>(options_.min_pipelined_cells) &&
               queued_cells_ < static_cast<size_t>(options_.min_pipelined_cells)) {
             const Clock::time_point next =
@@ -156,7 +164,7 @@ void GroupCommitter::WriterLoop() {
       queued_cells_ -= cells;
       if (probe_) probe_->SetQueuedCells(queued_cells_);
       ++in_flight_;
-      submitted_at_start = submitted_;
+      submitted_at_start = submitted_cells_;
       last_start_ = Clock::now();
       last_cells_ = cells;
       // Another writer may start too if enough is still waiting.
@@ -169,9 +177,9 @@ void GroupCommitter::WriterLoop() {
     // This thread loops back and takes whatever waited for the commit to end.
     MutexLock lock(&mu_);
     --in_flight_;
-    arrivals_during_recent_ =
-        ((arrivals_during_recent_ << 1) | (submitted_ != submitted_at_start ? 1u : 0u)) &
-        ((1u << kPacingMemory) - 1);
+    const uint64_t arrived = submitted_cells_ - submitted_at_start;
+    some_arrived_ = ((some_arrived_ << 1) | (arrived > 0 ? 1u : 0u)) & kMemoryMask;
+    many_arrived_ = ((many_arrived_ << 1) | (arrived >= kTrickleCells ? 1u : 0u)) & kMemoryMask;
   }
 }
 

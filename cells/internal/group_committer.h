@@ -65,10 +65,10 @@ struct GroupCommitterOptions {
   int linger_us = 0;
   // After a transaction of fewer than min_pipelined_cells cells the next
   // starts at most this long after it unless min_pipelined_cells cells wait
-  // (0: whenever a writer is free). Only while puts arrive during
-  // transactions (one of the last 4 did): callers that each wait
-  // for their answer before putting again (one blocked caller, or a few that
-  // commit together) are never held for it, since nothing else would join.
+  // (0: whenever a writer is free). Only while puts trickle in as
+  // transactions run (TrickleArrives): callers that each wait for their
+  // answer (one blocked caller, a few that commit together, HTTP clients
+  // whose requests already gather several cells) are not held for it.
   int commit_interval_us = 0;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
   // How long a transaction waits for a reachable, verified primary before it
@@ -113,6 +113,9 @@ class GroupCommitter {
   // wakes a writer only then, so callers arriving behind a running commit do
   // not wake the idle writer once each just to send it back to sleep.
   bool WriterMayStart() const REQUIRES(mu_);
+  // Whether commit_interval_us applies: each of the last 4 transactions saw
+  // fewer than 4 cells arrive while it ran, and one saw some (group_committer.cc).
+  bool TrickleArrives() const REQUIRES(mu_);
   // Commits `units` in one transaction (with retries) and answers every unit.
   void Commit(WriterConnection& conn, std::vector<WriteUnit*>& units);
   // RunGroupTransaction with reconnects, deadlock/lock-timeout retries and
@@ -141,11 +144,12 @@ class GroupCommitter {
   std::chrono::steady_clock::time_point last_start_ GUARDED_BY(mu_);
   size_t last_cells_ GUARDED_BY(mu_) = 0;
   bool pacing_ GUARDED_BY(mu_) = false;
-  // Units submitted so far, and one bit per recently finished transaction
-  // (newest lowest, the last 4): set when a unit was submitted
-  // while it ran. commit_interval_us paces only while one is set.
-  uint64_t submitted_ GUARDED_BY(mu_) = 0;
-  unsigned arrivals_during_recent_ GUARDED_BY(mu_) = 0;
+  // Cells submitted so far, and per recently finished transaction (one bit
+  // each, newest lowest, the last 4) whether any cells, and whether a
+  // trickle's worth or more, were submitted while it ran (TrickleArrives).
+  uint64_t submitted_cells_ GUARDED_BY(mu_) = 0;
+  unsigned some_arrived_ GUARDED_BY(mu_) = 0;
+  unsigned many_arrived_ GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 
   // Hands `answers` (each unit with its transaction's outcome; OK: its
