@@ -49,6 +49,9 @@ testing::StoreEnvironment* const env = static_cast<testing::StoreEnvironment*>(
     ::testing::AddGlobalTestEnvironment(new testing::StoreEnvironment({"hostlog"}, kShards)));
 
 Uuid RowOnShard(uint32_t shard) {
+  // A shard past kShards has no rows: the loop below would never end.
+  EXPECT_LT(shard, kShards) << "no row hashes to shard " << shard;
+  shard %= kShards;
   for (;;) {
     Uuid u = Uuid::Random();
     if (ShardForRow(u, kShards) == shard) return u;
@@ -284,6 +287,28 @@ class AsyncPuts {
   std::vector<std::optional<Result<PutResult>>> results_;
 };
 
+// Puts 0..end-1 so that 1..end-1 arrive while put 0's transaction runs: a
+// table lock holds it on the server until they are queued. Returns once all
+// are answered.
+void PutWhileTheFirstTransactionIsHeld(AsyncPuts& puts, size_t end) {
+  auto locker = Connect();
+  auto observer = Connect();
+  ASSERT_TRUE(locker && observer);
+  ASSERT_TRUE(
+      locker->Execute("LOCK TABLES " + QualifiedTable(Database(), "cells_" + kDs) + " WRITE").ok());
+  puts.Put(0);
+  EXPECT_TRUE(testing::WaitFor([&] { return InsertsWaitingForTheLock(*observer) == 1; },
+                               std::chrono::seconds(10)))
+      << "the first put's transaction did not reach the server";
+  // PutAsync queues before it returns; fewer than min_pipelined_cells, these
+  // wait for the held transaction to end.
+  for (size_t i = 1; i < end; ++i) puts.Put(i);
+  ASSERT_TRUE(locker->Execute("UNLOCK TABLES").ok());
+  ASSERT_TRUE(puts.WaitAnswered(0, end)) << "puts unanswered after the lock was released";
+  for (size_t i = 0; i < end; ++i)
+    ASSERT_TRUE(puts.result(i).ok()) << puts.result(i).status().ToString();
+}
+
 // group_commit.linger_us: a writer that just answered N puts waits (bounded)
 // for N to queue before its next transaction, so callers answered together
 // commit together again even when they come back a few milliseconds apart.
@@ -326,20 +351,9 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   std::unique_ptr<CellStore> paced = CellStore::Open(cfg);
   using Clock = std::chrono::steady_clock;
   AsyncPuts puts(paced.get(), 6);
-  // A put arrives while the first transaction runs (held on a table lock):
-  // puts arrive independently of their answers, so pacing them pays.
-  auto locker = Connect();
-  auto observer = Connect();
-  ASSERT_TRUE(locker && observer);
-  ASSERT_TRUE(
-      locker->Execute("LOCK TABLES " + QualifiedTable(Database(), "cells_" + kDs) + " WRITE").ok());
-  puts.Put(0);
-  EXPECT_TRUE(testing::WaitFor([&] { return InsertsWaitingForTheLock(*observer) == 1; },
-                               std::chrono::seconds(10)))
-      << "the first put's transaction did not reach the server";
-  puts.Put(1);
-  ASSERT_TRUE(locker->Execute("UNLOCK TABLES").ok());
-  ASSERT_TRUE(puts.WaitAnswered(0, 2)) << "puts unanswered after the lock was released";
+  // A put arrives while the first transaction runs: puts arrive
+  // independently of their answers, so pacing them pays.
+  ASSERT_NO_FATAL_FAILURE(PutWhileTheFirstTransactionIsHeld(puts, 2));
   // Three puts 5 ms apart, each of which a free writer would take alone.
   puts.PutApart(2, 5, std::chrono::milliseconds(5));
   ASSERT_TRUE(puts.WaitAnswered(2, 5)) << "puts unanswered";
@@ -379,26 +393,12 @@ TEST_F(HostLogTest, PutsArrivingSeveralCellsPerTransactionAreNotHeldByTheCommitI
   cfg.group_commit.commit_interval_us = 100000;
   std::unique_ptr<CellStore> paced = CellStore::Open(cfg);
   AsyncPuts puts(paced.get(), 5);
-  auto locker = Connect();
-  auto observer = Connect();
-  ASSERT_TRUE(locker && observer);
-  ASSERT_TRUE(
-      locker->Execute("LOCK TABLES " + QualifiedTable(Database(), "cells_" + kDs) + " WRITE").ok());
-  puts.Put(0);
-  EXPECT_TRUE(testing::WaitFor([&] { return InsertsWaitingForTheLock(*observer) == 1; },
-                               std::chrono::seconds(10)))
-      << "the first put's transaction did not reach the server";
-  // Four cells arrive while that transaction runs (PutAsync queues before it
-  // returns); fewer than min_pipelined_cells, they wait for it to end.
-  for (size_t i = 1; i < 5; ++i) puts.Put(i);
-  ASSERT_TRUE(locker->Execute("UNLOCK TABLES").ok());
-  ASSERT_TRUE(puts.WaitAnswered(0, 5)) << "puts unanswered after the lock was released";
-  for (size_t i = 0; i < 5; ++i)
-    ASSERT_TRUE(puts.result(i).ok()) << puts.result(i).status().ToString();
+  // Four cells arrive while the first transaction runs.
+  ASSERT_NO_FATAL_FAILURE(PutWhileTheFirstTransactionIsHeld(puts, 5));
   // Their transaction (4 cells, fewer than min_pipelined_cells) just ended:
   // paced, a put now would wait until 100 ms after it started.
   const auto start = std::chrono::steady_clock::now();
-  auto next = paced->Put(kDs, {RowOnShard(9), "BASE", 1, {{"next", true}}});
+  auto next = paced->Put(kDs, {RowOnShard(5), "BASE", 1, {{"next", true}}});
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(60))
       << "a put after transactions that gathered several cells waited for the commit interval";
