@@ -188,7 +188,11 @@ struct GroupCommitConfig {
   // answer are then not held: one blocked caller (nothing arrives), HTTP
   // clients whose requests gather several cells each (commits gather enough
   // by themselves; holding them cost cellar-bench http's puts 45-55%).
-  int commit_interval_us = 5000;
+  // Off by default: a few concurrent blocked callers still read as a
+  // trickle and are held (indexes_model_test's 4,000 puts and 1,000 erases
+  // took 28 s at 0, 55 s at 2000, 95-100 s at 5000). For open-loop writers
+  // at a steady rate, 2000-5000 cut MariaDB's CPU per write (docs/cost-per-write.md).
+  int commit_interval_us = 0;
 };
 
 struct KafkaConfig {
