@@ -20,12 +20,12 @@ void Finish(WriteUnit* u, const Status& error) {
 
 constexpr int kDeadlockRetries = 3;
 
-// commit_interval_us paces a trickle: transactions during which some cells,
-// but fewer than kTrickleCells, arrived, each of the last kPacingMemory (a
-// trickle stays paced when a put now and then arrives just after a commit).
-// More arriving means commits already gather enough by themselves, and
-// holding callers that wait for their answers (HTTP clients) only slows them;
-// none arriving, that callers wait for each answer before the next put.
+// commit_interval_us paces only a trickle: each of the last kPacingMemory
+// transactions saw fewer than kTrickleCells cells arrive while it ran, and
+// one saw some (a put arriving just after a commit now and then does not end
+// it). More arriving: commits already gather enough, and holding callers that
+// wait for their answers (HTTP clients) only slows them. None arriving: the
+// callers wait for each answer before their next put.
 constexpr int kPacingMemory = 4;
 constexpr uint64_t kTrickleCells = 4;
 constexpr unsigned kMemoryMask = (1u << kPacingMemory) - 1;
