@@ -328,7 +328,7 @@ struct PipelineRun {
   // The load warm-up's last round (rate warm_up_rate, the JIT settled): the
   // CPU per write at 1,000 writes/s when no step at that rate ran (stepping
   // stops at the first step not sustained, which may be below 1,000).
-  std::optional<StepFigures> load_warm_up_last;
+  std::optional<StepFigures> load_warm_up_last{};
   std::vector<StepFigures> steps;
   DrainFigures drain;
   RawFigures raw;

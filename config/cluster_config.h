@@ -179,20 +179,19 @@ struct GroupCommitConfig {
   // After a transaction of fewer than min_pipelined_cells cells, a host
   // starts its next at most once this many microseconds have passed since
   // that one started, unless min_pipelined_cells cells wait (0: as soon as a
-  // writer is free). Paced puts arriving faster than one per interval then
-  // share a transaction, its round trips and its fsync, for at most this
-  // much more latency; below one put per interval nothing waits, and a busy
-  // host's large transactions never wait. Pacing holds only while puts
-  // trickle in: each of the host's last 4 transactions saw fewer than 4
-  // cells arrive while it ran, and one saw some. Callers that wait for each
-  // answer are then not held: one blocked caller (nothing arrives), HTTP
-  // clients whose requests gather several cells each (commits gather enough
-  // by themselves; holding them cost cellar-bench http's puts 45-55%).
-  // Off by default: a few concurrent blocked callers still read as a
-  // trickle and are held (indexes_model_test's 4,000 puts and 1,000 erases
-  // took 28 s at 0, 55 s at 2000, 95-100 s at 5000). For open-loop writers
-  // at a steady rate, 2000-5000 cut MariaDB's CPU per write (docs/cost-per-write.md).
-  int commit_interval_us = 0;
+  // writer is free). Asynchronous puts (PutAsync) arriving faster than one
+  // per interval then share a transaction, its round trips and its fsync,
+  // for at most this much more latency; below one put per interval nothing
+  // waits, and a busy host's large transactions never wait. Never held: a
+  // put whose caller is blocked on its answer (Put, PutBatch, Erase, every
+  // HTTP request), since holding a caller that waits costs it throughput
+  // (session 46: a few such callers read as a trickle, and
+  // indexes_model_test's puts took 55-100 s against 28 s). Pacing holds only
+  // while asynchronous puts trickle in: each of the host's last 4
+  // transactions saw fewer than 4 cells arrive while it ran, and one saw
+  // some. At 1,000 PutAsync calls/s, 5000 commits ~5 cells per transaction
+  // instead of ~2 (docs/cost-per-write.md).
+  int commit_interval_us = 5000;
 };
 
 struct KafkaConfig {

@@ -67,6 +67,37 @@ TEST(BenchFiguresTest, PipelineJudgesTheCeilingRatioAndCpuPerWrite) {
   EXPECT_EQ(Find(rows, "CPU ms per write at 1,000 writes/s")->target, "<= 0.6 (met)");
 }
 
+// The cost breakdown comes from the step at 1,000 writes/s, not another step.
+TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
+  nlohmann::ordered_json step500 = {
+      {"rate", 500.0}, {"cpu_ms_per_write_mariadb", 9.0}, {"sql_statements_per_write", 9.0}};
+  nlohmann::ordered_json step1000 = {
+      {"rate", 1000.0},
+      {"cpu_ms_per_write_mariadb", 0.242},
+      {"cpu_ms_per_write_broker", 0.154},
+      {"cpu_ms_per_write_process", 0.448},
+      {"cpu_ms_per_write_by_threads", {{"relay", 0.027}, {"triggers", 0.112}}},
+      {"sql_statements_per_write", 1.26},
+      {"sql_commits_per_write", 0.123},
+      {"innodb_fsyncs_per_write", 0.401},
+      {"relay_transactions_per_write", 0.025}};
+  nlohmann::ordered_json j = {{"sustained_writes_per_s", 1000.0},
+                              {"steps", nlohmann::ordered_json::array({step500, step1000})}};
+  const std::vector<FigureRow> rows = BenchFigureRows("pipeline", j);
+  const FigureRow* cpu = Find(rows, "at 1,000 writes/s: CPU ms per write, MariaDB");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->value, "0.242 / 0.154 / 0.448");
+  const FigureRow* sql = Find(rows, "at 1,000 writes/s: SQL statements");
+  ASSERT_NE(sql, nullptr);
+  EXPECT_EQ(sql->value, "1.26 / 0.12 / 0.40");
+  const FigureRow* threads = Find(rows, "at 1,000 writes/s: CPU ms per write in Cellar's");
+  ASSERT_NE(threads, nullptr);
+  EXPECT_EQ(threads->value, "relay 0.027, triggers 0.112");
+  // A run without a 1,000 writes/s step has no breakdown rows.
+  j["steps"] = nlohmann::ordered_json::array({step500});
+  EXPECT_EQ(Find(BenchFigureRows("pipeline", j), "at 1,000 writes/s:"), nullptr);
+}
+
 TEST(BenchFiguresTest, HttpJudgesGetsAgainstTheSameGetsInProcess) {
   nlohmann::ordered_json j = {
       {"http_puts_per_s", 3000.0}, {"store_puts_per_s", 4000.0},  {"put_ratio", 0.75},

@@ -192,6 +192,7 @@ struct CellStore::Impl {
     raw.reserve(units.size());
     for (auto& u : units) {
       u->completion = waiter.get();
+      u->caller_waits = true;
       raw.push_back(u.get());
     }
     Enqueue(raw);

@@ -20,7 +20,8 @@ void Finish(WriteUnit* u, const Status& error) {
 
 constexpr int kDeadlockRetries = 3;
 
-// commit_interval_us paces only a trickle: each of the last kPacingMemory
+// commit_interval_us holds no unit whose caller is blocked on its answer
+// (WriteUnit::caller_waits), and paces only a trickle: each of the last kPacingMemory
 // transactions saw fewer than kTrickleCells cells arrive while it ran, and
 // one saw some (a put arriving just after a commit now and then does not end
 // it). More arriving: commits already gather enough, and holding callers that
@@ -68,6 +69,7 @@ void GroupCommitter::Stop() {
     MutexLock lock(&mu_);
     left.swap(queue_);
     queued_cells_ = 0;
+    queued_waiting_callers_ = 0;
     if (probe_) probe_->SetQueuedCells(0);
   }
   // Outside the lock: a completion may submit again (and be refused).
@@ -85,9 +87,11 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
         units[i]->joins_previous = i > 0;
         queued_cells_ += units[i]->cells.size();
         submitted_cells_ += units[i]->cells.size();
+        if (units[i]->caller_waits) ++queued_waiting_callers_;
       }
       wake = WriterMayStart() && (lingering_for_ == 0 || queue_.size() >= lingering_for_) &&
-             (!pacing_ || queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells));
+             (!pacing_ || queued_cells_ >= static_cast<size_t>(options_.min_pipelined_cells) ||
+              queued_waiting_callers_ > 0);
       // Per put only while a backlog builds (writers behind, a host hung):
       // below one transaction's worth the writers' updates say enough, and a
       // store per put looked like 1-2% of single-put throughput in
@@ -131,7 +135,7 @@ void GroupCommitter::WriterLoop() {
             lingering_for_ = 0;
             continue;
           }
-          if (options_.commit_interval_us > 0 && TrickleArrives() &&
+          if (options_.commit_interval_us > 0 && queued_waiting_callers_ == 0 && TrickleArrives() &&
               last_cells_ < static_cast<size_t>(options_.min_pipelined_cells) &&
               queued_cells_ < static_cast<size_t>(options_.min_pipelined_cells)) {
             const Clock::time_point next =
@@ -153,12 +157,14 @@ void GroupCommitter::WriterLoop() {
              (units.empty() || cells + queue_.front()->cells.size() <=
                                    static_cast<size_t>(options_.max_batch_cells))) {
         cells += queue_.front()->cells.size();
+        if (queue_.front()->caller_waits) --queued_waiting_callers_;
         units.push_back(queue_.front());
         queue_.pop_front();
       }
       // The rest of an odd-sized batch leads the next transaction.
       for (size_t keep = UnitsForOneStatement(units); units.size() > keep; units.pop_back()) {
         cells -= units.back()->cells.size();
+        if (units.back()->caller_waits) ++queued_waiting_callers_;
         queue_.push_front(units.back());
       }
       queued_cells_ -= cells;

@@ -65,10 +65,11 @@ struct GroupCommitterOptions {
   int linger_us = 0;
   // After a transaction of fewer than min_pipelined_cells cells the next
   // starts at most this long after it unless min_pipelined_cells cells wait
-  // (0: whenever a writer is free). Only while puts trickle in as
-  // transactions run (TrickleArrives): callers that each wait for their
-  // answer (one blocked caller, a few that commit together, HTTP clients
-  // whose requests already gather several cells) are not held for it.
+  // (0: whenever a writer is free). Never while a unit whose caller is
+  // blocked on its answer waits (WriteUnit::caller_waits: holding it costs
+  // that caller throughput), and only while asynchronous puts trickle in as
+  // transactions run (TrickleArrives): at a higher rate commits gather
+  // enough by themselves.
   int commit_interval_us = 0;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
   // How long a transaction waits for a reachable, verified primary before it
@@ -133,6 +134,9 @@ class GroupCommitter {
   CondVar cv_;
   std::deque<WriteUnit*> queue_ GUARDED_BY(mu_);
   size_t queued_cells_ GUARDED_BY(mu_) = 0;
+  // Queued units whose caller is blocked on the answer (WriteUnit::caller_waits):
+  // while there are any, no writer waits for commit_interval_us.
+  size_t queued_waiting_callers_ GUARDED_BY(mu_) = 0;
   int in_flight_ GUARDED_BY(mu_) = 0;  // transactions being committed
   bool stopping_ GUARDED_BY(mu_) = false;
   // Units a lingering writer waits for (0: none lingers); Submit() wakes it

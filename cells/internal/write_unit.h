@@ -45,6 +45,10 @@ struct WriteUnit {
   // Filled by the committer, one per cell, before `completion` is told.
   std::vector<Result<PutResult>> results;
   UnitCompletion* completion = nullptr;  // not owned; set before Submit
+  // Set when a thread is blocked on this unit's answer (Put, PutBatch,
+  // Erase; not PutAsync): the commit interval never holds such a unit, since
+  // holding a caller that waits for its answer costs it throughput.
+  bool caller_waits = false;
   // Set by GroupCommitter::Submit: queued by the same call as the unit before
   // it (a put_batch's next row), so the two go in one transaction if they fit.
   bool joins_previous = false;
