@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -195,26 +196,25 @@ TEST_F(HostLogTest, PutsWithinTheCommitIntervalShareATransaction) {
   }
   EXPECT_EQ(1u, commits.size()) << "puts within the commit interval were not committed together";
   EXPECT_EQ(0u, commits.count(puts.result(1)->created_at));
+  // Put i, answered without waiting for the commit interval.
+  auto put_not_held = [&](size_t i, const std::string& after) {
+    const Clock::time_point start = Clock::now();
+    puts.Put(i);
+    ASSERT_TRUE(puts.WaitAnswered(i, i + 1)) << "a put after " << after << " unanswered";
+    ASSERT_TRUE(puts.result(i).ok()) << puts.result(i).status().ToString();
+    EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(80))
+        << "a put after " << after << " waited for the commit interval";
+  };
   // Once an interval has passed without a transaction, a put does not wait.
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  const Clock::time_point start = Clock::now();
-  puts.Put(5);
-  ASSERT_TRUE(puts.WaitAnswered(5, 6)) << "a lone put unanswered";
-  ASSERT_TRUE(puts.result(5).ok()) << puts.result(5).status().ToString();
-  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(80))
-      << "a put after an idle interval waited for the next one";
+  ASSERT_NO_FATAL_FAILURE(put_not_held(5, "an idle interval"));
   // Nor does a put right after a transaction of min_pipelined_cells cells:
   // a busy host's large transactions are not paced.
   std::vector<CellWrite> large;
   for (int i = 0; i < cfg.group_commit.min_pipelined_cells; ++i)
     large.push_back({RowOnShard(static_cast<uint32_t>(i % kShards)), "BASE", 1, {{"large", i}}});
   for (const auto& r : paced->PutBatch(kDs, large)) ASSERT_TRUE(r.ok()) << r.status().ToString();
-  const Clock::time_point after_large = Clock::now();
-  puts.Put(6);
-  ASSERT_TRUE(puts.WaitAnswered(6, 7)) << "a put after a large transaction unanswered";
-  ASSERT_TRUE(puts.result(6).ok()) << puts.result(6).status().ToString();
-  EXPECT_LT(Clock::now() - after_large, std::chrono::milliseconds(80))
-      << "a put after a large transaction waited for the commit interval";
+  ASSERT_NO_FATAL_FAILURE(put_not_held(6, "a large transaction"));
 }
 
 // Nor are puts that arrive several cells per transaction as transactions run
