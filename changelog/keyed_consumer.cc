@@ -241,7 +241,9 @@ struct KeyedConsumer::Impl {
     q.part = std::move(part);
     q.queued_at = std::chrono::steady_clock::now();
     std::string lane = cb.lane(q.e.event);
-    if (lanes.Push(lane, std::move(q))) tasks->emplace_back(lane, [this, lane] { RunLane(lane); });
+    std::string group = cb.lane_group ? cb.lane_group(q.e.event) : std::string();
+    if (lanes.Push(lane, std::move(q), group))
+      tasks->emplace_back(lane, [this, lane] { RunLane(lane); });
   }
 
   // Polling thread: the records the consumer has at hand, up to
@@ -428,7 +430,7 @@ struct KeyedConsumer::Impl {
     for (auto batch = lanes.NextBatch(lane, linger_ends); !batch.empty();
          batch = lanes.NextBatch(lane, linger_ends)) {
       RunBatch(batch);
-      lanes.Finished(batch.size());
+      lanes.Finished(lane, batch.size());
     }
   }
 

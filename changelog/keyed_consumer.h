@@ -156,6 +156,12 @@ struct KeyedConsumerCallbacks {
   std::function<Disposition(std::vector<KeyedEvent*>&)> handle_batch;
   // Batch mode: the lane of an event (polling thread).
   std::function<std::string(const CellEvent&)> lane;
+  // Batch mode, optional: the group of an event's lane (polling thread;
+  // every event of a lane must map to one group). A call may then carry
+  // the queued events of its group's idle lanes too, each lane's in log
+  // order after the call's own (LaneQueues), so handle_batch must accept
+  // events of several lanes of one group. Null or "": calls of one lane.
+  std::function<std::string(const CellEvent&)> lane_group;
   // Pool thread: an omitted body could not be read and the error is not
   // transient (see "Omitted bodies"). nullopt: wait and read it again.
   std::function<std::optional<Disposition>(KeyedEvent&, const Status&)> unreadable;

@@ -130,8 +130,8 @@ struct IndexWorker::Impl {
     return consumer->WaitUnlessStopping(std::min(2000, 50 << std::min(attempt, 5)));
   }
 
-  // Applies `cells` (one lane's events, in log order: one datastore, rows of
-  // one host) to every writable version of every index of the datastore, in
+  // Applies `cells` (one call's events: one datastore, rows of one host, each
+  // lane's in log order) to every writable version of every index of the datastore, in
   // one batch (IndexWriter::ApplyBatch, which also records the positions),
   // retrying transient failures until done or stopping. False when abandoned.
   bool ApplyEvents(const std::string& datastore, const std::vector<const Cell*>& cells) {
@@ -214,6 +214,13 @@ struct IndexWorker::Impl {
                                                            : Disposition::kAbandoned;
   }
 
+  // The host of an event's lane: its datastore and the host of its row.
+  std::string LaneGroup(const CellEvent& e) const {
+    const ClusterConfig& cfg = store->config();
+    return e.datastore + "/" +
+           std::to_string(store->HostOfShard(ShardForRow(e.cell.row_key, cfg.shards)));
+  }
+
   // Events of columns no index covers still go through their lane, without
   // their body (never read again): they move the shard's applied position.
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) const {
@@ -271,6 +278,9 @@ Status IndexWorker::Start() {
   o.max_batch = m.options.max_batch;
   o.batch_linger_ms = m.options.batch_linger_ms;
   cb.lane = [&m](const CellEvent& e) { return m.Lane(e); };
+  // A host's idle lanes share a call, one transaction (ApplyBatch): at low
+  // rates one relay batch's events commit once, not once per lane.
+  cb.lane_group = [&m](const CellEvent& e) { return m.LaneGroup(e); };
   cb.handle_batch = [&m](std::vector<KeyedEvent*>& events) {
     return m.ApplyBatch(events) ? Disposition::kDone : Disposition::kAbandoned;
   };

@@ -49,7 +49,9 @@ struct IndexWorkerOptions {
   // Events are applied in batches, one transaction per batch, one batch of a
   // lane at a time; a lane is (datastore, host, shard mod lanes_per_host).
   // Lanes write disjoint rows, so more lanes overlap more commits (4 held the
-  // pipeline benchmark's index p99 under 100 ms at a rate where 2 did not).
+  // pipeline benchmark's index p99 under 100 ms at a rate where 2 did not);
+  // a batch also takes the queued events of its host's idle lanes, so at low
+  // rates a host's events commit in one transaction, not one per lane.
   int lanes_per_host = 4;
   int max_batch = 500;  // events per batch at most
   // A batch of fewer than max_batch events waits until its oldest event was

@@ -4,11 +4,14 @@
 // (LaneQueues). The consumer with a broker is tested in keyed_consumer_test.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "changelog/internal/assigned_partitions.h"
 #include "changelog/internal/lane_queues.h"
+#include "testing/wait_for.h"
 
 namespace cellar {
 namespace {
@@ -163,7 +166,7 @@ TEST(LaneQueuesTest, TheFirstEventOfAnEmptyLaneSchedulesItsTakerAndCallsHoldMaxB
   EXPECT_EQ((std::vector<int64_t>{3}), Offsets(lanes.NextBatch("a", never)));
   EXPECT_TRUE(lanes.NextBatch("a", never).empty());
   EXPECT_EQ(4u, lanes.events()) << "taken events count until their call returns";
-  lanes.Finished(3);
+  lanes.Finished("a", 3);
   EXPECT_EQ(1u, lanes.events());
   EXPECT_TRUE(lanes.Push("a", Event(5))) << "an emptied lane needs a new taker";
 }
@@ -196,6 +199,70 @@ TEST(LaneQueuesTest, ACallOfFewerThanMaxBatchWaitsForItsOldestEventsLinger) {
   auto batch = lanes.NextBatch("a", [] { return false; });
   EXPECT_GE(std::chrono::steady_clock::now() - start, 140ms);
   EXPECT_EQ((std::vector<int64_t>{1}), Offsets(batch));
+}
+
+// Lanes of one group (the index worker: one host's lanes) share a call: a
+// taker takes the queued events of its group's idle lanes after its own, up
+// to max_batch, and not those of another group.
+TEST(LaneQueuesTest, ACallTakesTheQueuedEventsOfItsGroupsIdleLanes) {
+  LaneQueues lanes(3, 0ms);
+  auto never = [] { return false; };
+  ASSERT_TRUE(lanes.Push("a", Event(1), "host0"));
+  ASSERT_FALSE(lanes.Push("a", Event(2), "host0"));
+  ASSERT_TRUE(lanes.Push("b", Event(3), "host0"));
+  ASSERT_FALSE(lanes.Push("b", Event(4), "host0"));
+  ASSERT_TRUE(lanes.Push("c", Event(5), "host1"));
+  EXPECT_EQ((std::vector<int64_t>{1, 2, 3}), Offsets(lanes.NextBatch("a", never)));
+  EXPECT_EQ((std::vector<int64_t>{5}), Offsets(lanes.NextBatch("c", never)))
+      << "another group's lane was taken or took";
+  lanes.Finished("c", 1);
+  lanes.Finished("a", 3);
+  // b's rest is its own again once a's call returned.
+  EXPECT_EQ((std::vector<int64_t>{4}), Offsets(lanes.NextBatch("b", never)));
+  lanes.Finished("b", 1);
+  EXPECT_EQ(0u, lanes.events());
+}
+
+// A lane whose own call has not returned is not taken: its next events would
+// run beside its earlier ones.
+TEST(LaneQueuesTest, ALaneInItsOwnCallIsNotTakenByItsGroup) {
+  LaneQueues lanes(10, 0ms);
+  auto never = [] { return false; };
+  ASSERT_TRUE(lanes.Push("a", Event(1), "host0"));
+  EXPECT_EQ((std::vector<int64_t>{1}), Offsets(lanes.NextBatch("a", never)));
+  ASSERT_TRUE(lanes.Push("a", Event(2), "host0"));  // a is in its call
+  ASSERT_TRUE(lanes.Push("b", Event(3), "host0"));
+  EXPECT_EQ((std::vector<int64_t>{3}), Offsets(lanes.NextBatch("b", never)));
+  lanes.Finished("b", 1);
+  lanes.Finished("a", 1);
+  EXPECT_EQ((std::vector<int64_t>{2}), Offsets(lanes.NextBatch("a", never)));
+}
+
+// Events pushed to a lane while another call holds its earlier ones wait for
+// that call to return: a lane's events are never in two calls at once.
+TEST(LaneQueuesTest, ABorrowedLanesNewEventsWaitForTheBorrowingCall) {
+  LaneQueues lanes(10, 0ms);
+  auto never = [] { return false; };
+  ASSERT_TRUE(lanes.Push("a", Event(1), "host0"));
+  ASSERT_TRUE(lanes.Push("b", Event(2), "host0"));
+  EXPECT_EQ((std::vector<int64_t>{1, 2}), Offsets(lanes.NextBatch("a", never)));
+  // b's queue was emptied by a's call: its scheduled taker finds nothing.
+  EXPECT_TRUE(lanes.NextBatch("b", never).empty());
+  EXPECT_TRUE(lanes.Push("b", Event(3), "host0")) << "b's new event needs a taker";
+  std::atomic<bool> taken{false};
+  std::vector<QueuedEvent> later;
+  std::thread taker([&] {
+    later = lanes.NextBatch("b", never);
+    taken = true;
+  });
+  // Nothing releases b for these 100 ms: its taker must still be waiting.
+  EXPECT_FALSE(testing::WaitFor([&] { return taken.load(); }, 100ms))
+      << "b's next event was taken while a's call held its earlier one";
+  lanes.Finished("a", 2);
+  taker.join();
+  EXPECT_EQ((std::vector<int64_t>{3}), Offsets(later));
+  lanes.Finished("b", 1);
+  EXPECT_EQ(0u, lanes.events());
 }
 
 }  // namespace

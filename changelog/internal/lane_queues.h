@@ -8,6 +8,14 @@
 // oldest event has been queued `linger`, a full lane or WakeAll ending the
 // wait early.
 //
+// Lane groups: lanes pushed with the same non-empty group (the index
+// worker's: the lanes of one host) may share a call. A taker whose own events
+// are fewer than max_batch also takes the queued events of its group's lanes
+// that are not in a call, and borrows those lanes until its call is Finished:
+// a borrowed lane's own taker waits in NextBatch for it, so a lane's events
+// are never in two calls at once and stay in log order. At low rates a
+// host's lanes then commit in one transaction instead of one each.
+//
 // Thread-safe: the polling thread pushes, pool threads take batches,
 // Stop/Pause wake lingering takers.
 #pragma once
@@ -40,19 +48,25 @@ class LaneQueues {
   LaneQueues(size_t max_batch, std::chrono::milliseconds linger)
       : max_batch_(max_batch), linger_(linger) {}
 
-  // Appends `q` to `lane`. True when the lane's queue was empty: the caller
-  // schedules a taker for it (otherwise one is queued or running).
-  [[nodiscard]] bool Push(const std::string& lane, QueuedEvent q);
+  // Appends `q` to `lane` of `group` ("": a lane of no group; a lane keeps
+  // the group it was first pushed with while it has events or a call). True
+  // when the lane's queue was empty: the caller schedules a taker for it
+  // (otherwise one is queued or running).
+  [[nodiscard]] bool Push(const std::string& lane, QueuedEvent q, const std::string& group = "");
 
   // The taker of `lane`: its next call's events (up to max_batch), waiting
   // out the linger unless `end_linger()` is true (checked under the lock, so
-  // a WakeAll after its condition turned true is never missed). Empty when
-  // the lane's queue is empty; the lane is then forgotten.
+  // a WakeAll after its condition turned true is never missed), then with
+  // the queued events of idle lanes of its group up to max_batch (borrowed
+  // until Finished). Waits while another taker borrows `lane` and it has
+  // events. Empty when the lane's queue is empty; the lane is then forgotten.
+  // REQUIRES: Finished(lane, n) after each non-empty call before the next.
   std::vector<QueuedEvent> NextBatch(const std::string& lane,
                                      const std::function<bool()>& end_linger);
 
-  // `n` events taken by NextBatch are finished with (their call returned).
-  void Finished(size_t n) { events_ -= n; }
+  // The `n` events of `lane`'s last call are finished with (the call
+  // returned); the lanes it borrowed are released.
+  void Finished(const std::string& lane, size_t n);
 
   // Events queued or in a call that has not returned.
   size_t events() const { return events_.load(); }
@@ -61,11 +75,27 @@ class LaneQueues {
   void WakeAll();
 
  private:
+  struct Lane {
+    std::deque<QueuedEvent> queue;
+    std::string group;
+    bool in_call = false;                // its taker's call has not returned
+    bool borrowed = false;               // its events are in another lane's call
+    std::vector<std::string> borrowing;  // lanes this lane's call borrowed
+  };
+  // Moves up to `room` events of `group`'s lanes that are not in a call into
+  // `batch`, borrowing those lanes for `taker`.
+  void TakeFromGroup(const std::string& taker, Lane& lane, std::vector<QueuedEvent>& batch)
+      REQUIRES(mu_);
+  // Forgets `name` when nothing refers to it any more.
+  void ForgetIfIdle(const std::string& name) REQUIRES(mu_);
+
   const size_t max_batch_;
   const std::chrono::milliseconds linger_;
   Mutex mu_;
-  std::map<std::string, std::deque<QueuedEvent>> lanes_ GUARDED_BY(mu_);  // non-empty queues
-  CondVar filled_;  // a lane reached max_batch, or WakeAll: lingering ends
+  std::map<std::string, Lane> lanes_ GUARDED_BY(mu_);  // with events, a call or a borrower
+  std::map<std::string, std::vector<std::string>> groups_ GUARDED_BY(mu_);  // group -> lanes
+  CondVar filled_;    // a lane reached max_batch, or WakeAll: lingering ends
+  CondVar released_;  // a borrowed lane was released
   std::atomic<size_t> events_{0};
 };
 
