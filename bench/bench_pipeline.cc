@@ -338,6 +338,11 @@ void AddPipelineCommand(CLI::App& app, int* exit_code) {
                   "index worker lanes per host (0: the IndexWorker default)")
       ->transform(DecimalInRange(0, 64))
       ->capture_default_str();
+  cmd->add_option("--index-lane-share-below", o->index_lane_share_below,
+                  "index worker: a batch below this many events takes its host's idle lanes' "
+                  "events too (-1: the IndexWorker default; 0: never)")
+      ->transform(DecimalInRange(-1, 100000))
+      ->capture_default_str();
   cmd->add_option("--index-linger-ms", o->index_linger_ms,
                   "index worker batch linger in ms (-1: the IndexWorker default)")
       ->transform(DecimalInRange(-1, 1000))

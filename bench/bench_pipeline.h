@@ -68,10 +68,11 @@ struct PipelineBenchOptions {
   // at 2,000 writes/s it used 0.07 ms less CPU per write than one POST per event.
   int webhook_batch_size = 100;
   int webhook_batch_window_ms = 0;
-  int index_lanes = 0;       // IndexWorkerOptions::lanes_per_host; 0: its default
-  int index_linger_ms = -1;  // IndexWorkerOptions::batch_linger_ms; -1: its default
-  std::string index_yaml;    // file holding driver_partner_index
-  int timeout_s = 120;       // warm-up and each throughput wait
+  int index_lanes = 0;              // IndexWorkerOptions::lanes_per_host; 0: its default
+  int index_linger_ms = -1;         // IndexWorkerOptions::batch_linger_ms; -1: its default
+  int index_lane_share_below = -1;  // IndexWorkerOptions::lane_share_below; -1: its default
+  std::string index_yaml;           // file holding driver_partner_index
+  int timeout_s = 120;              // warm-up and each throughput wait
   // Load warm-up before the steps (private Apache Kafka only): rounds of this
   // many seconds at warm_up_rate until the broker JVM's JIT compiler threads
   // used under kJitSettledShare of a core in a round, for at most

@@ -116,9 +116,13 @@ int PrintPipelineReport(const PipelineRun& r) {
   {
     const IndexWorkerOptions defaults;
     t.Add(
-        "index lanes per host / batch linger ms",
+        "index lanes per host / batch linger ms / lanes shared below",
         std::to_string(o.index_lanes > 0 ? o.index_lanes : defaults.lanes_per_host) + " / " +
-            std::to_string(o.index_linger_ms >= 0 ? o.index_linger_ms : defaults.batch_linger_ms));
+            std::to_string(o.index_linger_ms >= 0 ? o.index_linger_ms : defaults.batch_linger_ms) +
+            " / " +
+            std::to_string(o.index_lane_share_below >= 0 ? o.index_lane_share_below
+                                                         : defaults.lane_share_below) +
+            " events");
   }
   t.Add("stages (this process)",
         "relay; IndexWorker (" + std::string(kIndexName) + "); no-op trigger (concurrency " +

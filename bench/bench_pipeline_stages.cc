@@ -131,6 +131,7 @@ Status Stages::StartIndexWorker() {
   options.metrics = &index_metrics_;
   if (o_.index_lanes > 0) options.lanes_per_host = o_.index_lanes;
   if (o_.index_linger_ms >= 0) options.batch_linger_ms = o_.index_linger_ms;
+  if (o_.index_lane_share_below >= 0) options.lane_share_below = o_.index_lane_share_below;
   indexer_ = std::make_unique<IndexWorker>(store_, std::vector<IndexDefinition>{index_}, options);
   return indexer_->Start();
 }

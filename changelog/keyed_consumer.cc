@@ -82,7 +82,8 @@ struct KeyedConsumer::Impl {
         cb(std::move(c)),
         pool(std::max(1, o.concurrency), o.log_component + "-pool"),
         lanes(static_cast<size_t>(std::max(1, o.max_batch)),
-              std::chrono::milliseconds(std::max(0, o.batch_linger_ms))) {
+              std::chrono::milliseconds(std::max(0, o.batch_linger_ms)),
+              static_cast<size_t>(std::max(0, o.lane_share_below))) {
     if (o.metrics) probe = std::make_unique<ConsumerProbe>(o.metrics, o.group_id);
   }
 

@@ -141,6 +141,11 @@ struct KeyedConsumerOptions {
   // A lingering lane holds its pool thread, so keep concurrency at or above
   // the number of busy lanes. 0: a lane's events are handed on at once.
   int batch_linger_ms = 0;
+  // Batch mode with `lane_group`: a call of fewer than this many events also
+  // takes the queued events of its group's idle lanes (LaneQueues), so that
+  // at low rates a group's lanes make one call, while at high rates each
+  // lane keeps its own. 0: lanes never share a call.
+  int lane_share_below = 0;
   std::string log_component = "consumer";  // component of the consumer's log lines
   MetricsRegistry* metrics = nullptr;      // not owned; may be null
 };

@@ -277,6 +277,7 @@ Status IndexWorker::Start() {
   cb.decode = [&m](const ConsumedRecord& rec) { return m.Decode(rec); };
   o.max_batch = m.options.max_batch;
   o.batch_linger_ms = m.options.batch_linger_ms;
+  o.lane_share_below = m.options.lane_share_below;
   cb.lane = [&m](const CellEvent& e) { return m.Lane(e); };
   // A host's idle lanes share a call, one transaction (ApplyBatch): at low
   // rates one relay batch's events commit once, not once per lane.

@@ -50,9 +50,13 @@ struct IndexWorkerOptions {
   // lane at a time; a lane is (datastore, host, shard mod lanes_per_host).
   // Lanes write disjoint rows, so more lanes overlap more commits (4 held the
   // pipeline benchmark's index p99 under 100 ms at a rate where 2 did not);
-  // a batch also takes the queued events of its host's idle lanes, so at low
-  // rates a host's events commit in one transaction, not one per lane.
   int lanes_per_host = 4;
+  // A batch of fewer than this many events also takes the queued events of
+  // its host's idle lanes (KeyedConsumerOptions::lane_share_below): at low
+  // rates a relay transaction's events commit in one index transaction, not
+  // one per lane; at high rates, with this many events per lane, lanes keep
+  // overlapping their commits. 0: never.
+  int lane_share_below = 32;
   int max_batch = 500;  // events per batch at most
   // A batch of fewer than max_batch events waits until its oldest event was
   // queued this many milliseconds ago (KeyedConsumerOptions::batch_linger_ms):

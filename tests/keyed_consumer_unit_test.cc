@@ -205,7 +205,7 @@ TEST(LaneQueuesTest, ACallOfFewerThanMaxBatchWaitsForItsOldestEventsLinger) {
 // taker takes the queued events of its group's idle lanes after its own, up
 // to max_batch, and not those of another group.
 TEST(LaneQueuesTest, ACallTakesTheQueuedEventsOfItsGroupsIdleLanes) {
-  LaneQueues lanes(3, 0ms);
+  LaneQueues lanes(3, 0ms, /*share_below=*/3);
   auto never = [] { return false; };
   ASSERT_TRUE(lanes.Push("a", Event(1), "host0"));
   ASSERT_FALSE(lanes.Push("a", Event(2), "host0"));
@@ -223,10 +223,45 @@ TEST(LaneQueuesTest, ACallTakesTheQueuedEventsOfItsGroupsIdleLanes) {
   EXPECT_EQ(0u, lanes.events());
 }
 
+// A call takes its group's lanes only while it holds fewer than share_below
+// events: at high rates each lane keeps its own call, so lanes overlap their
+// commits. Without share_below lanes never share.
+TEST(LaneQueuesTest, ACallStopsTakingItsGroupsLanesAtShareBelow) {
+  auto never = [] { return false; };
+  LaneQueues lanes(10, 0ms, /*share_below=*/3);
+  ASSERT_TRUE(lanes.Push("a", Event(1), "host0"));
+  ASSERT_TRUE(lanes.Push("b", Event(2), "host0"));
+  ASSERT_FALSE(lanes.Push("b", Event(3), "host0"));
+  ASSERT_TRUE(lanes.Push("c", Event(4), "host0"));
+  EXPECT_EQ((std::vector<int64_t>{1, 2, 3}), Offsets(lanes.NextBatch("a", never)))
+      << "a (1 event) takes b, then holds 3: c stays its own";
+  EXPECT_EQ((std::vector<int64_t>{4}), Offsets(lanes.NextBatch("c", never)));
+  lanes.Finished("a", 3);
+  lanes.Finished("c", 1);
+  ASSERT_TRUE(lanes.Push("a", Event(5), "host0"));
+  ASSERT_FALSE(lanes.Push("a", Event(6), "host0"));
+  ASSERT_FALSE(lanes.Push("a", Event(7), "host0"));
+  ASSERT_TRUE(lanes.Push("b", Event(8), "host0"));
+  EXPECT_EQ((std::vector<int64_t>{5, 6, 7}), Offsets(lanes.NextBatch("a", never)))
+      << "a call of share_below events took another lane";
+  EXPECT_EQ((std::vector<int64_t>{8}), Offsets(lanes.NextBatch("b", never)));
+  lanes.Finished("a", 3);
+  lanes.Finished("b", 1);
+
+  LaneQueues unshared(10, 0ms);
+  ASSERT_TRUE(unshared.Push("a", Event(1), "host0"));
+  ASSERT_TRUE(unshared.Push("b", Event(2), "host0"));
+  EXPECT_EQ((std::vector<int64_t>{1}), Offsets(unshared.NextBatch("a", never)));
+  EXPECT_EQ((std::vector<int64_t>{2}), Offsets(unshared.NextBatch("b", never)));
+  unshared.Finished("a", 1);
+  unshared.Finished("b", 1);
+  EXPECT_EQ(0u, unshared.events());
+}
+
 // A lane whose own call has not returned is not taken: its next events would
 // run beside its earlier ones.
 TEST(LaneQueuesTest, ALaneInItsOwnCallIsNotTakenByItsGroup) {
-  LaneQueues lanes(10, 0ms);
+  LaneQueues lanes(10, 0ms, /*share_below=*/10);
   auto never = [] { return false; };
   ASSERT_TRUE(lanes.Push("a", Event(1), "host0"));
   EXPECT_EQ((std::vector<int64_t>{1}), Offsets(lanes.NextBatch("a", never)));
@@ -241,7 +276,7 @@ TEST(LaneQueuesTest, ALaneInItsOwnCallIsNotTakenByItsGroup) {
 // Events pushed to a lane while another call holds its earlier ones wait for
 // that call to return: a lane's events are never in two calls at once.
 TEST(LaneQueuesTest, ABorrowedLanesNewEventsWaitForTheBorrowingCall) {
-  LaneQueues lanes(10, 0ms);
+  LaneQueues lanes(10, 0ms, /*share_below=*/10);
   auto never = [] { return false; };
   ASSERT_TRUE(lanes.Push("a", Event(1), "host0"));
   ASSERT_TRUE(lanes.Push("b", Event(2), "host0"));

@@ -46,7 +46,7 @@ std::vector<QueuedEvent> LaneQueues::NextBatch(const std::string& lane,
         l.queue.pop_front();
       }
       l.in_call = true;
-      if (!l.group.empty() && batch.size() < max_batch_) TakeFromGroup(lane, l, batch);
+      if (!l.group.empty() && batch.size() < share_below_) TakeFromGroup(lane, l, batch);
       return batch;
     }
     filled_.WaitUntil(&mu_, due);  // lingering: more of the lane may come
@@ -56,7 +56,7 @@ std::vector<QueuedEvent> LaneQueues::NextBatch(const std::string& lane,
 void LaneQueues::TakeFromGroup(const std::string& taker, Lane& lane,
                                std::vector<QueuedEvent>& batch) {
   for (const std::string& name : groups_[lane.group]) {
-    if (batch.size() >= max_batch_) return;
+    if (batch.size() >= share_below_ || batch.size() >= max_batch_) return;
     if (name == taker) continue;
     Lane& sibling = lanes_.at(name);
     if (sibling.queue.empty() || sibling.in_call || sibling.borrowed) continue;

@@ -9,12 +9,15 @@
 // wait early.
 //
 // Lane groups: lanes pushed with the same non-empty group (the index
-// worker's: the lanes of one host) may share a call. A taker whose own events
-// are fewer than max_batch also takes the queued events of its group's lanes
-// that are not in a call, and borrows those lanes until its call is Finished:
+// worker's: the lanes of one host) may share a call. A taker whose call holds
+// fewer than `share_below` events also takes the queued events of its group's
+// lanes that are not in a call (lane by lane while it is still below, up to
+// max_batch), and borrows those lanes until its call is Finished:
 // a borrowed lane's own taker waits in NextBatch for it, so a lane's events
 // are never in two calls at once and stay in log order. At low rates a
-// host's lanes then commit in one transaction instead of one each.
+// host's lanes then commit in one transaction instead of one each; at high
+// rates, where each lane has share_below events or more, lanes keep their
+// own calls and overlap them.
 //
 // Thread-safe: the polling thread pushes, pool threads take batches,
 // Stop/Pause wake lingering takers.
@@ -44,9 +47,10 @@ struct QueuedEvent {
 
 class LaneQueues {
  public:
+  // share_below 0: lanes never share a call, groups or not.
   // REQUIRES: max_batch >= 1, linger >= 0.
-  LaneQueues(size_t max_batch, std::chrono::milliseconds linger)
-      : max_batch_(max_batch), linger_(linger) {}
+  LaneQueues(size_t max_batch, std::chrono::milliseconds linger, size_t share_below = 0)
+      : max_batch_(max_batch), linger_(linger), share_below_(share_below) {}
 
   // Appends `q` to `lane` of `group` ("": a lane of no group; a lane keeps
   // the group it was first pushed with while it has events or a call). True
@@ -57,7 +61,7 @@ class LaneQueues {
   // The taker of `lane`: its next call's events (up to max_batch), waiting
   // out the linger unless `end_linger()` is true (checked under the lock, so
   // a WakeAll after its condition turned true is never missed), then with
-  // the queued events of idle lanes of its group up to max_batch (borrowed
+  // the queued events of idle lanes of its group while below share_below (borrowed
   // until Finished). Waits while another taker borrows `lane` and it has
   // events. Empty when the lane's queue is empty; the lane is then forgotten.
   // REQUIRES: Finished(lane, n) after each non-empty call before the next.
@@ -82,8 +86,9 @@ class LaneQueues {
     bool borrowed = false;               // its events are in another lane's call
     std::vector<std::string> borrowing;  // lanes this lane's call borrowed
   };
-  // Moves up to `room` events of `group`'s lanes that are not in a call into
-  // `batch`, borrowing those lanes for `taker`.
+  // Moves the queued events of `lane`'s group's lanes that are not in a call
+  // into `batch`, lane by lane while it holds fewer than share_below_ (and up
+  // to max_batch_), borrowing those lanes for `taker`.
   void TakeFromGroup(const std::string& taker, Lane& lane, std::vector<QueuedEvent>& batch)
       REQUIRES(mu_);
   // Forgets `name` when nothing refers to it any more.
@@ -91,6 +96,7 @@ class LaneQueues {
 
   const size_t max_batch_;
   const std::chrono::milliseconds linger_;
+  const size_t share_below_;
   Mutex mu_;
   std::map<std::string, Lane> lanes_ GUARDED_BY(mu_);  // with events, a call or a borrower
   std::map<std::string, std::vector<std::string>> groups_ GUARDED_BY(mu_);  // group -> lanes
