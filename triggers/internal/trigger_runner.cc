@@ -439,12 +439,15 @@ Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt,
   failures->clear();
   const int timeout_ms = spec_.options.handler_timeout_ms;
   // With a deadline the call owns what it uses: past the deadline it runs on
-  // without this frame.
+  // without this frame. The events are moved into the call and back when it
+  // returned in time (DeadlineCaller drops the call's captures before it
+  // answers); a call past its deadline keeps them, and the works get copies
+  // (it only reads them, and concurrent reads of a document are safe).
   auto events = std::make_shared<std::vector<CellEvent>>();
   std::vector<const CellEvent*> pointers;
   if (timeout_ms > 0) {
     events->reserve(works.size());
-    for (const Work* w : works) events->push_back(w->event);
+    for (Work* w : works) events->push_back(std::move(w->event));
     for (const CellEvent& e : *events) pointers.push_back(&e);
   } else {
     for (const Work* w : works) pointers.push_back(&w->event);
@@ -457,6 +460,9 @@ Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt,
   Status s =
       timeout_ms > 0 ? deadline_caller_.Call(std::move(call), timeout_ms) : CallCatching(call);
   if (timeout_ms > 0) {
+    const bool call_runs_on = s.code() == StatusCode::kDeadlineExceeded;
+    for (size_t i = 0; i < works.size(); ++i)
+      works[i]->event = call_runs_on ? (*events)[i] : std::move((*events)[i]);
     if (s.code() == StatusCode::kDeadlineExceeded) {
       probe_->HandlerTimeouts(spec_.name).Increment();
       LogWarn("trigger", "handler call past its deadline: a failed attempt",

@@ -102,7 +102,8 @@ class TriggerRunner {
   bool Process(std::span<Work* const> works);
   // One attempt of the handler (or batch handler) on `works`. A batch
   // handler's reported failures (TriggerContext::ReportFailure) are moved to
-  // `failures` (indexes into `works`, in range).
+  // `failures` (indexes into `works`, in range). The works' events are
+  // lent to the call and theirs again when it returns.
   Status Call(const std::vector<Work*>& works, int attempt,
               std::vector<std::pair<size_t, Status>>* failures);
   // True when `failure` (of a call whose first event is `first`) is
