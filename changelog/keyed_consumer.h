@@ -162,8 +162,9 @@ struct KeyedConsumerCallbacks {
   // Batch mode: the lane of an event (polling thread).
   std::function<std::string(const CellEvent&)> lane;
   // Batch mode, optional: the group of an event's lane (polling thread;
-  // every event of a lane must map to one group). A call may then carry
-  // the queued events of its group's idle lanes too, each lane's in log
+  // every event of a lane must map to one group). With
+  // options.lane_share_below, a call may then carry the queued events of
+  // its group's idle lanes too, each lane's in log
   // order after the call's own (LaneQueues), so handle_batch must accept
   // events of several lanes of one group. Null or "": calls of one lane.
   std::function<std::string(const CellEvent&)> lane_group;
