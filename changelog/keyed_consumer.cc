@@ -242,7 +242,7 @@ struct KeyedConsumer::Impl {
     q.part = std::move(part);
     q.queued_at = std::chrono::steady_clock::now();
     std::string lane = cb.lane(q.e.event);
-    std::string group = cb.lane_group ? cb.lane_group(q.e.event) : std::string();
+    std::string group = cb.lane_group ? cb.lane_group(lane) : std::string();
     if (lanes.Push(lane, std::move(q), group))
       tasks->emplace_back(lane, [this, lane] { RunLane(lane); });
   }

@@ -161,13 +161,13 @@ struct KeyedConsumerCallbacks {
   std::function<Disposition(std::vector<KeyedEvent*>&)> handle_batch;
   // Batch mode: the lane of an event (polling thread).
   std::function<std::string(const CellEvent&)> lane;
-  // Batch mode, optional: the group of an event's lane (polling thread;
-  // every event of a lane must map to one group). With
+  // Batch mode, optional: the group of a lane (polling thread), a function
+  // of the lane's name so that all its events are in one group. With
   // options.lane_share_below, a call may then carry the queued events of
-  // its group's idle lanes too, each lane's in log
-  // order after the call's own (LaneQueues), so handle_batch must accept
-  // events of several lanes of one group. Null or "": calls of one lane.
-  std::function<std::string(const CellEvent&)> lane_group;
+  // its group's idle lanes too, each lane's in log order after the call's
+  // own (LaneQueues), so handle_batch must accept events of several lanes
+  // of one group. Null or "": calls of one lane.
+  std::function<std::string(const std::string& lane)> lane_group;
   // Pool thread: an omitted body could not be read and the error is not
   // transient (see "Omitted bodies"). nullopt: wait and read it again.
   std::function<std::optional<Disposition>(KeyedEvent&, const Status&)> unreadable;

@@ -214,12 +214,8 @@ struct IndexWorker::Impl {
                                                            : Disposition::kAbandoned;
   }
 
-  // The host of an event's lane: its datastore and the host of its row.
-  std::string LaneGroup(const CellEvent& e) const {
-    const ClusterConfig& cfg = store->config();
-    return e.datastore + "/" +
-           std::to_string(store->HostOfShard(ShardForRow(e.cell.row_key, cfg.shards)));
-  }
+  // The group of a lane (Lane()): its datastore and host, without the split.
+  static std::string LaneGroup(const std::string& lane) { return lane.substr(0, lane.rfind('/')); }
 
   // Events of columns no index covers still go through their lane, without
   // their body (never read again): they move the shard's applied position.
@@ -281,7 +277,7 @@ Status IndexWorker::Start() {
   cb.lane = [&m](const CellEvent& e) { return m.Lane(e); };
   // A host's idle lanes share a call, one transaction (ApplyBatch): at low
   // rates one relay batch's events commit once, not once per lane.
-  cb.lane_group = [&m](const CellEvent& e) { return m.LaneGroup(e); };
+  cb.lane_group = &Impl::LaneGroup;
   cb.handle_batch = [&m](std::vector<KeyedEvent*>& events) {
     return m.ApplyBatch(events) ? Disposition::kDone : Disposition::kAbandoned;
   };
