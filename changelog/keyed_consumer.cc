@@ -411,6 +411,56 @@ struct KeyedConsumer::Impl {
     }
   }
 
+  // --- one-event hand-off (EventHandOff) ----------------------------------------
+
+  // The handle call running on this thread (CurrentHandOff): its hand-off
+  // is made only when asked for.
+  struct HandOffSlot {
+    Impl* m;
+    const KeyedEvent* e;
+    const PartitionRef* part;
+    std::shared_ptr<EventHandOff> made;
+  };
+  static thread_local HandOffSlot* current_hand_off;
+
+  // Give() and the call's return race under one lock: exactly one of them
+  // decides the event.
+  class HandOff final : public EventHandOff {
+   public:
+    HandOff(Impl* m, const KeyedEvent& e, PartitionRef part)
+        : m_(m), task_(m->pool.Current()), part_(std::move(part)) {
+      where_.topic = e.topic;  // for Guarded's log lines; the rest has its own event
+      where_.partition = e.partition;
+      where_.offset = e.offset;
+    }
+
+    bool Give(std::function<Disposition()> rest) override {
+      MutexLock lock(&mu_);
+      if (returned_ || given_) return false;
+      given_ = m_->pool.Detach(
+          task_, [m = m_, where = where_, part = part_, rest = std::move(rest)]() mutable {
+            m->Handle(where, part, rest);
+          });
+      return given_;
+    }
+
+    // The handle call returned: true when it had given the event away.
+    bool Returned() {
+      MutexLock lock(&mu_);
+      returned_ = true;
+      return given_;
+    }
+
+   private:
+    Impl* const m_;
+    const KeyedExecutor::RunningTask task_;
+    const PartitionRef part_;
+    KeyedEvent where_;
+    Mutex mu_;
+    bool returned_ GUARDED_BY(mu_) = false;
+    bool given_ GUARDED_BY(mu_) = false;
+  };
+
   // REQUIRES: the event is current (DecodeAndRun checked).
   void Run(KeyedEvent& e, const PartitionRef& part) {
     Disposition d = Disposition::kDone;
@@ -418,7 +468,19 @@ struct KeyedConsumer::Impl {
       if (d == Disposition::kDone) partitions.MarkDone(part, e.offset);
       return;
     }
-    d = Guarded(e, [&] { return cb.handle(e); });
+    Handle(e, part, [&] { return cb.handle(e); });
+  }
+
+  // A one-event handle call, or the `rest` it gave on (EventHandOff): `fn`
+  // decides the event unless it gave the event away meanwhile.
+  template <typename Fn>
+  void Handle(const KeyedEvent& e, const PartitionRef& part, Fn&& fn) {
+    HandOffSlot slot{this, &e, &part, nullptr};
+    HandOffSlot* const outer = std::exchange(current_hand_off, &slot);
+    const Disposition d = Guarded(e, fn);
+    current_hand_off = outer;
+    if (slot.made && static_cast<HandOff&>(*slot.made).Returned())
+      return;  // the given `rest` finishes it
     if (d == Disposition::kDone) partitions.MarkDone(part, e.offset);
   }
 
@@ -554,6 +616,15 @@ bool KeyedConsumer::WaitUnlessStopping(int ms) { return impl_->WaitUnlessStoppin
 
 void KeyedConsumer::Submit(const std::string& row_key, std::function<void()> task) {
   impl_->pool.Submit(row_key, std::move(task));
+}
+
+thread_local KeyedConsumer::Impl::HandOffSlot* KeyedConsumer::Impl::current_hand_off = nullptr;
+
+std::shared_ptr<EventHandOff> KeyedConsumer::CurrentHandOff() {
+  Impl::HandOffSlot* slot = Impl::current_hand_off;
+  if (slot == nullptr) return nullptr;
+  if (!slot->made) slot->made = std::make_shared<Impl::HandOff>(slot->m, *slot->e, *slot->part);
+  return slot->made;
 }
 
 std::vector<PartitionProgress> KeyedConsumer::Progress() const {

@@ -106,6 +106,21 @@ struct KeyedEvent {
 
 enum class Disposition { kDone, kAbandoned };
 
+// One-event mode: how a `handle` call that cannot return in time (a handler
+// past its deadline, still running) lets its row go on without it
+// (KeyedConsumer::CurrentHandOff).
+class EventHandOff {
+ public:
+  virtual ~EventHandOff() = default;
+  // Any thread, while the handle call runs: `rest` takes the call's place on
+  // a pool thread, before the row's later events, and its Disposition
+  // finishes the event as the call's would have. A new pool thread replaces
+  // the call's, which runs on; what the call returns is then ignored. `rest`
+  // runs as a handle call (CurrentHandOff works in it). False, and nothing
+  // happens, once the call returned or gave the event away already.
+  [[nodiscard]] virtual bool Give(std::function<Disposition()> rest) = 0;
+};
+
 // Where one partition of this member stands.
 struct PartitionProgress {
   TopicPartitionId partition;
@@ -210,6 +225,11 @@ class KeyedConsumer {
   // Waits `ms`, or less when the consumer starts stopping. True when the whole
   // wait passed without stopping (for handlers' backoff).
   bool WaitUnlessStopping(int ms);
+
+  // Inside a one-event `handle` call (or a `rest` given on): the hand-off of
+  // the event it handles. Null elsewhere: batch mode, Submit()ted tasks,
+  // threads not of a consumer's pool.
+  static std::shared_ptr<EventHandOff> CurrentHandOff();
 
   // Runs `task` on the pool after every task queued for `row_key`: work that
   // does not come from the log (a replay) keeps the row's one-at-a-time order.

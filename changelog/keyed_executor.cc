@@ -1,5 +1,6 @@
 #include "changelog/keyed_executor.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/thread_name.h"
@@ -12,9 +13,16 @@ constexpr size_t kCompactAfter = 64;
 
 }  // namespace
 
-KeyedExecutor::KeyedExecutor(int threads, std::string thread_name) {
+// The task the calling thread runs, and its pool (Current()).
+thread_local const KeyedExecutor* current_pool = nullptr;
+thread_local const std::string* current_key = nullptr;
+thread_local uint64_t current_ticket = 0;
+
+KeyedExecutor::KeyedExecutor(int threads, std::string thread_name)
+    : thread_name_(std::move(thread_name)), pool_size_(static_cast<size_t>(std::max(threads, 0))) {
+  MutexLock lock(&mu_);
   for (int i = 0; i < threads; ++i)
-    threads_.push_back(NamedThread(thread_name, [this] { Loop(); }));
+    threads_.push_back(NamedThread(thread_name_, [this] { Loop(); }));
 }
 
 KeyedExecutor::~KeyedExecutor() { Shutdown(); }
@@ -46,7 +54,7 @@ void KeyedExecutor::SubmitMany(std::vector<std::pair<std::string, std::function<
     for (auto& [key, task] : tasks)
       if (Enqueue(key, std::move(task))) ++newly_ready;
   }
-  if (newly_ready >= threads_.size())
+  if (newly_ready >= pool_size_)
     cv_.NotifyAll();
   else
     for (size_t i = 0; i < newly_ready; ++i) cv_.NotifyOne();
@@ -65,6 +73,27 @@ bool KeyedExecutor::WaitIdle(int timeout_ms) {
   return true;
 }
 
+KeyedExecutor::RunningTask KeyedExecutor::Current() const {
+  if (current_pool != this) return {};
+  return {*current_key, current_ticket};
+}
+
+bool KeyedExecutor::Detach(const RunningTask& task, std::function<void()> continuation) {
+  {
+    MutexLock lock(&mu_);
+    auto it = queues_.find(task.key);
+    if (task.ticket == 0 || it == queues_.end() || it->second.running != task.ticket) return false;
+    KeyQueue& q = it->second;
+    q.tasks[q.head] = std::move(continuation);  // the slot the task was moved out of
+    q.running = 0;
+    detached_.insert(task.ticket);
+    ready_.push_back(&*it);
+    threads_.push_back(NamedThread(thread_name_, [this] { Loop(); }));
+  }
+  cv_.NotifyOne();
+  return true;
+}
+
 void KeyedExecutor::Shutdown() {
   {
     MutexLock lock(&mu_);
@@ -72,8 +101,16 @@ void KeyedExecutor::Shutdown() {
     stopping_ = true;
   }
   cv_.NotifyAll();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
+  // A Detach() meanwhile adds a thread: join until none is left.
+  while (true) {
+    std::vector<std::thread> threads;
+    {
+      MutexLock lock(&mu_);
+      threads.swap(threads_);
+    }
+    if (threads.empty()) return;
+    for (auto& t : threads) t.join();
+  }
 }
 
 void KeyedExecutor::Loop() {
@@ -87,10 +124,19 @@ void KeyedExecutor::Loop() {
     // key is not rescheduled by Enqueue() meanwhile.
     KeyQueue& q = entry->second;
     std::function<void()> task = std::move(q.tasks[q.head]);
+    const uint64_t ticket = q.running = ++last_ticket_;
+    current_pool = this;
+    current_key = &entry->first;
+    current_ticket = ticket;
     lock.Unlock();
     task();
     task = nullptr;  // its captures are released outside the lock
+    current_pool = nullptr;
     lock.Lock();
+    // Detached: the key went on without this task (its entry may be gone),
+    // and another thread took this one's place.
+    if (detached_.erase(ticket) > 0) return;
+    q.running = 0;
     if (++q.head == q.tasks.size()) {
       queues_.erase(queues_.find(entry->first));
     } else {

@@ -1,14 +1,18 @@
 // KeyedExecutor (for change-log consumers): a bounded thread pool that runs tasks of the same key
 // one at a time in submission order, and tasks of different keys concurrently. A trigger keys by
 // row, so one row's events are handled in order while a slow row does not stall the others.
-// Threading: Submit/pending/WaitIdle from any thread.
+// A task that cannot return in time (a hung handler) can give its key up
+// (Detach): a continuation takes its place, and its thread leaves the pool.
+// Threading: Submit/pending/WaitIdle/Detach from any thread.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -29,6 +33,20 @@ class KeyedExecutor {
   // bursts wakes the pool once per burst rather than once per task (on few
   // cores each wake-up of a sleeping thread costs more than a small task).
   void SubmitMany(std::vector<std::pair<std::string, std::function<void()>>> tasks);
+  // Which task runs on the calling thread: for Detach, from another thread.
+  struct RunningTask {
+    std::string key;
+    uint64_t ticket = 0;  // 0: the calling thread runs no task of this pool
+  };
+  // REQUIRES: called by a task of this pool (else the ticket is 0).
+  RunningTask Current() const;
+  // Gives the key of `task`, which still runs, to `continuation`: it takes
+  // the task's place at the head of the key's queue and runs on another
+  // thread, before the key's later tasks (and counts as the task in
+  // pending()). A new thread joins the pool for the task's, which leaves the
+  // pool once the task returns (its return no longer touches the key).
+  // False, and nothing changes, when the task has returned already.
+  bool Detach(const RunningTask& task, std::function<void()> continuation);
   // Tasks queued or running.
   size_t pending() const;
   // Waits until nothing is queued or running, up to timeout_ms. True if idle.
@@ -43,6 +61,7 @@ class KeyedExecutor {
   struct KeyQueue {
     std::vector<std::function<void()>> tasks;
     size_t head = 0;
+    uint64_t running = 0;  // ticket of tasks[head] while it runs, else 0
   };
   using Queues = std::unordered_map<std::string, KeyQueue>;
 
@@ -60,7 +79,13 @@ class KeyedExecutor {
   std::deque<Queues::value_type*> ready_ GUARDED_BY(mu_);
   size_t pending_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
+  uint64_t last_ticket_ GUARDED_BY(mu_) = 0;
+  // Tickets of detached tasks still running: their threads leave on return.
+  std::unordered_set<uint64_t> detached_ GUARDED_BY(mu_);
+  const std::string thread_name_;
+  const size_t pool_size_;  // threads running tasks (detached ones aside)
+  // Grows by one per Detach; joined by Shutdown().
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
 };
 
 }  // namespace cellar

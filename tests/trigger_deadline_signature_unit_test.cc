@@ -1,16 +1,20 @@
-// Unit tests of the handler deadline (triggers/internal/deadline_caller.h)
-// and of Standard Webhooks signatures (triggers/webhook_signature.h). Part of
-// the triggers_unit_test binary.
+// Unit tests of the handler deadline (triggers/internal/deadline_caller.h,
+// triggers/internal/call_watchdog.h) and of Standard Webhooks signatures
+// (triggers/webhook_signature.h). Part of the triggers_unit_test binary.
 #include <stdlib.h>
 
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "testing/wait_for.h"
+#include "triggers/internal/call_watchdog.h"
 #include "triggers/internal/deadline_caller.h"
 #include "triggers/webhook_signature.h"
 
@@ -133,6 +137,68 @@ TEST(DeadlineCallerTest, ACallPastItsDeadlineRunsOnWhileLaterCallsGetOtherThread
   EXPECT_TRUE(returned.load());
   EXPECT_TRUE(caller.Call([] { return Status::Ok(); }, 10000).ok());
   EXPECT_EQ(2u, caller.threads()) << "the released thread is reused";
+}
+
+// ---------------------------------------------------------------------------
+// CallWatchdog (triggers/internal/call_watchdog.h)
+
+TEST(CallWatchdogTest, ACallDisarmedInTimeNeverFires) {
+  internal::CallWatchdog watchdog("test-watch", 200);
+  std::atomic<int> fired{0};
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t id = watchdog.Arm([&] { ++fired; });
+    EXPECT_TRUE(watchdog.Disarm(id));
+  }
+  // Two whole timeouts: anything armed above is past its deadline by then.
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(fired.load(), 0);
+}
+
+// A call still running at its deadline: the action runs on the watchdog's
+// thread, in deadline order, and Disarm answers false only once it returned.
+TEST(CallWatchdogTest, ACallPastItsDeadlineFiresOnceAndDisarmWaitsForTheAction) {
+  internal::CallWatchdog watchdog("test-watch", 50);
+  std::mutex mu;
+  std::vector<int> order;
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> action_returned{false};
+  const auto armed_at = std::chrono::steady_clock::now();
+  const uint64_t first = watchdog.Arm([&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(1);
+    }
+    entered.set_value();
+    released.wait();
+    action_returned = true;
+  });
+  const uint64_t second = watchdog.Arm([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(2);
+  });
+  entered.get_future().wait();
+  EXPECT_GE(std::chrono::steady_clock::now() - armed_at, 50ms) << "fired before its deadline";
+  std::atomic<bool> disarmed{false}, disarm_result{true};
+  std::thread caller([&] {
+    disarm_result = watchdog.Disarm(first);
+    disarmed = true;
+  });
+  EXPECT_FALSE(WaitFor([&] { return disarmed.load(); }, 100ms))
+      << "Disarm returned while the action still ran";
+  release.set_value();
+  caller.join();
+  EXPECT_TRUE(action_returned.load());
+  EXPECT_FALSE(disarm_result.load());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return order.size() == 2;
+      },
+      5s));
+  EXPECT_FALSE(watchdog.Disarm(second)) << "it fired";
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
 }  // namespace

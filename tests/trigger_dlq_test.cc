@@ -4,9 +4,14 @@
 // the others flow, `dlq retry` re-runs it (and ends even while the handler
 // still fails), LaterEventsPolicy::kSetAside, and the pause after too many
 // set-aside events. Part of the trigger_test binary.
+#include <pthread.h>
+
 #include <atomic>
 #include <future>
 #include <iostream>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -152,6 +157,9 @@ TEST(TriggerTest, AHungHandlerIsAFailedAttemptAtItsDeadlineAndIsSetAside) {
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> hung_calls{0};
   HandledLog ok;
+  // A deadline costs no hand-off per call: handlers run on the pool's threads.
+  std::mutex threads_mu;
+  std::set<std::string> handler_threads;
   TriggerOptions opts;
   opts.retry = {/*max_attempts=*/2, /*initial_backoff_ms=*/10, /*max_backoff_ms=*/40};
   opts.concurrency = 2;
@@ -164,6 +172,12 @@ TEST(TriggerTest, AHungHandlerIsAFailedAttemptAtItsDeadlineAndIsSetAside) {
                            ++hung_calls;
                            released.wait();  // hangs until the test ends
                            return Status::Ok();
+                         }
+                         {
+                           char name[16] = {};
+                           pthread_getname_np(pthread_self(), name, sizeof(name));
+                           std::lock_guard<std::mutex> lock(threads_mu);
+                           handler_threads.insert(name);
                          }
                          ok.Add(e);
                          return Status::Ok();
@@ -210,6 +224,10 @@ TEST(TriggerTest, AHungHandlerIsAFailedAttemptAtItsDeadlineAndIsSetAside) {
       },
       30s))
       << "a partition's commits stopped at the hung event";
+  {
+    std::lock_guard<std::mutex> lock(threads_mu);
+    EXPECT_EQ(handler_threads, std::set<std::string>{"trigger-pool"});
+  }
   release.set_value();  // the hung calls return; Stop() waits for them
   w.Stop();
   relay->Stop();

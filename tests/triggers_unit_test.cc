@@ -352,6 +352,76 @@ TEST(KeyedExecutorTest, ShutdownWhileTheLastTaskRunsLetsEveryThreadLeave) {
   stopper.join();
 }
 
+// A task that cannot return (a hung handler) gives its key to a
+// continuation: the continuation runs before the key's later tasks while the
+// task still runs, a new thread takes the task's place (a pool of one keeps
+// running other keys), and the task's eventual return changes nothing.
+TEST(KeyedExecutorTest, ADetachedTasksKeyGoesOnWithoutItOnANewThread) {
+  KeyedExecutor ex(1);
+  Gate hung;
+  std::atomic<bool> hung_returned{false};
+  std::promise<KeyedExecutor::RunningTask> running;
+  ex.Submit("row", [&] {
+    running.set_value(ex.Current());
+    hung.Wait();
+    hung_returned = true;
+  });
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto record = [&](std::string what) {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(std::move(what));
+  };
+  ex.Submit("row", [&] { record("row later"); });
+  const KeyedExecutor::RunningTask task = running.get_future().get();
+  EXPECT_EQ(task.key, "row");
+  EXPECT_NE(task.ticket, 0u);
+  EXPECT_EQ(KeyedExecutor::RunningTask{}.ticket, ex.Current().ticket) << "not a task of the pool";
+  EXPECT_EQ(ex.pending(), 2u);
+  ASSERT_TRUE(ex.Detach(task, [&] { record("continuation"); }));
+  EXPECT_FALSE(ex.Detach(task, [] {})) << "a task is detached once";
+  std::atomic<bool> other_ran{false};
+  ex.Submit("other", [&] { other_ran = true; });
+  ASSERT_TRUE(ex.WaitIdle(5000)) << "the key waited for the detached task";
+  EXPECT_TRUE(other_ran.load());
+  EXPECT_FALSE(hung_returned.load());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(order, (std::vector<std::string>{"continuation", "row later"}));
+  }
+  hung.Open();
+  ASSERT_TRUE(WaitFor([&] { return hung_returned.load(); }, 5s));
+  // The returned task's thread left; the key and the pool go on.
+  std::atomic<int> after{0};
+  for (int i = 0; i < 10; ++i) ex.Submit(i % 2 ? "row" : "other", [&] { ++after; });
+  ASSERT_TRUE(ex.WaitIdle(5000));
+  EXPECT_EQ(after.load(), 10);
+  EXPECT_EQ(ex.pending(), 0u);
+  ex.Shutdown();  // joins the detached thread and its replacement
+}
+
+TEST(KeyedExecutorTest, ATaskThatReturnedCannotBeDetached) {
+  KeyedExecutor ex(2);
+  std::promise<KeyedExecutor::RunningTask> running;
+  ex.Submit("row", [&] { running.set_value(ex.Current()); });
+  const KeyedExecutor::RunningTask task = running.get_future().get();
+  ASSERT_TRUE(ex.WaitIdle(5000));
+  std::atomic<bool> ran{false};
+  EXPECT_FALSE(ex.Detach(task, [&] { ran = true; }));
+  // Nor the key's next task, which runs under another ticket.
+  Gate gate;
+  std::promise<KeyedExecutor::RunningTask> next;
+  ex.Submit("row", [&] {
+    next.set_value(ex.Current());
+    gate.Wait();
+  });
+  EXPECT_NE(next.get_future().get().ticket, task.ticket);
+  EXPECT_FALSE(ex.Detach(task, [&] { ran = true; }));
+  gate.Open();
+  ASSERT_TRUE(ex.WaitIdle(5000));
+  EXPECT_FALSE(ran.load());
+}
+
 TEST(KeyedExecutorTest, WaitIdleAndShutdown) {
   {
     KeyedExecutor ex(2);

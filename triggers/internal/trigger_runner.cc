@@ -61,6 +61,8 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
   if (spec_.options.handler_timeout_ms > 0) {
     probe_->HandlerTimeouts(spec_.name);
     probe_->HandlersPastDeadline(spec_.name);
+    if (!spec_.batch_handler)
+      watchdog_ = std::make_unique<CallWatchdog>("trigger-watch", spec_.options.handler_timeout_ms);
   }
   MutexLock lock(&consumer_mu_);
   consumer_ = MakeConsumer();
@@ -307,7 +309,8 @@ const TriggerRunner::PartitionMetrics& TriggerRunner::MetricsOf(const std::strin
   return it->second;
 }
 
-bool TriggerRunner::Process(std::span<Work* const> works) {
+bool TriggerRunner::Process(std::span<Work* const> works, int first_attempt,
+                            std::optional<Status> failed) {
   if (Halted()) return false;  // delivered again later (stopping or paused)
   // Per-thread scratch, so that a call of one event allocates nothing (a no-op
   // handler's events cost a few microseconds each). Process never nests.
@@ -364,13 +367,20 @@ bool TriggerRunner::Process(std::span<Work* const> works) {
   // (ReportFailure); empty when the whole call failed (`last` counts).
   std::vector<Status> reported;
   std::vector<std::pair<size_t, Status>> failures;
-  int attempt = 1;
+  int attempt = first_attempt;
   int store_outage_calls = 0;  // failed calls while the store was down: not counted
   for (; attempt <= rp.max_attempts; ++attempt) {
-    auto t0 = std::chrono::steady_clock::now();
-    last = Call(live, attempt, &failures);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double seconds = spec_.options.handler_timeout_ms / 1000.0;
+    if (failed) {  // this attempt ran on the thread that gave the events on
+      last = *std::exchange(failed, std::nullopt);
+      failures.clear();
+    } else {
+      auto t0 = std::chrono::steady_clock::now();
+      bool given_on = false;
+      last = Call(live, attempt, &failures, &given_on);
+      if (given_on) return false;  // the given-on events' Process decides them
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     for (const LabelCount& l : labels) l.metrics->handler_seconds->Observe(seconds);
     reported.clear();
     if (last.ok() && failures.empty()) {
@@ -435,9 +445,12 @@ bool TriggerRunner::StoreDownDuring(const Status& failure, const Work& first, in
 }
 
 Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt,
-                           std::vector<std::pair<size_t, Status>>* failures) {
+                           std::vector<std::pair<size_t, Status>>* failures, bool* given_on) {
   failures->clear();
   const int timeout_ms = spec_.options.handler_timeout_ms;
+  if (watchdog_)
+    if (std::shared_ptr<EventHandOff> hand_off = KeyedConsumer::CurrentHandOff())
+      return CallWatched(works, attempt, *hand_off, given_on);
   // With a deadline the call owns what it uses: past the deadline it runs on
   // without this frame. The events are moved into the call and back when it
   // returned in time (DeadlineCaller drops the call's captures before it
@@ -463,21 +476,59 @@ Status TriggerRunner::Call(const std::vector<Work*>& works, int attempt,
     const bool call_runs_on = s.code() == StatusCode::kDeadlineExceeded;
     for (size_t i = 0; i < works.size(); ++i)
       works[i]->event = call_runs_on ? (*events)[i] : std::move((*events)[i]);
-    if (s.code() == StatusCode::kDeadlineExceeded) {
-      probe_->HandlerTimeouts(spec_.name).Increment();
-      LogWarn("trigger", "handler call past its deadline: a failed attempt",
-              {{"trigger", spec_.name},
-               {"row", works.front()->event.cell.row_key.ToString()},
-               {"ref_key", std::to_string(works.front()->event.cell.ref_key)},
-               {"timeout_ms", std::to_string(timeout_ms)}});
-    }
-    probe_->HandlersPastDeadline(spec_.name)
-        .Set(static_cast<double>(deadline_caller_.running_past_deadline()));
+    if (s.code() == StatusCode::kDeadlineExceeded) s = PastDeadline(*works.front());
+    CountPastDeadline(0);
   }
   if (s.ok() && spec_.batch_handler)
     for (const auto& [index, why] : ctx->failures())
       if (index < works.size()) failures->emplace_back(index, why);
   return s;
+}
+
+Status TriggerRunner::CallWatched(const std::vector<Work*>& works, int attempt,
+                                  EventHandOff& hand_off, bool* given_on) {
+  TriggerContext ctx(store_, &spec_.name, attempt);
+  const Work& work = *works.front();
+  // The watchdog's action runs while this thread is in the handler (Disarm
+  // waits for it), so it may read `works` and this frame.
+  bool given = false;
+  Status failed;
+  const uint64_t alarm = watchdog_->Arm([&, attempt] {
+    auto copies = std::make_shared<std::vector<Work>>();
+    for (const Work* w : works) copies->push_back(*w);  // concurrent reads of a document are safe
+    failed = PastDeadline(work);
+    given = hand_off.Give([this, copies, attempt, failed]() -> Disposition {
+      std::vector<Work*> ptrs;
+      for (Work& w : *copies) ptrs.push_back(&w);
+      return Process(ptrs, attempt, failed) ? Disposition::kDone : Disposition::kAbandoned;
+    });
+    if (given) CountPastDeadline(+1);
+  });
+  Status s = CallCatching([&] { return spec_.handler(work.event, ctx); });
+  if (watchdog_->Disarm(alarm)) return s;
+  if (!given) return failed;  // not given on: this thread goes on with the retries
+  CountPastDeadline(-1);
+  *given_on = true;
+  return s;
+}
+
+Status TriggerRunner::PastDeadline(const Work& first) {
+  const int timeout_ms = spec_.options.handler_timeout_ms;
+  probe_->HandlerTimeouts(spec_.name).Increment();
+  LogWarn("trigger", "handler call past its deadline: a failed attempt",
+          {{"trigger", spec_.name},
+           {"row", first.event.cell.row_key.ToString()},
+           {"ref_key", std::to_string(first.event.cell.ref_key)},
+           {"timeout_ms", std::to_string(timeout_ms)}});
+  return DeadlineExceeded("the handler did not return within " + std::to_string(timeout_ms) +
+                          " ms (it runs on, its outcome ignored)");
+}
+
+void TriggerRunner::CountPastDeadline(int delta) {
+  const int watched = calls_past_deadline_ += delta;
+  probe_->HandlersPastDeadline(spec_.name)
+      .Set(static_cast<double>(watched) +
+           static_cast<double>(deadline_caller_.running_past_deadline()));
 }
 
 bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {

@@ -24,6 +24,7 @@
 #include "base/thread_annotations.h"
 #include "changelog/kafka/record_writer.h"
 #include "changelog/keyed_consumer.h"
+#include "triggers/internal/call_watchdog.h"
 #include "triggers/internal/deadline_caller.h"
 #include "triggers/trigger_probe.h"
 #include "triggers/trigger_worker.h"
@@ -97,15 +98,32 @@ class TriggerRunner {
   void UpdateLag(const std::vector<PartitionProgress>& progress);
   Work WorkOf(KeyedEvent& e) const;
   // True when every event is finished (handled, filtered out or set aside);
-  // false when abandoned (paused or stopping). With a per-event handler,
-  // `works` holds one event.
-  bool Process(std::span<Work* const> works);
+  // false when abandoned (paused or stopping), or when a call past its
+  // deadline gave the events on (CallWatched). With a per-event handler,
+  // `works` holds one event. With `failed` set, attempt `first_attempt`
+  // already failed with it (a call past its deadline): Process goes on from
+  // there (the given-on events of CallWatched).
+  bool Process(std::span<Work* const> works, int first_attempt = 1,
+               std::optional<Status> failed = std::nullopt);
   // One attempt of the handler (or batch handler) on `works`. A batch
   // handler's reported failures (TriggerContext::ReportFailure) are moved to
-  // `failures` (indexes into `works`, in range). The works' events are
-  // lent to the call and theirs again when it returns.
+  // `failures` (indexes into `works`, in range). *given_on turns true when
+  // the events went on without this thread (CallWatched): nothing more may
+  // be done with them here.
   Status Call(const std::vector<Work*>& works, int attempt,
-              std::vector<std::pair<size_t, Status>>* failures);
+              std::vector<std::pair<size_t, Status>>* failures, bool* given_on);
+  // A per-event handler's attempt with handler_timeout_ms, inside the
+  // consumer's handle call: the handler runs on this thread; if it has not
+  // returned at its deadline, the watchdog counts the attempt as failed and
+  // gives copies of the events on (EventHandOff), so that the retries and
+  // the row's later events go on on a new pool thread while this one waits
+  // for the handler (its outcome then ignored).
+  Status CallWatched(const std::vector<Work*>& works, int attempt, EventHandOff& hand_off,
+                     bool* given_on);
+  // DeadlineExceeded for a call past handler_timeout_ms; counts and logs it.
+  Status PastDeadline(const Work& first);
+  // Handler calls past their deadline still running: the gauge follows.
+  void CountPastDeadline(int delta);
   // True when `failure` (of a call whose first event is `first`) is
   // Unavailable and the cluster's own store does not answer either
   // (CellStore::CheckReady): the store's outage, not the event's fault, so
@@ -154,8 +172,13 @@ class TriggerRunner {
   Mutex metrics_mu_;
   std::map<std::string, PartitionMetrics> metrics_ GUARDED_BY(metrics_mu_);
 
-  // Handler calls with handler_timeout_ms. Last: destroyed first, it waits
-  // for calls still running (they use spec_ and the context's store).
+  std::atomic<int> calls_past_deadline_{0};  // of CallWatched
+  // Per-event handler calls with handler_timeout_ms (CallWatched); null
+  // without a timeout or with a batch handler.
+  std::unique_ptr<CallWatchdog> watchdog_;
+  // The other calls with handler_timeout_ms: batch handlers (a hand-off per
+  // batch), replays. Last: destroyed first, it waits for calls still running
+  // (they use spec_ and the context's store).
   DeadlineCaller deadline_caller_{"trigger-call"};
 };
 
