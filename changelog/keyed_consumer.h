@@ -211,7 +211,8 @@ class KeyedConsumer {
   // drain_timeout_ms (retries and re-reads go on); then stopping() turns true:
   // waits end at once and events not started are abandoned; then commits the
   // finished prefix and leaves the group. Returns once no handler runs (a
-  // handler inside one long call delays it). Idempotent.
+  // handler inside one long call delays it; one that gave its event on,
+  // EventHandOff, does not). Idempotent.
   void Stop(int drain_timeout_ms);
 
   // Stops fetching and delivering for good (until a new consumer starts):

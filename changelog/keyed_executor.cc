@@ -1,6 +1,7 @@
 #include "changelog/keyed_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "base/thread_name.h"
@@ -10,6 +11,10 @@ namespace {
 
 // Finished slots of a key's queue dropped at once (KeyQueue::head).
 constexpr size_t kCompactAfter = 64;
+
+// A running task's state (KeyQueue::running_state). The task's return and
+// Detach() race on it: whichever changes kRunning first decides.
+constexpr int kRunning = 0, kReturned = 1, kDetached = 2;
 
 }  // namespace
 
@@ -84,9 +89,19 @@ bool KeyedExecutor::Detach(const RunningTask& task, std::function<void()> contin
     auto it = queues_.find(task.key);
     if (task.ticket == 0 || it == queues_.end() || it->second.running != task.ticket) return false;
     KeyQueue& q = it->second;
+    int running = kRunning;
+    if (!q.running_state->compare_exchange_strong(running, kDetached))
+      return false;  // it returned just now
+    // The task's thread is on its own from here: neither joined nor waited for.
+    auto t = std::find_if(threads_.begin(), threads_.end(),
+                          [&](const std::thread& th) { return th.get_id() == q.running_thread; });
+    if (t != threads_.end()) {
+      t->detach();
+      threads_.erase(t);
+    }
     q.tasks[q.head] = std::move(continuation);  // the slot the task was moved out of
     q.running = 0;
-    detached_.insert(task.ticket);
+    q.running_state = nullptr;
     ready_.push_back(&*it);
     threads_.push_back(NamedThread(thread_name_, [this] { Loop(); }));
   }
@@ -114,6 +129,10 @@ void KeyedExecutor::Shutdown() {
 }
 
 void KeyedExecutor::Loop() {
+  // The state of the task this thread runs (Detach). On this thread's stack:
+  // a detached thread touches nothing of the pool, which may be gone, after
+  // its task returns.
+  std::atomic<int> state{kReturned};
   MutexLock lock(&mu_);
   while (true) {
     while (!(!ready_.empty() || (stopping_ && pending_ == 0))) cv_.Wait(&mu_);
@@ -124,19 +143,24 @@ void KeyedExecutor::Loop() {
     // key is not rescheduled by Enqueue() meanwhile.
     KeyQueue& q = entry->second;
     std::function<void()> task = std::move(q.tasks[q.head]);
-    const uint64_t ticket = q.running = ++last_ticket_;
+    q.running = ++last_ticket_;
+    q.running_state = &state;
+    q.running_thread = std::this_thread::get_id();
+    state.store(kRunning);
     current_pool = this;
     current_key = &entry->first;
-    current_ticket = ticket;
+    current_ticket = q.running;
     lock.Unlock();
     task();
     task = nullptr;  // its captures are released outside the lock
     current_pool = nullptr;
+    int running = kRunning;
+    // Detached: the key went on without this task and another thread took
+    // this one's place; the pool may be gone.
+    if (!state.compare_exchange_strong(running, kReturned)) return;
     lock.Lock();
-    // Detached: the key went on without this task (its entry may be gone),
-    // and another thread took this one's place.
-    if (detached_.erase(ticket) > 0) return;
     q.running = 0;
+    q.running_state = nullptr;
     if (++q.head == q.tasks.size()) {
       queues_.erase(queues_.find(entry->first));
     } else {

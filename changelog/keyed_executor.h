@@ -6,13 +6,13 @@
 // Threading: Submit/pending/WaitIdle/Detach from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -43,15 +43,17 @@ class KeyedExecutor {
   // Gives the key of `task`, which still runs, to `continuation`: it takes
   // the task's place at the head of the key's queue and runs on another
   // thread, before the key's later tasks (and counts as the task in
-  // pending()). A new thread joins the pool for the task's, which leaves the
-  // pool once the task returns (its return no longer touches the key).
+  // pending()). A new thread joins the pool for the task's, which is on its
+  // own from then on: neither Shutdown() nor the destructor waits for it, and
+  // once its task returns it leaves without touching the pool. So whatever
+  // the task uses after it returns must be kept alive by its owner.
   // False, and nothing changes, when the task has returned already.
   bool Detach(const RunningTask& task, std::function<void()> continuation);
   // Tasks queued or running.
   size_t pending() const;
   // Waits until nothing is queued or running, up to timeout_ms. True if idle.
   bool WaitIdle(int timeout_ms);
-  // Runs what is queued, then joins the threads. Idempotent.
+  // Runs what is queued, then joins the threads (not detached ones). Idempotent.
   void Shutdown();
 
  private:
@@ -61,7 +63,9 @@ class KeyedExecutor {
   struct KeyQueue {
     std::vector<std::function<void()>> tasks;
     size_t head = 0;
-    uint64_t running = 0;  // ticket of tasks[head] while it runs, else 0
+    uint64_t running = 0;                       // ticket of tasks[head] while it runs, else 0
+    std::atomic<int>* running_state = nullptr;  // on the stack of its thread
+    std::thread::id running_thread;
   };
   using Queues = std::unordered_map<std::string, KeyQueue>;
 
@@ -80,11 +84,9 @@ class KeyedExecutor {
   size_t pending_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;
   uint64_t last_ticket_ GUARDED_BY(mu_) = 0;
-  // Tickets of detached tasks still running: their threads leave on return.
-  std::unordered_set<uint64_t> detached_ GUARDED_BY(mu_);
   const std::string thread_name_;
   const size_t pool_size_;  // threads running tasks (detached ones aside)
-  // Grows by one per Detach; joined by Shutdown().
+  // Running tasks or idle (a detached task's thread leaves); joined by Shutdown().
   std::vector<std::thread> threads_ GUARDED_BY(mu_);
 };
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -228,8 +229,17 @@ TEST(TriggerTest, AHungHandlerIsAFailedAttemptAtItsDeadlineAndIsSetAside) {
     std::lock_guard<std::mutex> lock(threads_mu);
     EXPECT_EQ(handler_threads, std::set<std::string>{"trigger-pool"});
   }
-  release.set_value();  // the hung calls return; Stop() waits for them
-  w.Stop();
+  // Stop() does not wait for calls past their deadline (the worker's
+  // destruction does).
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    w.Stop();
+    stopped = true;
+  });
+  EXPECT_TRUE(WaitFor([&] { return stopped.load(); }, 20s))
+      << "Stop() waited for the hung handler calls";
+  release.set_value();  // the hung calls return
+  stopper.join();
   relay->Stop();
 }
 

@@ -156,9 +156,11 @@ struct TriggerOptions {
   // like any other, so a hung handler does not hold its row and its
   // partition's commits. C++ cannot cut the call short: it runs on, on a
   // thread of its own, and its outcome is ignored; a retry of the event may
-  // run while it does (handlers are idempotent already). With a bound each
-  // call is handed to such a thread: two thread switches, 15-25 us of CPU per
-  // call on 2 cores; 0 runs it inline on the pool thread.
+  // run while it does (handlers are idempotent already). A per-event
+  // handler's call runs on the pool thread under a watchdog, which at the
+  // deadline gives the event's retries and its row to a new pool thread (no
+  // cost per call but two mutex round trips); a batch handler's call is
+  // handed to a thread of its own (two thread switches per batch).
   // Webhooks leave it 0: their own timeout_ms bounds each request.
   int handler_timeout_ms = 30000;
 };

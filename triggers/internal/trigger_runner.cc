@@ -68,7 +68,11 @@ TriggerRunner::TriggerRunner(TriggerSpec spec, const ClusterConfig& config, Cell
   consumer_ = MakeConsumer();
 }
 
-TriggerRunner::~TriggerRunner() { Stop(0); }
+TriggerRunner::~TriggerRunner() {
+  Stop(0);
+  MutexLock lock(&past_deadline_mu_);
+  while (calls_past_deadline_ > 0) past_deadline_cv_.Wait(&past_deadline_mu_);
+}
 
 std::unique_ptr<KeyedConsumer> TriggerRunner::MakeConsumer() {
   KeyedConsumerCallbacks cb;
@@ -525,10 +529,12 @@ Status TriggerRunner::PastDeadline(const Work& first) {
 }
 
 void TriggerRunner::CountPastDeadline(int delta) {
-  const int watched = calls_past_deadline_ += delta;
+  MutexLock lock(&past_deadline_mu_);
+  calls_past_deadline_ += delta;
   probe_->HandlersPastDeadline(spec_.name)
-      .Set(static_cast<double>(watched) +
+      .Set(static_cast<double>(calls_past_deadline_) +
            static_cast<double>(deadline_caller_.running_past_deadline()));
+  if (calls_past_deadline_ == 0) past_deadline_cv_.NotifyAll();  // under the lock: see above
 }
 
 bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {

@@ -45,7 +45,8 @@ class TriggerRunner {
   // None of config, store, writer and probe is owned; all outlive the runner.
   TriggerRunner(TriggerSpec spec, const ClusterConfig& config, CellStore* store,
                 KafkaRecordWriter* writer, TriggerProbe* probe, std::string client_id);
-  ~TriggerRunner();  // Stop(0)
+  // Stop(0), then waits for handler calls past their deadline to return.
+  ~TriggerRunner();
 
   // Creates the DLQ and retry topics and starts consuming the change log
   // (unless `paused`: then consuming starts at the first Control(false)).
@@ -53,8 +54,9 @@ class TriggerRunner {
   Status Start(bool paused = false, const std::string& reason = "");
   // Ends waits at once (a retrying event makes no new attempt and stays
   // uncommitted), abandons events not started, waits for handler calls in
-  // flight (up to drain_timeout_ms, then for calls that still run), commits
-  // the finished prefix and leaves the group.
+  // flight (up to drain_timeout_ms, then for calls that still run, but not
+  // for calls past their deadline), commits the finished prefix and leaves
+  // the group.
   void Stop(int drain_timeout_ms);
   // The first step of Stop(): ends waits and starts no new attempt. Thread-safe.
   void RequestStop();
@@ -123,6 +125,7 @@ class TriggerRunner {
   // DeadlineExceeded for a call past handler_timeout_ms; counts and logs it.
   Status PastDeadline(const Work& first);
   // Handler calls past their deadline still running: the gauge follows.
+  // A call given on calls it with -1 as the last thing it does in the runner.
   void CountPastDeadline(int delta);
   // True when `failure` (of a call whose first event is `first`) is
   // Unavailable and the cluster's own store does not answer either
@@ -172,7 +175,11 @@ class TriggerRunner {
   Mutex metrics_mu_;
   std::map<std::string, PartitionMetrics> metrics_ GUARDED_BY(metrics_mu_);
 
-  std::atomic<int> calls_past_deadline_{0};  // of CallWatched
+  // CallWatched calls given on and still running: their threads come back
+  // into this runner when the handler returns, so the destructor waits.
+  Mutex past_deadline_mu_;
+  CondVar past_deadline_cv_;
+  int calls_past_deadline_ GUARDED_BY(past_deadline_mu_) = 0;
   // Per-event handler calls with handler_timeout_ms (CallWatched); null
   // without a timeout or with a batch handler.
   std::unique_ptr<CallWatchdog> watchdog_;
