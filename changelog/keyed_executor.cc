@@ -92,7 +92,8 @@ bool KeyedExecutor::Detach(const RunningTask& task, std::function<void()> contin
     int running = kRunning;
     if (!q.running_state->compare_exchange_strong(running, kDetached))
       return false;  // it returned just now
-    // The task's thread is on its own from here: neither joined nor waited for.
+    // The task's thread is on its own from here: neither joined nor waited
+    // for (unless Shutdown() already took it to join).
     auto t = std::find_if(threads_.begin(), threads_.end(),
                           [&](const std::thread& th) { return th.get_id() == q.running_thread; });
     if (t != threads_.end()) {
