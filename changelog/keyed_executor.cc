@@ -16,12 +16,12 @@ constexpr size_t kCompactAfter = 64;
 // Detach() race on it: whichever changes kRunning first decides.
 constexpr int kRunning = 0, kReturned = 1, kDetached = 2;
 
-}  // namespace
-
 // The task the calling thread runs, and its pool (Current()).
 thread_local const KeyedExecutor* current_pool = nullptr;
 thread_local const std::string* current_key = nullptr;
 thread_local uint64_t current_ticket = 0;
+
+}  // namespace
 
 KeyedExecutor::KeyedExecutor(int threads, std::string thread_name)
     : thread_name_(std::move(thread_name)), pool_size_(static_cast<size_t>(std::max(threads, 0))) {
@@ -171,7 +171,9 @@ void KeyedExecutor::Loop() {
         q.head = 0;
       }
       ready_.push_back(entry);
-      cv_.NotifyOne();
+      // This thread takes the front of ready_ next: wake another only when
+      // the key is not that one.
+      if (ready_.size() > 1) cv_.NotifyOne();
     }
     if (--pending_ == 0) {
       idle_cv_.NotifyAll();
