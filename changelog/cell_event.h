@@ -38,8 +38,13 @@ namespace cellar {
 
 struct CellEvent {
   std::string datastore;
-  Cell cell;  // cell.body is null when tombstone or body_omitted
+  Cell cell;  // cell.body is null when tombstone or body_omitted, or decoded as published
   bool body_omitted = false;
+  // The record's value as read from the change log, for consumers that
+  // forward it as published: set by DecodeCellEventAsPublished (then
+  // cell.body is null: the body was never parsed) or by such a consumer
+  // itself. Empty otherwise.
+  std::string published_json = {};
 };
 
 // The cell's CloudEvents subject: "<row_key>/<column>/<ref_key>".
@@ -80,5 +85,11 @@ std::string EncodeCellEventViaDocument(const std::string& datastore, const Cell&
                                        int64_t max_body_bytes);
 // Parses a record value. InvalidArgument naming the missing or mistyped field.
 Result<CellEvent> DecodeCellEvent(std::string_view value);
+// The same fields and errors, without the body: cell.body stays null and
+// published_json holds `value`, for a consumer that forwards the record as
+// published (a webhook) and needs no document of the body. The body is read
+// past without building anything (about a third of DecodeCellEvent's cost
+// for a trip cell).
+Result<CellEvent> DecodeCellEventAsPublished(std::string_view value);
 
 }  // namespace cellar

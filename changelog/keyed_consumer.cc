@@ -375,6 +375,7 @@ struct KeyedConsumer::Impl {
         Count(BodyRereadOutcome::kOk);
         e.event.cell.body = std::move(full->body);
         e.event.body_omitted = false;
+        e.event.published_json.clear();  // it says body_omitted
         e.body_reread = true;
         return true;
       }

@@ -272,6 +272,77 @@ TEST(WebhookBatchTest, EventsArriveInBatchesAsCloudEventsInRowOrder) {
             << requests.size() << " POSTs, largest " << largest << "\n";
 }
 
+// Each element's "data" is the change-log record as the relay published it
+// (the webhook's consumer forwards that text and never parses the body),
+// except for a body too large for the log: that one is read from the store
+// and sent whole, without "body_omitted".
+TEST(WebhookBatchTest, DataIsTheEventAsPublishedAndAnOmittedBodyIsSentWhole) {
+  auto c = MakeCluster("tg_hookdata", Broker());
+  ASSERT_TRUE(c);
+  RecordingSink sink(200);
+  ASSERT_TRUE(sink.ok());
+  auto defs = ParseTriggerDefinitions(RetryingBatchYaml("hook_data", sink.Url("/data"), 20),
+                                      "hooks.yaml", c->config);
+  ASSERT_TRUE(defs.ok()) << defs.status().ToString();
+  auto relay = StartRelay(c->store.get(), "hookdata-relay");
+  ASSERT_TRUE(relay);
+  const std::vector<Uuid> rows = NewRows(10);
+  std::vector<PutResult> results;
+  const auto body = [](size_t i) {
+    return nlohmann::json{{"i", i}, {"fare", {{"total", 9.5 + static_cast<double>(i)}}}};
+  };
+  const std::set<CellAddr> small = PutVersion(*c->store, rows, "BASE", 0, body, &results);
+  const Uuid big_row = Uuid::Random();
+  const nlohmann::json big_body = {
+      {"route", std::string(static_cast<size_t>(c->config.kafka.max_event_body_bytes) + 100, 'r')}};
+  ASSERT_TRUE(PutCell(*c->store, big_row, "BASE", 0, big_body));
+  const CellAddr big{big_row.ToString(), "BASE", 0};
+
+  TriggerWorker w(c->config, Opts("hookdata"));
+  ASSERT_EQ("OK", w.on_webhook((*defs)[0]).ToString());
+  ASSERT_TRUE(w.Start().ok());
+  const bool all = WaitFor(
+      [&] {
+        const std::set<CellAddr> got = sink.Delivered();
+        return got.count(big) && std::includes(got.begin(), got.end(), small.begin(), small.end());
+      },
+      60s);
+  w.Stop();
+  relay->Stop();
+  ASSERT_TRUE(all) << "delivered " << sink.Delivered().size() << " of " << small.size() + 1;
+
+  std::map<CellAddr, std::string> data;  // each cell's "data" as sent
+  for (const auto& r : sink.Requests()) {
+    auto batch = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(batch.is_array()) << r.body.substr(0, 300);
+    for (const auto& el : batch) {
+      auto ev = DecodeCellEvent(el["data"].dump());
+      ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+      data[AddrOf(ev->cell)] = el["data"].dump();
+    }
+  }
+  ASSERT_EQ(data.size(), small.size() + 1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Cell cell;
+    cell.row_key = rows[i];
+    cell.column = "BASE";
+    cell.ref_key = 0;
+    cell.body = body(i);
+    cell.shard = results[i].shard;
+    cell.added_id = results[i].added_id;
+    cell.created_at = results[i].created_at;
+    const std::string published =
+        EncodeCellEvent("trips", cell, c->config.kafka.max_event_body_bytes);
+    EXPECT_EQ(data[AddrOf(cell)], published) << "row " << i;
+  }
+  auto sent_big = DecodeCellEvent(data[big]);
+  ASSERT_TRUE(sent_big.ok());
+  EXPECT_FALSE(sent_big->body_omitted);
+  EXPECT_TRUE(sent_big->cell.body == big_body)
+      << "the large body sent differs (" << sent_big->cell.body.dump().size() << " bytes of JSON)";
+  EXPECT_EQ(data[big].find("body_omitted"), std::string::npos);
+}
+
 TEST(WebhookBatchTest, AFailingBatchIsRetriedWholeThenEveryEventIsSetAside) {
   auto c = MakeCluster("tg_hookbatchfail", Broker());
   ASSERT_TRUE(c);
@@ -340,6 +411,11 @@ TEST(WebhookBatchTest, AFailingBatchIsRetriedWholeThenEveryEventIsSetAside) {
     EXPECT_EQ(d.attempts, 3) << Describe(a);
     EXPECT_THAT(d.error, HasSubstr("answered 503")) << Describe(a);
     EXPECT_TRUE(want.count(a)) << "not written by the test: " << Describe(a);
+    // The dead letter holds the event as published, its body included
+    // (the webhook's consumer never parses the body).
+    const auto row = std::find(rows.begin(), rows.end(), ev->cell.row_key);
+    ASSERT_NE(row, rows.end()) << Describe(a);
+    EXPECT_EQ(ev->cell.body, (nlohmann::json{{"i", row - rows.begin()}})) << Describe(a);
     const std::string id =
         "trips:" + std::to_string(ev->cell.shard) + ":" + std::to_string(ev->cell.added_id);
     EXPECT_EQ(batches_of_id.count(id), 1u) << "set aside but never posted: " << id;

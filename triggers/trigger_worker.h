@@ -163,6 +163,13 @@ struct TriggerOptions {
   // handed to a thread of its own (two thread switches per batch).
   // Webhooks leave it 0: their own timeout_ms bounds each request.
   int handler_timeout_ms = 30000;
+  // For a handler that forwards each event as published (webhooks): events
+  // reach it with the change-log record's JSON text in
+  // CellEvent::published_json, and with `filter` empty their body is never
+  // parsed (cell.body null). Events that have no such text, because their
+  // body was left out of the log and read from the store or they are
+  // replayed from the store, come with cell.body and published_json empty.
+  bool forward_published_json = false;
 };
 
 // Where a replay starts: a time (cells created at or after it), or per-shard

@@ -151,6 +151,13 @@ Result<std::shared_ptr<WebhookPoster>> MakePoster(const WebhookTriggerConfig& co
   return std::make_shared<WebhookPoster>(std::move(url), config, std::move(keys).value());
 }
 
+// The request's data: the event as published on the change log, printed
+// again only when the consumer did not keep that text.
+std::string EventData(const CellEvent& e) {
+  return e.published_json.empty() ? EncodeCellEvent(e.datastore, e.cell, INT64_MAX)
+                                  : e.published_json;
+}
+
 std::string EventId(const CellEvent& e) {
   return e.datastore + "/" + std::to_string(e.cell.shard) + "/" + std::to_string(e.cell.added_id);
 }
@@ -166,6 +173,7 @@ TriggerOptions WebhookTriggerOptions(const WebhookTriggerConfig& config) {
   o.max_batch = config.batch_size;
   o.batch_linger_ms = config.batch_window_ms;
   o.handler_timeout_ms = 0;  // each request is bounded by config.timeout_ms
+  o.forward_published_json = true;
   return o;
 }
 
@@ -180,8 +188,7 @@ Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
     for (EventHeader& h : CloudEventHeaders(CloudEventBinding::kHttp, ctx.store().config().kafka,
                                             e.datastore, e.cell))
       headers.emplace(std::move(h.name), std::move(h.value));
-    return poster->Post(std::move(headers), EncodeCellEvent(e.datastore, e.cell, INT64_MAX),
-                        "application/json", id);
+    return poster->Post(std::move(headers), EventData(e), "application/json", id);
   });
 }
 
@@ -204,7 +211,7 @@ std::string EncodeWebhookBatch(const KafkaConfig& kafka,
       out += ',';
     }
     out += R"("datacontenttype":"application/json","data":)";
-    out += EncodeCellEvent(e->datastore, e->cell, INT64_MAX);
+    out += EventData(*e);
     out += '}';
   }
   out += ']';

@@ -248,8 +248,13 @@ Result<std::optional<CellEvent>> TriggerRunner::Decode(const ConsumedRecord& rec
     if (!d.ok()) return InvalidArgument("a retry record that is not a dead letter");
     dead_letter_event = std::move(d->event_json);
   }
-  CELLAR_ASSIGN_OR_RETURN(
-      CellEvent e, DecodeCellEvent(rec.topic == retry_topic_ ? dead_letter_event : rec.value));
+  const std::string_view value = rec.topic == retry_topic_ ? dead_letter_event : rec.value;
+  // A filter reads the body; without one a forwarding handler needs none.
+  const bool forward = spec_.options.forward_published_json;
+  CELLAR_ASSIGN_OR_RETURN(CellEvent e, forward && spec_.options.filter.empty()
+                                           ? DecodeCellEventAsPublished(value)
+                                           : DecodeCellEvent(value));
+  if (forward && e.published_json.empty()) e.published_json = std::string(value);
   const Cell& c = e.cell;
   // An omitted body is filtered once it was read (Process).
   const bool wanted =
@@ -549,7 +554,9 @@ bool TriggerRunner::SetAside(const Work& w, const Status& error, int attempts) {
   d.source_offset = w.source_offset;
   // An event whose body could not be read keeps "body_omitted", so its retry reads it again.
   d.event_json =
-      EncodeCellEvent(w.event.datastore, w.event.cell, w.event.body_omitted ? -1 : INT64_MAX);
+      !w.event.published_json.empty()
+          ? w.event.published_json
+          : EncodeCellEvent(w.event.datastore, w.event.cell, w.event.body_omitted ? -1 : INT64_MAX);
   const std::string value = EncodeDeadLetter(d);
   const std::string key = w.event.cell.row_key.ToString();
   // Never lose a set-aside event: retry the DLQ write until it lands or we stop.
