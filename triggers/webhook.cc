@@ -152,10 +152,11 @@ Result<std::shared_ptr<WebhookPoster>> MakePoster(const WebhookTriggerConfig& co
 }
 
 // The request's data: the event as published on the change log, printed
-// again only when the consumer did not keep that text.
-std::string EventData(const CellEvent& e) {
-  return e.published_json.empty() ? EncodeCellEvent(e.datastore, e.cell, INT64_MAX)
-                                  : e.published_json;
+// again (into *scratch) only when the consumer did not keep that text.
+const std::string& EventData(const CellEvent& e, std::string* scratch) {
+  if (!e.published_json.empty()) return e.published_json;
+  *scratch = EncodeCellEvent(e.datastore, e.cell, INT64_MAX);
+  return *scratch;
 }
 
 std::string EventId(const CellEvent& e) {
@@ -188,7 +189,8 @@ Result<TriggerHandler> MakeWebhookHandler(const WebhookTriggerConfig& config) {
     for (EventHeader& h : CloudEventHeaders(CloudEventBinding::kHttp, ctx.store().config().kafka,
                                             e.datastore, e.cell))
       headers.emplace(std::move(h.name), std::move(h.value));
-    return poster->Post(std::move(headers), EventData(e), "application/json", id);
+    std::string scratch;
+    return poster->Post(std::move(headers), EventData(e, &scratch), "application/json", id);
   });
 }
 
@@ -196,6 +198,7 @@ std::string EncodeWebhookBatch(const KafkaConfig& kafka,
                                const std::vector<const CellEvent*>& events,
                                std::vector<std::string>* ids) {
   std::string out = "[";
+  std::string scratch;
   for (const CellEvent* e : events) {
     if (out.size() > 1) out += ',';
     out += '{';
@@ -211,7 +214,7 @@ std::string EncodeWebhookBatch(const KafkaConfig& kafka,
       out += ',';
     }
     out += R"("datacontenttype":"application/json","data":)";
-    out += EventData(*e);
+    out += EventData(*e, &scratch);
     out += '}';
   }
   out += ']';
