@@ -5,7 +5,7 @@ FROM debian:bookworm-20241111-slim AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libmariadb-dev librdkafka-dev nlohmann-json3-dev \
       libyaml-cpp-dev libcli11-dev libzstd-dev libcpp-httplib-dev libssl-dev libgtest-dev \
-      libgmock-dev libbenchmark-dev mariadb-server \
+      libgmock-dev libbenchmark-dev libjemalloc-dev mariadb-server \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -15,7 +15,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-20241111-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libmariadb3 librdkafka++1 libyaml-cpp0.7 libzstd1 libcpp-httplib0.11 libssl3 curl \
+      libmariadb3 librdkafka++1 libyaml-cpp0.7 libzstd1 libcpp-httplib0.11 libssl3 libjemalloc2 curl \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/bin/cellar /build/bin/cellard /build/bin/cellar-relay \
      /build/bin/cellar-indexer /build/bin/cellar-trigger /build/bin/cellar-billing \
