@@ -187,16 +187,16 @@ struct CellStore::Impl {
 
   // Submits `units` and blocks until every one is answered.
   std::vector<Result<PutResult>> Submit(std::vector<std::unique_ptr<WriteUnit>>& units) {
-    std::shared_ptr<internal::UnitsWaiter> waiter = internal::UnitsWaiter::Create(units.size());
+    internal::UnitsWaiter waiter(units.size());
     std::vector<WriteUnit*> raw;
     raw.reserve(units.size());
     for (auto& u : units) {
-      u->completion = waiter.get();
+      u->completion = &waiter;
       u->caller_waits = true;
       raw.push_back(u.get());
     }
     Enqueue(raw);
-    waiter->Wait();
+    waiter.Wait();
     size_t total = 0;
     for (auto& u : units) total += u->results.size();
     std::vector<Result<PutResult>> out;

@@ -84,6 +84,7 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
     if (!refused) {
       queue_.insert(queue_.end(), units.begin(), units.end());
       for (size_t i = 0; i < units.size(); ++i) {
+        units[i]->completion->OfferGate(forming_gate_);
         units[i]->joins_previous = i > 0;
         queued_cells_ += units[i]->cells.size();
         submitted_cells_ += units[i]->cells.size();
@@ -168,6 +169,8 @@ void GroupCommitter::WriterLoop() {
         queue_.push_front(units.back());
       }
       queued_cells_ -= cells;
+      // Units left in the queue keep the gate they were offered.
+      forming_gate_ = std::make_shared<AnswerGate>();
       if (probe_) probe_->SetQueuedCells(queued_cells_);
       ++in_flight_;
       submitted_at_start = submitted_cells_;
@@ -282,7 +285,10 @@ void GroupCommitter::AnswerLoop() {
       if (answers_.empty()) return;  // stopping, nothing left
       mine.swap(answers_);
     }
-    for (auto& [u, st] : mine) Finish(u, st);
+    {
+      OpenAfterAnswers wake_once_per_gate;
+      for (auto& [u, st] : mine) Finish(u, st);
+    }
     mine.clear();
   }
 }

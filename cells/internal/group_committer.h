@@ -46,6 +46,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "cells/host_topology.h"
+#include "cells/internal/answer_gate.h"
 #include "cells/internal/batch_transaction.h"
 #include "cells/internal/group_commit_probe.h"
 #include "cells/internal/write_unit.h"
@@ -133,6 +134,9 @@ class GroupCommitter {
   Mutex mu_;
   CondVar cv_;
   std::deque<WriteUnit*> queue_ GUARDED_BY(mu_);
+  // Offered to the units queued until a writer takes them (a new one then):
+  // their blocked callers sleep on it together (answer_gate.h).
+  std::shared_ptr<AnswerGate> forming_gate_ GUARDED_BY(mu_) = std::make_shared<AnswerGate>();
   size_t queued_cells_ GUARDED_BY(mu_) = 0;
   // Queued units whose caller is blocked on the answer (WriteUnit::caller_waits):
   // while there are any, no writer waits for commit_interval_us.

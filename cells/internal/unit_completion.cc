@@ -3,20 +3,22 @@
 namespace cellar::internal {
 
 void UnitsWaiter::UnitDone(WriteUnit*) {
-  // Taken while the submitter is still waiting (remaining_ > 0), so this
-  // outlives the signal even if Wait() returns and drops its reference first.
-  std::shared_ptr<UnitsWaiter> self = shared_from_this();
-  bool last;
-  {
-    MutexLock lock(&mu_);
-    last = --remaining_ == 0;
-  }
-  if (last) cv_.NotifyOne();
+  // Copied first: once the count reaches zero this waiter may be gone.
+  std::shared_ptr<AnswerGate> gate = gate_;
+  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1 && gate)
+    OpenAfterAnswers::OpenSoon(std::move(gate));
+}
+
+void UnitsWaiter::OfferGate(const std::shared_ptr<AnswerGate>& gate) {
+  if (!gate_) gate_ = gate;
 }
 
 void UnitsWaiter::Wait() {
-  MutexLock lock(&mu_);
-  while (remaining_ > 0) cv_.Wait(&mu_);
+  while (remaining_.load(std::memory_order_acquire) > 0) {
+    const uint32_t seen = gate_->Seen();
+    if (remaining_.load(std::memory_order_acquire) == 0) break;
+    gate_->WaitPast(seen);
+  }
 }
 
 void AsyncPut::UnitDone(WriteUnit*) {

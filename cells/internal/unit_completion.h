@@ -3,42 +3,41 @@
 // once (UnitsWaiter), a PutAsync caller is called back (AsyncPut).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
 
-#include "base/mutex.h"
 #include "base/status.h"
-#include "base/thread_annotations.h"
+#include "cells/internal/answer_gate.h"
 #include "cells/internal/write_unit.h"
 
 namespace cellar::internal {
 
-// Wakes one waiting thread once `units` units are done: one wake-up per call
-// of Put/PutBatch/Erase, whatever its number of units. The wake-up is sent
-// after the lock is released, so the woken caller does not block on the lock
-// the committer still holds (with glibc that cost a second futex wake-up and
-// context switch per put); the committer holds a reference meanwhile, which is
-// why a waiter is owned by a shared_ptr (Create).
-// Threading: UnitDone() from any thread; Wait() from the submitting thread.
-class UnitsWaiter final : public UnitCompletion, public std::enable_shared_from_this<UnitsWaiter> {
+// Returns from Wait() once `units` units are done. The caller sleeps on the
+// gate its first committer offered (shared with the other callers whose units
+// queued for the same transaction), so one answering pass wakes them all with
+// one system call; the thread that tells the last unit opens that gate, after
+// its answering pass (OpenAfterAnswers) or at once.
+// Threading: UnitDone() and OfferGate() from any thread; Wait() from the
+// submitting thread.
+class UnitsWaiter final : public UnitCompletion {
  public:
-  static std::shared_ptr<UnitsWaiter> Create(size_t units) {
-    return std::shared_ptr<UnitsWaiter>(new UnitsWaiter(units));
-  }
-  // REQUIRES: fewer than `units` calls so far (the submitter still holds its
-  // reference until Wait() returns).
+  explicit UnitsWaiter(size_t units) : remaining_(units) {}
+  // REQUIRES: fewer than `units` calls so far. Touches this no more once the
+  // count reaches zero (Wait() may return and the waiter go at once).
   void UnitDone(WriteUnit* unit) override;
-  // Returns once UnitDone() was called `units` times. The submitter may drop
-  // its reference as soon as Wait() returns.
+  void OfferGate(const std::shared_ptr<AnswerGate>& gate) override;
+  // Returns once UnitDone() was called `units` times.
+  // REQUIRES: every unit not yet done was queued by a committer (which
+  // offered a gate).
   void Wait();
 
  private:
-  explicit UnitsWaiter(size_t units) : remaining_(units) {}
-
-  Mutex mu_;
-  CondVar cv_;
-  size_t remaining_ GUARDED_BY(mu_);
+  std::atomic<size_t> remaining_;
+  // Set by the first OfferGate, before any of this waiter's units can be
+  // taken by a writer; never changed after.
+  std::shared_ptr<AnswerGate> gate_;
 };
 
 // A single put in flight without a waiting caller: owns its unit, calls

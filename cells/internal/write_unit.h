@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "cells/cell.h"
 
 namespace cellar::internal {
+
+class AnswerGate;
 
 struct PendingCell {
   Uuid row_key;
@@ -31,6 +34,11 @@ class UnitCompletion {
   // committer lock held. The unit may be destroyed by this call: the caller
   // touches it no more. Must not block: it stalls the host's commits.
   virtual void UnitDone(WriteUnit* unit) = 0;
+  // Offered by a committer as it queues a unit, before any UnitDone: the
+  // gate its answering thread opens once for the units of one transaction
+  // (answer_gate.h). A completion that blocks a caller sleeps on the first
+  // gate offered; others ignore it. Called with the committer's lock held.
+  virtual void OfferGate(const std::shared_ptr<AnswerGate>& /*gate*/) {}
 };
 
 struct WriteUnit {
