@@ -28,6 +28,15 @@ ApiResponse Json(int status, const json& body) {
   return r;
 }
 
+// 200 with a cell read as text: its body's stored bytes printed straight to
+// JSON, with no document built and printed again (CellJsonText).
+ApiResponse CellAnswer(const CellText& cell) {
+  ApiResponse r;
+  r.status = 200;
+  r.body = CellJsonText(cell.cell, cell.body_json);
+  return r;
+}
+
 ApiResponse HttpError(int status, std::string_view code, std::string_view message) {
   return Json(status, ErrorJson(code, message));
 }
@@ -245,9 +254,9 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
       if (!params.ok()) return Error(params.status());
       auto read = ParseReadOptions(*params);
       if (!read.ok()) return Error(read.status());
-      auto cell = cells_->Latest(ds.name, *row, column, *read);
+      auto cell = cells_->LatestText(ds.name, *row, column, *read);
       if (!cell.ok()) return Error(cell.status(), shard);
-      return Json(200, CellToJson(*cell));
+      return CellAnswer(*cell);
     }
     case RouteKind::kErase: {
       auto params = QueryParams(req, {"expected_ref_key"});
@@ -277,9 +286,9 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
   if (route.kind == RouteKind::kGetCell) {
     auto read = ParseReadOptions(*params);
     if (!read.ok()) return Error(read.status());
-    auto cell = cells_->Get(ds.name, *row, column, *ref, *read);
+    auto cell = cells_->GetText(ds.name, *row, column, *ref, *read);
     if (!cell.ok()) return Error(cell.status(), shard);
-    return Json(200, CellToJson(*cell));
+    return CellAnswer(*cell);
   }
   // kPutCell
   auto body = ParseJsonBody(req.body, options_.max_json_depth);

@@ -22,6 +22,47 @@ nlohmann::json CellToJson(const Cell& c) {
                         {"added_id", c.added_id}};
 }
 
+namespace {
+
+std::string JsonString(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string CellJsonText(const Cell& c, std::string_view body_json) {
+  // nlohmann's objects keep their keys sorted: the same order as CellToJson prints.
+  std::string out;
+  out.reserve(body_json.size() + 220);
+  out += "{\"added_id\":";
+  out += std::to_string(c.added_id);
+  out += ",\"body\":";
+  out += body_json.empty() ? std::string_view("null") : body_json;
+  out += ",\"column\":";
+  out += JsonString(c.column);
+  out += ",\"created_at\":";
+  out += JsonString(FormatRfc3339(c.created_at));
+  out += ",\"ref_key\":";
+  out += std::to_string(c.ref_key);
+  out += ",\"row_key\":\"";
+  out += c.row_key.ToString();  // hex digits and dashes: nothing to escape
+  out += "\",\"shard\":";
+  out += std::to_string(c.shard);
+  out += ",\"tombstone\":";
+  out += c.tombstone ? "true" : "false";
+  out += "}";
+  return out;
+}
+
+CellText ToCellText(Cell cell) {
+  CellText t;
+  if (!cell.body.is_null())
+    t.body_json = cell.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  t.cell = std::move(cell);
+  t.cell.body = nullptr;
+  return t;
+}
+
 Status ValidateVersionQuery(const VersionQuery& q) {
   if (q.limit < 1 || q.limit > 10000)
     return InvalidArgument("limit must be between 1 and 10000, got " + std::to_string(q.limit));

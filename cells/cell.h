@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -95,5 +96,20 @@ std::string CellAddress(const std::string& datastore, const Uuid& row, const std
 // Cell as JSON: {"row_key","column","ref_key","body","tombstone","created_at"(RFC 3339),
 // "shard","added_id"} — the shape the CLI and HTTP API print.
 nlohmann::json CellToJson(const Cell& cell);
+
+// A cell read with its body as text, for readers that pass the body on as
+// JSON text (the HTTP API) and so need no document of it.
+struct CellText {
+  Cell cell;              // cell.body is null
+  std::string body_json;  // the body as compact JSON text ("" for a tombstone)
+};
+
+// The compact JSON text of CellToJson (dump(-1, ' ', false, replace), keys in
+// nlohmann's sorted order) with `body_json` printed as the body ("null" when
+// empty), without building a document: the same bytes as printing
+// CellToJson(cell) where cell.body is the document of body_json.
+std::string CellJsonText(const Cell& cell, std::string_view body_json);
+// CellJsonText of a read Cell: its document printed as the body.
+CellText ToCellText(Cell cell);
 
 }  // namespace cellar

@@ -60,6 +60,22 @@ class CellService {
   [[nodiscard]] virtual Result<Cell> Latest(const std::string& datastore, const Uuid& row,
                                             const std::string& column,
                                             const ReadOptions& read = {}) = 0;
+  // Get and Latest with the body as compact JSON text (CellText): the same
+  // results and errors, for callers that pass bodies on as text. These
+  // defaults read the document and print it; CellStore prints the stored
+  // bytes without building one.
+  [[nodiscard]] virtual Result<CellText> GetText(const std::string& datastore, const Uuid& row,
+                                                 const std::string& column, int64_t ref_key,
+                                                 const ReadOptions& read = {}) {
+    CELLAR_ASSIGN_OR_RETURN(Cell cell, Get(datastore, row, column, ref_key, read));
+    return ToCellText(std::move(cell));
+  }
+  [[nodiscard]] virtual Result<CellText> LatestText(const std::string& datastore, const Uuid& row,
+                                                    const std::string& column,
+                                                    const ReadOptions& read = {}) {
+    CELLAR_ASSIGN_OR_RETURN(Cell cell, Latest(datastore, row, column, read));
+    return ToCellText(std::move(cell));
+  }
   [[nodiscard]] virtual Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row,
                                                       const ReadOptions& read = {}) = 0;
   [[nodiscard]] virtual Result<std::vector<Cell>> Versions(const std::string& datastore,

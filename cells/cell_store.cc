@@ -283,6 +283,20 @@ Result<PutResult> CellStore::Erase(const std::string& datastore, const Uuid& row
 
 Result<Cell> CellStore::Get(const std::string& datastore, const Uuid& row,
                             const std::string& column, int64_t ref_key, const ReadOptions& read) {
+  return GetCell(datastore, row, column, ref_key, read, nullptr);
+}
+
+Result<CellText> CellStore::GetText(const std::string& datastore, const Uuid& row,
+                                    const std::string& column, int64_t ref_key,
+                                    const ReadOptions& read) {
+  CellText t;
+  CELLAR_ASSIGN_OR_RETURN(t.cell, GetCell(datastore, row, column, ref_key, read, &t.body_json));
+  return t;
+}
+
+Result<Cell> CellStore::GetCell(const std::string& datastore, const Uuid& row,
+                                const std::string& column, int64_t ref_key, const ReadOptions& read,
+                                std::string* body_text) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
   CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
   if (ref_key < 0) return InvalidArgument("ref_key must be >= 0, got " + std::to_string(ref_key));
@@ -294,20 +308,36 @@ Result<Cell> CellStore::Get(const std::string& datastore, const Uuid& row,
     CELLAR_ASSIGN_OR_RETURN(
         auto rows, c.Query(sql, {row.ToBytes(), column, ref_key, Impl::VisibleSince(*col)}));
     if (rows.empty()) return NotFound("no cell " + CellAddress(datastore, row, column, ref_key));
-    return RowToCell(rows[0]);
+    return RowToCell(rows[0], body_text);
   });
 }
 
 Result<Cell> CellStore::Latest(const std::string& datastore, const Uuid& row,
                                const std::string& column, const ReadOptions& read) {
+  return LatestCell(datastore, row, column, read, nullptr);
+}
+
+Result<CellText> CellStore::LatestText(const std::string& datastore, const Uuid& row,
+                                       const std::string& column, const ReadOptions& read) {
+  CellText t;
+  CELLAR_ASSIGN_OR_RETURN(t.cell, LatestCell(datastore, row, column, read, &t.body_json));
+  return t;
+}
+
+Result<Cell> CellStore::LatestCell(const std::string& datastore, const Uuid& row,
+                                   const std::string& column, const ReadOptions& read,
+                                   std::string* body_text) {
   VersionQuery q;
   q.limit = 1;
-  CELLAR_ASSIGN_OR_RETURN(auto versions, Versions(datastore, row, column, q, read));
+  std::vector<std::string> texts;
+  CELLAR_ASSIGN_OR_RETURN(auto versions, VersionCells(datastore, row, column, q, read,
+                                                      body_text != nullptr ? &texts : nullptr));
   const std::string where = datastore + "/" + row.ToString() + "/" + column;
   if (versions.empty()) return NotFound("no cell at " + where);
   if (versions[0].tombstone)
     return NotFound("cell " + where + " was erased at ref_key " +
                     std::to_string(versions[0].ref_key));
+  if (body_text != nullptr) *body_text = std::move(texts[0]);
   return std::move(versions[0]);
 }
 
@@ -328,6 +358,13 @@ Result<std::vector<Cell>> CellStore::Row(const std::string& datastore, const Uui
 Result<std::vector<Cell>> CellStore::Versions(const std::string& datastore, const Uuid& row,
                                               const std::string& column, const VersionQuery& q,
                                               const ReadOptions& read) {
+  return VersionCells(datastore, row, column, q, read, nullptr);
+}
+
+Result<std::vector<Cell>> CellStore::VersionCells(const std::string& datastore, const Uuid& row,
+                                                  const std::string& column, const VersionQuery& q,
+                                                  const ReadOptions& read,
+                                                  std::vector<std::string>* body_texts) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
   CELLAR_ASSIGN_OR_RETURN(const ColumnConfig* col, ValidateColumn(*ds, column));
   CELLAR_RETURN_IF_ERROR(ValidateVersionQuery(q));
@@ -355,9 +392,12 @@ Result<std::vector<Cell>> CellStore::Versions(const std::string& datastore, cons
       shard, datastore, read, [&](MysqlConnection& c) -> Result<std::vector<Cell>> {
         CELLAR_ASSIGN_OR_RETURN(auto rows, c.Query(sql, params));
         std::vector<Cell> out;
+        if (body_texts != nullptr) body_texts->clear();
         for (const auto& r : rows) {
-          CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r));
+          std::string text;
+          CELLAR_ASSIGN_OR_RETURN(Cell cell, RowToCell(r, body_texts != nullptr ? &text : nullptr));
           out.push_back(std::move(cell));
+          if (body_texts != nullptr) body_texts->push_back(std::move(text));
         }
         return out;
       });

@@ -166,6 +166,13 @@ class CellStore : public CellService {
   [[nodiscard]] Result<Cell> Latest(const std::string& datastore, const Uuid& row,
                                     const std::string& column,
                                     const ReadOptions& read = {}) override;
+  // Get() and Latest() with the stored body printed as JSON text, no document built.
+  [[nodiscard]] Result<CellText> GetText(const std::string& datastore, const Uuid& row,
+                                         const std::string& column, int64_t ref_key,
+                                         const ReadOptions& read = {}) override;
+  [[nodiscard]] Result<CellText> LatestText(const std::string& datastore, const Uuid& row,
+                                            const std::string& column,
+                                            const ReadOptions& read = {}) override;
   // Latest() of every column of the datastore that has a live value (possibly empty).
   [[nodiscard]] Result<std::vector<Cell>> Row(const std::string& datastore, const Uuid& row,
                                               const ReadOptions& read = {}) override;
@@ -307,6 +314,17 @@ class CellStore : public CellService {
   void Close();
 
  private:
+  // Get, Latest and Versions; with `body_texts` non-null each cell's body is
+  // left null and its JSON text appended there instead (RowToCell).
+  Result<Cell> GetCell(const std::string& datastore, const Uuid& row, const std::string& column,
+                       int64_t ref_key, const ReadOptions& read, std::string* body_text);
+  Result<Cell> LatestCell(const std::string& datastore, const Uuid& row, const std::string& column,
+                          const ReadOptions& read, std::string* body_text);
+  Result<std::vector<Cell>> VersionCells(const std::string& datastore, const Uuid& row,
+                                         const std::string& column, const VersionQuery& query,
+                                         const ReadOptions& read,
+                                         std::vector<std::string>* body_texts);
+
   struct Impl;
   explicit CellStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

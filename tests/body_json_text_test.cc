@@ -3,6 +3,8 @@
 // decoded document's dump() prints, and fail exactly as DecodeBody fails.
 // internal::MsgpackToJsonText is its fast path: it must print every body
 // EncodeBody writes without the document, and hand everything else back.
+// CellJsonText (cells/cell.h), the HTTP API's answer built around that text,
+// must print what CellToJson's document prints.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "cells/body_codec.h"
+#include "cells/cell.h"
 #include "cells/internal/msgpack_json_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -252,6 +255,34 @@ TEST(BodyJsonTextTest, CorruptInputFailsAsDecodeBodyDoes) {
     for (int f = 0; f < flips; ++f)
       bad[1 + rng() % (bad.size() - 1)] = static_cast<char>(rng() % 256);
     ASSERT_NO_THROW(ExpectSameText(bad)) << "iteration " << i;
+  }
+}
+
+TEST(CellJsonTextTest, PrintsWhatCellToJsonPrints) {
+  Cell live;
+  live.row_key = Uuid::Random();
+  live.column = "BASE";
+  live.ref_key = 7;
+  live.body = {{"quote\"back\\slash\nline", "caf\u00e9 \x01"}, {"fare", 9.5}, {"n", nullptr}};
+  live.created_at = 1764915600123456;  // 2025-12-05T06:20:00.123456Z
+  live.shard = 63;
+  live.added_id = 18446744073709551615u;
+  Cell tombstone = live;
+  tombstone.tombstone = true;
+  tombstone.body = nullptr;
+  tombstone.ref_key = std::numeric_limits<int64_t>::max();
+  Cell odd = live;
+  odd.column = "col\"umn\\\x7f\xff";  // not a valid column: the printing still escapes it
+  odd.body = json::object();
+  odd.created_at = 0;
+  for (const Cell& cell : {live, tombstone, odd}) {
+    SCOPED_TRACE(Dump(CellToJson(cell)));
+    const std::string body_text = cell.body.is_null() ? "" : Dump(cell.body);
+    EXPECT_EQ(CellJsonText(cell, body_text), Dump(CellToJson(cell)));
+    const CellText text = ToCellText(cell);
+    EXPECT_TRUE(text.cell.body.is_null());
+    EXPECT_EQ(text.body_json, body_text);
+    EXPECT_EQ(CellJsonText(text.cell, text.body_json), Dump(CellToJson(cell)));
   }
 }
 

@@ -6,6 +6,7 @@
 // answered otherwise.
 #include <httplib.h>
 
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -334,6 +335,73 @@ TYPED_TEST(StoreContractTest, EraseWritesOneTombstoneThatHidesTheColumn) {
   EXPECT_EQ(StatusCode::kConflict,
             this->cells_->Put("trips", {this->row_, "BASE", 5, {{"a", 1}}}).status().code())
       << "a put over the tombstone's address";
+}
+
+// GetText and LatestText (what the HTTP API answers with) are Get and Latest
+// with the body as compact JSON text: the same cell, the same errors. Over
+// HTTP the answer's bytes are CellToJson of the stored cell printed.
+TYPED_TEST(StoreContractTest, TextReadsAreTheReadsWithTheBodyPrinted) {
+  auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+  auto expect_same = [&](const Result<Cell>& cell, const Result<CellText>& text) {
+    ASSERT_EQ(cell.ok(), text.ok())
+        << cell.status().ToString() << " / " << text.status().ToString();
+    if (!cell.ok()) {
+      EXPECT_EQ(cell.status().code(), text.status().code()) << text.status().ToString();
+      return;
+    }
+    EXPECT_EQ(cell->body.is_null() ? "" : dump(cell->body), text->body_json);
+    EXPECT_TRUE(text->cell.body.is_null());
+    Cell without_body = *cell;
+    without_body.body = nullptr;
+    EXPECT_EQ(dump(CellToJson(without_body)), dump(CellToJson(text->cell)));
+  };
+  const json body = {{"city", "caf\u00e9 \"SF\"\n"},
+                     {"fare", {{"total", 9.5}, {"items", {1, -2, 3}}}},
+                     {"none", nullptr},
+                     {"big", std::numeric_limits<uint64_t>::max()}};
+  ASSERT_TRUE(this->cells_->Put("trips", {this->row_, "BASE", 1, body}).ok());
+  ASSERT_TRUE(this->cells_->Put("trips", {this->row_, "BASE", 2, {{"a", 0.1}}}).ok());
+  CellService& cells = *this->cells_;
+  expect_same(cells.Get("trips", this->row_, "BASE", 1),
+              cells.GetText("trips", this->row_, "BASE", 1));
+  expect_same(cells.Latest("trips", this->row_, "BASE"),
+              cells.LatestText("trips", this->row_, "BASE"));
+  auto text = cells.GetText("trips", this->row_, "BASE", 1);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(dump(body), text->body_json);
+  if constexpr (std::is_same_v<TypeParam, HttpClient>) {
+    httplib::Client raw(Implementations::Get().cellard->url());
+    const std::string path = "/v1/trips/cells/" + this->row_.ToString() + "/BASE";
+    auto stored = Implementations::Get().store->Get("trips", this->row_, "BASE", 1);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    auto got = raw.Get(path + "/1");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(200, got->status) << got->body;
+    EXPECT_EQ(dump(CellToJson(*stored)), got->body);
+    auto latest = Implementations::Get().store->Latest("trips", this->row_, "BASE");
+    ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+    got = raw.Get(path);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(200, got->status) << got->body;
+    EXPECT_EQ(dump(CellToJson(*latest)), got->body);
+  }
+  // Errors: unknown datastore and column, a missing version, an erased column.
+  expect_same(cells.Get("nope", this->row_, "BASE", 1),
+              cells.GetText("nope", this->row_, "BASE", 1));
+  expect_same(cells.Latest("trips", this->row_, "NOPE"),
+              cells.LatestText("trips", this->row_, "NOPE"));
+  expect_same(cells.Get("trips", this->row_, "BASE", 9),
+              cells.GetText("trips", this->row_, "BASE", 9));
+  ASSERT_TRUE(cells.Erase("trips", this->row_, "BASE").ok());
+  expect_same(cells.Latest("trips", this->row_, "BASE"),
+              cells.LatestText("trips", this->row_, "BASE"));
+  EXPECT_EQ(StatusCode::kNotFound, cells.LatestText("trips", this->row_, "BASE").status().code());
+  // The tombstone itself, read by its ref_key: no body.
+  auto tombstone = cells.GetText("trips", this->row_, "BASE", 3);
+  ASSERT_TRUE(tombstone.ok()) << tombstone.status().ToString();
+  EXPECT_TRUE(tombstone->cell.tombstone);
+  EXPECT_EQ("", tombstone->body_json);
+  expect_same(cells.Get("trips", this->row_, "BASE", 3), tombstone);
 }
 
 TYPED_TEST(StoreContractTest, ReadyWhenEveryHostAnswers) {
