@@ -28,12 +28,13 @@ ApiResponse Json(int status, const json& body) {
   return r;
 }
 
-// 200 with a cell read as text: its body's stored bytes printed straight to
-// JSON, with no document built and printed again (CellJsonText).
-ApiResponse CellAnswer(const CellText& cell) {
+// 200 with JSON text built from cells read as text (CellJsonText): their
+// bodies' stored bytes printed straight to JSON, no document built and
+// printed again.
+ApiResponse Text200(std::string json_text) {
   ApiResponse r;
   r.status = 200;
-  r.body = CellJsonText(cell.cell, cell.body_json);
+  r.body = std::move(json_text);
   return r;
 }
 
@@ -230,9 +231,11 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
     if (!params.ok()) return Error(params.status());
     auto read = ParseReadOptions(*params);
     if (!read.ok()) return Error(read.status());
-    auto cells = cells_->Row(ds.name, *row, *read);
+    auto cells = cells_->RowText(ds.name, *row, *read);
     if (!cells.ok()) return Error(cells.status(), shard);
-    return Json(200, {{"row_key", row->ToString()}, {"cells", CellsToJson(*cells)}});
+    // {"cells":[...],"row_key":"..."}: the keys in nlohmann's order, as Json() prints them.
+    return Text200("{\"cells\":" + CellsJsonText(*cells) + ",\"row_key\":\"" + row->ToString() +
+                   "\"}");
   }
   if (Status s = CheckColumn(ds, route.column); !s.ok()) return InputError(s);
   const std::string& column = route.column;
@@ -245,9 +248,9 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
       if (!q.ok()) return Error(q.status());
       auto read = ParseReadOptions(*params);
       if (!read.ok()) return Error(read.status());
-      auto cells = cells_->Versions(ds.name, *row, column, *q, *read);
+      auto cells = cells_->VersionsText(ds.name, *row, column, *q, *read);
       if (!cells.ok()) return Error(cells.status(), shard);
-      return Json(200, {{"cells", CellsToJson(*cells)}});
+      return Text200("{\"cells\":" + CellsJsonText(*cells) + "}");
     }
     case RouteKind::kLatest: {
       auto params = QueryParams(req, {"read", "after"});
@@ -256,7 +259,7 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
       if (!read.ok()) return Error(read.status());
       auto cell = cells_->LatestText(ds.name, *row, column, *read);
       if (!cell.ok()) return Error(cell.status(), shard);
-      return CellAnswer(*cell);
+      return Text200(CellJsonText(cell->cell, cell->body_json));
     }
     case RouteKind::kErase: {
       auto params = QueryParams(req, {"expected_ref_key"});
@@ -288,7 +291,7 @@ ApiResponse CellApi::HandleCells(const RouteMatch& route, const DatastoreConfig&
     if (!read.ok()) return Error(read.status());
     auto cell = cells_->GetText(ds.name, *row, column, *ref, *read);
     if (!cell.ok()) return Error(cell.status(), shard);
-    return CellAnswer(*cell);
+    return Text200(CellJsonText(cell->cell, cell->body_json));
   }
   // kPutCell
   auto body = ParseJsonBody(req.body, options_.max_json_depth);

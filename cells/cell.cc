@@ -63,6 +63,23 @@ CellText ToCellText(Cell cell) {
   return t;
 }
 
+std::vector<CellText> ToCellTexts(std::vector<Cell> cells) {
+  std::vector<CellText> out;
+  out.reserve(cells.size());
+  for (Cell& c : cells) out.push_back(ToCellText(std::move(c)));
+  return out;
+}
+
+std::string CellsJsonText(const std::vector<CellText>& cells) {
+  std::string out = "[";
+  for (const CellText& c : cells) {
+    if (out.size() > 1) out += ',';
+    out += CellJsonText(c.cell, c.body_json);
+  }
+  out += ']';
+  return out;
+}
+
 Status ValidateVersionQuery(const VersionQuery& q) {
   if (q.limit < 1 || q.limit > 10000)
     return InvalidArgument("limit must be between 1 and 10000, got " + std::to_string(q.limit));

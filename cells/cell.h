@@ -109,7 +109,11 @@ struct CellText {
 // empty), without building a document: the same bytes as printing
 // CellToJson(cell) where cell.body is the document of body_json.
 std::string CellJsonText(const Cell& cell, std::string_view body_json);
-// CellJsonText of a read Cell: its document printed as the body.
+// A read Cell as CellText: its document printed as the body.
 CellText ToCellText(Cell cell);
+std::vector<CellText> ToCellTexts(std::vector<Cell> cells);
+// The JSON array of CellJsonText of each cell: the same bytes as printing an
+// array of CellToJson.
+std::string CellsJsonText(const std::vector<CellText>& cells);
 
 }  // namespace cellar

@@ -60,10 +60,10 @@ class CellService {
   [[nodiscard]] virtual Result<Cell> Latest(const std::string& datastore, const Uuid& row,
                                             const std::string& column,
                                             const ReadOptions& read = {}) = 0;
-  // Get and Latest with the body as compact JSON text (CellText): the same
-  // results and errors, for callers that pass bodies on as text. These
-  // defaults read the document and print it; CellStore prints the stored
-  // bytes without building one.
+  // Get, Latest, Row and Versions with each body as compact JSON text
+  // (CellText): the same cells and errors, for callers that pass bodies on as
+  // text (the HTTP API). These defaults read the documents and print them;
+  // CellStore prints the stored bytes without building a document.
   [[nodiscard]] virtual Result<CellText> GetText(const std::string& datastore, const Uuid& row,
                                                  const std::string& column, int64_t ref_key,
                                                  const ReadOptions& read = {}) {
@@ -83,6 +83,20 @@ class CellService {
                                                            const std::string& column,
                                                            const VersionQuery& query,
                                                            const ReadOptions& read = {}) = 0;
+  [[nodiscard]] virtual Result<std::vector<CellText>> RowText(const std::string& datastore,
+                                                              const Uuid& row,
+                                                              const ReadOptions& read = {}) {
+    CELLAR_ASSIGN_OR_RETURN(std::vector<Cell> cells, Row(datastore, row, read));
+    return ToCellTexts(std::move(cells));
+  }
+  [[nodiscard]] virtual Result<std::vector<CellText>> VersionsText(const std::string& datastore,
+                                                                   const Uuid& row,
+                                                                   const std::string& column,
+                                                                   const VersionQuery& query,
+                                                                   const ReadOptions& read = {}) {
+    CELLAR_ASSIGN_OR_RETURN(std::vector<Cell> cells, Versions(datastore, row, column, query, read));
+    return ToCellTexts(std::move(cells));
+  }
   [[nodiscard]] virtual Result<PutResult> Erase(
       const std::string& datastore, const Uuid& row, const std::string& column,
       std::optional<int64_t> expected_ref_key = std::nullopt) = 0;

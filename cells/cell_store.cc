@@ -341,16 +341,50 @@ Result<Cell> CellStore::LatestCell(const std::string& datastore, const Uuid& row
   return std::move(versions[0]);
 }
 
+namespace {
+
+// The latest live cell of each of the datastore's columns, read by
+// `latest(column)` (Latest or LatestText): a column without one is left out.
+template <typename T, typename ReadLatest>
+Result<std::vector<T>> LiveColumns(const DatastoreConfig& ds, ReadLatest latest) {
+  std::vector<T> out;
+  for (const auto& col : ds.columns) {
+    Result<T> cell = latest(col.name);
+    if (cell.ok())
+      out.push_back(std::move(cell).value());
+    else if (cell.status().code() != StatusCode::kNotFound)
+      return cell.status();
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<Cell>> CellStore::Row(const std::string& datastore, const Uuid& row,
                                          const ReadOptions& read) {
   CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
-  std::vector<Cell> out;
-  for (const auto& col : ds->columns) {
-    auto latest = Latest(datastore, row, col.name, read);
-    if (latest.ok())
-      out.push_back(std::move(latest).value());
-    else if (latest.status().code() != StatusCode::kNotFound)
-      return latest.status();
+  return LiveColumns<Cell>(
+      *ds, [&](const std::string& column) { return Latest(datastore, row, column, read); });
+}
+
+Result<std::vector<CellText>> CellStore::RowText(const std::string& datastore, const Uuid& row,
+                                                 const ReadOptions& read) {
+  CELLAR_ASSIGN_OR_RETURN(const DatastoreConfig* ds, ValidateDatastore(impl_->config, datastore));
+  return LiveColumns<CellText>(
+      *ds, [&](const std::string& column) { return LatestText(datastore, row, column, read); });
+}
+
+Result<std::vector<CellText>> CellStore::VersionsText(const std::string& datastore, const Uuid& row,
+                                                      const std::string& column,
+                                                      const VersionQuery& q,
+                                                      const ReadOptions& read) {
+  std::vector<std::string> texts;
+  CELLAR_ASSIGN_OR_RETURN(std::vector<Cell> cells,
+                          VersionCells(datastore, row, column, q, read, &texts));
+  std::vector<CellText> out(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    out[i].cell = std::move(cells[i]);
+    out[i].body_json = std::move(texts[i]);
   }
   return out;
 }

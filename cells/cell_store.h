@@ -181,6 +181,14 @@ class CellStore : public CellService {
                                                    const std::string& column,
                                                    const VersionQuery& query,
                                                    const ReadOptions& read = {}) override;
+  // Row() and Versions() with the stored bodies printed as JSON text.
+  [[nodiscard]] Result<std::vector<CellText>> RowText(const std::string& datastore, const Uuid& row,
+                                                      const ReadOptions& read = {}) override;
+  [[nodiscard]] Result<std::vector<CellText>> VersionsText(const std::string& datastore,
+                                                           const Uuid& row,
+                                                           const std::string& column,
+                                                           const VersionQuery& query,
+                                                           const ReadOptions& read = {}) override;
   // Erases a column: appends a tombstone, which hides every older version
   // from Latest() and Row(). Idempotent, so retries write one tombstone.
   // "The latest version" is the one Latest() would consider: the highest

@@ -284,6 +284,11 @@ TEST(CellJsonTextTest, PrintsWhatCellToJsonPrints) {
     EXPECT_EQ(text.body_json, body_text);
     EXPECT_EQ(CellJsonText(text.cell, text.body_json), Dump(CellToJson(cell)));
   }
+  const std::vector<Cell> cells = {live, tombstone, odd};
+  json array = json::array();
+  for (const Cell& cell : cells) array.push_back(CellToJson(cell));
+  EXPECT_EQ(CellsJsonText(ToCellTexts(cells)), Dump(array));
+  EXPECT_EQ(CellsJsonText({}), Dump(json::array()));
 }
 
 }  // namespace

@@ -337,23 +337,32 @@ TYPED_TEST(StoreContractTest, EraseWritesOneTombstoneThatHidesTheColumn) {
       << "a put over the tombstone's address";
 }
 
-// GetText and LatestText (what the HTTP API answers with) are Get and Latest
-// with the body as compact JSON text: the same cell, the same errors. Over
-// HTTP the answer's bytes are CellToJson of the stored cell printed.
+// GetText, LatestText, RowText and VersionsText (what the HTTP API answers
+// with) are Get, Latest, Row and Versions with each body as compact JSON
+// text: the same cells, the same errors. Over HTTP the answers' bytes are
+// the stored cells' CellToJson printed.
 TYPED_TEST(StoreContractTest, TextReadsAreTheReadsWithTheBodyPrinted) {
   auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
-  auto expect_same = [&](const Result<Cell>& cell, const Result<CellText>& text) {
+  auto same_cell = [&](const Cell& cell, const CellText& text) {
+    EXPECT_EQ(cell.body.is_null() ? "" : dump(cell.body), text.body_json);
+    EXPECT_TRUE(text.cell.body.is_null());
+    Cell without_body = cell;
+    without_body.body = nullptr;
+    EXPECT_EQ(dump(CellToJson(without_body)), dump(CellToJson(text.cell)));
+  };
+  auto expect_same = [&](const auto& cell, const auto& text) {
     ASSERT_EQ(cell.ok(), text.ok())
         << cell.status().ToString() << " / " << text.status().ToString();
     if (!cell.ok()) {
       EXPECT_EQ(cell.status().code(), text.status().code()) << text.status().ToString();
       return;
     }
-    EXPECT_EQ(cell->body.is_null() ? "" : dump(cell->body), text->body_json);
-    EXPECT_TRUE(text->cell.body.is_null());
-    Cell without_body = *cell;
-    without_body.body = nullptr;
-    EXPECT_EQ(dump(CellToJson(without_body)), dump(CellToJson(text->cell)));
+    if constexpr (std::is_same_v<std::decay_t<decltype(*cell)>, Cell>) {
+      same_cell(*cell, *text);
+    } else {
+      ASSERT_EQ(cell->size(), text->size());
+      for (size_t i = 0; i < cell->size(); ++i) same_cell((*cell)[i], (*text)[i]);
+    }
   };
   const json body = {{"city", "caf\u00e9 \"SF\"\n"},
                      {"fare", {{"total", 9.5}, {"items", {1, -2, 3}}}},
@@ -366,6 +375,9 @@ TYPED_TEST(StoreContractTest, TextReadsAreTheReadsWithTheBodyPrinted) {
               cells.GetText("trips", this->row_, "BASE", 1));
   expect_same(cells.Latest("trips", this->row_, "BASE"),
               cells.LatestText("trips", this->row_, "BASE"));
+  expect_same(cells.Row("trips", this->row_), cells.RowText("trips", this->row_));
+  expect_same(cells.Versions("trips", this->row_, "BASE", VersionQuery{}),
+              cells.VersionsText("trips", this->row_, "BASE", VersionQuery{}));
   auto text = cells.GetText("trips", this->row_, "BASE", 1);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   EXPECT_EQ(dump(body), text->body_json);
@@ -384,6 +396,22 @@ TYPED_TEST(StoreContractTest, TextReadsAreTheReadsWithTheBodyPrinted) {
     ASSERT_TRUE(got);
     EXPECT_EQ(200, got->status) << got->body;
     EXPECT_EQ(dump(CellToJson(*latest)), got->body);
+    auto versions = Implementations::Get().store->Versions("trips", this->row_, "BASE", {});
+    ASSERT_TRUE(versions.ok()) << versions.status().ToString();
+    json versions_json = json::array();
+    for (const Cell& c : *versions) versions_json.push_back(CellToJson(c));
+    got = raw.Get(path + "/versions");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(200, got->status) << got->body;
+    EXPECT_EQ(dump(json{{"cells", versions_json}}), got->body);
+    auto live = Implementations::Get().store->Row("trips", this->row_);
+    ASSERT_TRUE(live.ok()) << live.status().ToString();
+    json row_json = json::array();
+    for (const Cell& c : *live) row_json.push_back(CellToJson(c));
+    got = raw.Get("/v1/trips/cells/" + this->row_.ToString());
+    ASSERT_TRUE(got);
+    EXPECT_EQ(200, got->status) << got->body;
+    EXPECT_EQ(dump(json{{"row_key", this->row_.ToString()}, {"cells", row_json}}), got->body);
   }
   // Errors: unknown datastore and column, a missing version, an erased column.
   expect_same(cells.Get("nope", this->row_, "BASE", 1),
@@ -392,7 +420,13 @@ TYPED_TEST(StoreContractTest, TextReadsAreTheReadsWithTheBodyPrinted) {
               cells.LatestText("trips", this->row_, "NOPE"));
   expect_same(cells.Get("trips", this->row_, "BASE", 9),
               cells.GetText("trips", this->row_, "BASE", 9));
+  expect_same(cells.Row("nope", this->row_), cells.RowText("nope", this->row_));
+  expect_same(cells.Versions("trips", this->row_, "NOPE", VersionQuery{}),
+              cells.VersionsText("trips", this->row_, "NOPE", VersionQuery{}));
   ASSERT_TRUE(cells.Erase("trips", this->row_, "BASE").ok());
+  expect_same(cells.Row("trips", this->row_), cells.RowText("trips", this->row_));
+  expect_same(cells.Versions("trips", this->row_, "BASE", VersionQuery{}),
+              cells.VersionsText("trips", this->row_, "BASE", VersionQuery{}));
   expect_same(cells.Latest("trips", this->row_, "BASE"),
               cells.LatestText("trips", this->row_, "BASE"));
   EXPECT_EQ(StatusCode::kNotFound, cells.LatestText("trips", this->row_, "BASE").status().code());
