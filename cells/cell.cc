@@ -1,5 +1,7 @@
 #include "cells/cell.h"
 
+#include "cells/body_codec.h"
+
 namespace cellar {
 
 std::string CellAddress(const std::string& datastore, const Uuid& row, const std::string& column,
@@ -22,14 +24,6 @@ nlohmann::json CellToJson(const Cell& c) {
                         {"added_id", c.added_id}};
 }
 
-namespace {
-
-std::string JsonString(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-}  // namespace
-
 std::string CellJsonText(const Cell& c, std::string_view body_json) {
   // nlohmann's objects keep their keys sorted: the same order as CellToJson prints.
   std::string out;
@@ -39,9 +33,9 @@ std::string CellJsonText(const Cell& c, std::string_view body_json) {
   out += ",\"body\":";
   out += body_json.empty() ? std::string_view("null") : body_json;
   out += ",\"column\":";
-  out += JsonString(c.column);
+  AppendJsonString(out, c.column);
   out += ",\"created_at\":";
-  out += JsonString(FormatRfc3339(c.created_at));
+  AppendJsonString(out, FormatRfc3339(c.created_at));
   out += ",\"ref_key\":";
   out += std::to_string(c.ref_key);
   out += ",\"row_key\":\"";

@@ -332,10 +332,11 @@ Result<Cell> CellStore::LatestCell(const std::string& datastore, const Uuid& row
   std::vector<std::string> texts;
   CELLAR_ASSIGN_OR_RETURN(auto versions, VersionCells(datastore, row, column, q, read,
                                                       body_text != nullptr ? &texts : nullptr));
-  const std::string where = datastore + "/" + row.ToString() + "/" + column;
-  if (versions.empty()) return NotFound("no cell at " + where);
+  // The address is formatted only for an error: a read that finds its cell pays nothing for it.
+  auto where = [&] { return datastore + "/" + row.ToString() + "/" + column; };
+  if (versions.empty()) return NotFound("no cell at " + where());
   if (versions[0].tombstone)
-    return NotFound("cell " + where + " was erased at ref_key " +
+    return NotFound("cell " + where() + " was erased at ref_key " +
                     std::to_string(versions[0].ref_key));
   if (body_text != nullptr) *body_text = std::move(texts[0]);
   return std::move(versions[0]);
