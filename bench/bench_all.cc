@@ -102,8 +102,8 @@ const std::vector<BenchSpec>& AllBenches() {
       {"http",
        {},
        {"--cells", "1000", "--gets", "2000"},
-       "baseline = the same puts and gets through the in-process `CellStore`; ratio = HTTP / in "
-       "process."},
+       "baseline = the same puts, gets and latest, row and versions reads through the "
+       "in-process `CellStore`; ratio = HTTP / in process."},
       {"relay",
        {},
        {"--cells", "5000", "--seconds", "3"},

@@ -129,8 +129,23 @@ std::vector<FigureRow> HttpRows(const Json& j) {
   gets.target = Verdict(">= 0.6", AtLeast(Number(j, "get_ratio"), 0.6));
   FigureRow get_p99 = LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms");
   get_p99.target = Verdict("<= 2x", AtMost(Number(j, "get_p99_ratio"), 2));
-  return {puts, gets, LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
-          get_p99};
+  std::vector<FigureRow> rows = {
+      puts, gets, LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
+      get_p99};
+  // Latest, row and versions reads carry the same targets as gets.
+  for (const std::string read : {"latest", "row", "versions"}) {
+    const std::string ratio = read + "_ratio", p99_ratio = read + "_p99_ratio";
+    FigureRow rate = RateRow(j, read + " reads/s", ("http_" + read + "_per_s").c_str(),
+                             ("store_" + read + "_per_s").c_str(), ratio.c_str());
+    rate.target = Verdict(">= 0.6", AtLeast(Number(j, ratio.c_str()), 0.6));
+    FigureRow p99 =
+        LatencyRow(j, read + " read latency p99 ms", ("http_" + read + "_p99_ms").c_str(),
+                   ("store_" + read + "_p99_ms").c_str());
+    p99.target = Verdict("<= 2x", AtMost(Number(j, p99_ratio.c_str()), 2));
+    rows.push_back(std::move(rate));
+    rows.push_back(std::move(p99));
+  }
+  return rows;
 }
 
 // Latency targets are judged from the commit acknowledged to the writer

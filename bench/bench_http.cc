@@ -15,7 +15,8 @@
 // cpp-httplib server in this process answering a GET with one cell's JSON,
 // which the client parses: a get's HTTP exchange with no Cellar code), each
 // with its CPU per get and the CPU-bound ceiling of the get ratio, as for
-// puts below. Reported: puts/s and
+// puts below. Then latest, row and versions reads of the same cells, in
+// process and through HTTP, in as many rounds (no bare exchange). Reported: puts/s and
 // put latency p50/p99, gets/s and get latency p50/p99 for both, and the
 // ratios http/store. The server's per-request log lines are off (log level
 // warn) so that stderr stays readable; everything else (routing, JSON,
@@ -43,6 +44,7 @@
 #include "api/cell_api.h"
 #include "base/log.h"
 #include "bench/bench_common.h"
+#include "bench/bench_http_phases.h"
 #include "bench/bench_put_phases.h"
 #include "cells/cell_store.h"
 #include "client/cellar_client.h"
@@ -68,15 +70,6 @@ struct HttpOptions {
   int put_requests_in_flight = ClientOptions{}.put_requests_in_flight;
 };
 
-struct HttpPhaseResult {
-  UsageDelta usage;  // CPU this process and the server used during the phase
-  double seconds = 0;
-  int64_t ops = 0, errors = 0;
-  std::string first_error;
-  std::vector<double> latencies_ms;
-  bool interrupted = false;
-};
-
 nlohmann::json TripBody(std::mt19937_64& rng, int bytes) {
   static const char* kCities[] = {"san_francisco", "london", "sao_paulo", "mumbai", "paris"};
   std::uniform_real_distribution<double> fare(5, 80);
@@ -89,134 +82,6 @@ nlohmann::json TripBody(std::mt19937_64& rng, int bytes) {
   const int pad = bytes - static_cast<int>(j.dump().size()) - 12;
   if (pad > 0) j["route"] = std::string(static_cast<size_t>(pad), 'r');
   return j;
-}
-
-// Runs `op(i)` for i in [0, n) on `threads` threads, timing each call.
-template <typename Op>
-HttpPhaseResult RunPhase(int n, int threads, Op op) {
-  HttpPhaseResult r;
-  std::atomic<int> next{0};
-  std::atomic<bool> stop{false};
-  std::vector<std::vector<double>> lat(static_cast<size_t>(threads));
-  std::vector<int64_t> errors(static_cast<size_t>(threads), 0);
-  std::vector<std::string> first(static_cast<size_t>(threads));
-  Stopwatch total;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      for (int i; (i = next.fetch_add(1)) < n && !stop.load();) {
-        if (StopRequested()) stop = true;
-        Stopwatch sw;
-        Status s = op(i);
-        lat[t].push_back(sw.Millis());
-        if (!s.ok() && errors[t]++ == 0) first[t] = s.ToString();
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  r.seconds = total.Seconds();
-  r.interrupted = stop.load();
-  for (int t = 0; t < threads; ++t) {
-    r.latencies_ms.insert(r.latencies_ms.end(), lat[t].begin(), lat[t].end());
-    r.errors += errors[t];
-    if (r.first_error.empty()) r.first_error = first[t];
-  }
-  r.ops = static_cast<int64_t>(r.latencies_ms.size());
-  return r;
-}
-
-struct Figures {
-  double per_s = 0, p50 = 0, p99 = 0;
-};
-
-Figures Summarize(HttpPhaseResult& r) {
-  Figures f;
-  f.per_s = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0;
-  f.p50 = Percentile(r.latencies_ms, 50);
-  f.p99 = Percentile(r.latencies_ms, 99);
-  return f;
-}
-
-// The round of `rounds` whose rate (rates[i] of rounds[i]) is the median,
-// with every round's errors counted.
-// REQUIRES: rounds.size() == rates.size() > 0.
-HttpPhaseResult MedianRound(std::vector<HttpPhaseResult> rounds, const std::vector<double>& rates) {
-  int64_t errors = 0;
-  std::string first_error;
-  bool interrupted = false;
-  for (const HttpPhaseResult& r : rounds) {
-    errors += r.errors;
-    if (first_error.empty()) first_error = r.first_error;
-    interrupted = interrupted || r.interrupted;
-  }
-  HttpPhaseResult median = std::move(rounds[MedianIndex(rates)]);
-  median.errors = errors;
-  median.first_error = first_error;
-  median.interrupted = interrupted;
-  return median;
-}
-
-// Keep-alive cpp-httplib clients of a bare server, pooled as cellar::Client
-// pools its connections. Thread-safe.
-class BareClient {
- public:
-  explicit BareClient(int port) : port_(port) {}
-  Status Post(const std::string& body) {
-    return Send([&](httplib::Client& c) { return c.Post("/bare", body, "application/json"); });
-  }
-  // GETs /bare and parses the answer as cellar::Client parses a cell's.
-  Status Get() {
-    return Send([](httplib::Client& c) {
-      auto res = c.Get("/bare");
-      if (res && res->status == 200 &&
-          !nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false).is_object())
-        res->status = 502;
-      return res;
-    });
-  }
-
- private:
-  template <typename Call>
-  Status Send(Call call) {
-    std::unique_ptr<httplib::Client> c;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!idle_.empty()) {
-        c = std::move(idle_.back());
-        idle_.pop_back();
-      }
-    }
-    if (!c) {
-      c = std::make_unique<httplib::Client>("127.0.0.1", port_);
-      c->set_keep_alive(true);
-      c->set_tcp_nodelay(true);
-    }
-    httplib::Result res = call(*c);
-    if (!res) return Unavailable("bare request: " + httplib::to_string(res.error()));
-    if (res->status != 200) return Internal("bare request answered " + std::to_string(res->status));
-    std::lock_guard<std::mutex> lock(mu_);
-    idle_.push_back(std::move(c));
-    return Status::Ok();
-  }
-
-  const int port_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<httplib::Client>> idle_;
-};
-
-// Runs `phase` and records what this process and the private server used.
-template <typename Phase>
-HttpPhaseResult WithUsage(const BenchCluster& cluster, Phase phase) {
-  const Usage before = TakeUsage(cluster);
-  HttpPhaseResult r = phase();
-  r.usage.Add(before, TakeUsage(cluster));
-  return r;
-}
-
-// CPU microseconds (this process + the server) per operation of `r`.
-double CpuUsPerOp(const HttpPhaseResult& r) {
-  const double cpu_s = r.usage.client_cpu_s + r.usage.server_cpu_s.value_or(0);
-  return r.ops > 0 ? cpu_s * 1e6 / static_cast<double>(r.ops) : 0;
 }
 
 int RunHttp(const HttpOptions& o) {
@@ -363,50 +228,73 @@ int RunHttp(const HttpOptions& o) {
   }
   BareClient bare_get(bare_get_port);
 
-  std::vector<HttpPhaseResult> store_gets, http_gets, bare_gets;
-  std::vector<double> store_get_rates, http_get_rates, bare_get_rates;
   const size_t get_rounds = static_cast<size_t>(std::max(1, o.get_rounds));
-  for (size_t r = 0; r < get_rounds; ++r) {
-    const std::string round =
-        "round " + std::to_string(r + 1) + "/" + std::to_string(get_rounds) + ": ";
-    Progress(round + "store gets, " + std::to_string(o.gets) + " gets");
-    store_gets.push_back(WithUsage(cluster, [&] {
-      return RunPhase(o.gets, o.clients, [&](int i) {
+  ReadRounds gets = RunReadRounds(
+      cluster, "gets", o.gets, o.clients, get_rounds,
+      [&](int i) {
         const CellWrite& c = pick(i);
         return store->Get(datastore, c.row_key, c.column, c.ref_key).status();
-      });
-    }));
-    Progress(round + "http gets");
-    http_gets.push_back(WithUsage(cluster, [&] {
-      return RunPhase(o.gets, o.clients, [&](int i) {
+      },
+      [&](int i) {
         const CellWrite& c = pick(i);
         return (*client)->Get(datastore, c.row_key, c.column, c.ref_key).status();
-      });
-    }));
-    Progress(round + "bare HTTP gets");
-    bare_gets.push_back(WithUsage(
-        cluster, [&] { return RunPhase(o.gets, o.clients, [&](int) { return bare_get.Get(); }); }));
-    store_get_rates.push_back(Summarize(store_gets.back()).per_s);
-    http_get_rates.push_back(Summarize(http_gets.back()).per_s);
-    bare_get_rates.push_back(Summarize(bare_gets.back()).per_s);
-  }
+      },
+      [&](int) { return bare_get.Get(); });
   bare_get_server.stop();
   bare_get_thread.join();
-  HttpPhaseResult sg = MedianRound(std::move(store_gets), store_get_rates);
-  HttpPhaseResult hg = MedianRound(std::move(http_gets), http_get_rates);
-  HttpPhaseResult bg = MedianRound(std::move(bare_gets), bare_get_rates);
+  // Latest, row and versions of the same cells (one version each), in process and through HTTP.
+  ReadRounds latest = RunReadRounds(
+      cluster, "latest reads", o.gets, o.clients, get_rounds,
+      [&](int i) {
+        const CellWrite& c = pick(i);
+        return store->Latest(datastore, c.row_key, c.column).status();
+      },
+      [&](int i) {
+        const CellWrite& c = pick(i);
+        return (*client)->Latest(datastore, c.row_key, c.column).status();
+      });
+  ReadRounds rows = RunReadRounds(
+      cluster, "row reads", o.gets, o.clients, get_rounds,
+      [&](int i) { return store->Row(datastore, pick(i).row_key).status(); },
+      [&](int i) { return (*client)->Row(datastore, pick(i).row_key).status(); });
+  ReadRounds versions = RunReadRounds(
+      cluster, "versions reads", o.gets, o.clients, get_rounds,
+      [&](int i) {
+        const CellWrite& c = pick(i);
+        return store->Versions(datastore, c.row_key, c.column, VersionQuery{}).status();
+      },
+      [&](int i) {
+        const CellWrite& c = pick(i);
+        return (*client)->Versions(datastore, c.row_key, c.column, VersionQuery{}).status();
+      });
+  HttpPhaseResult& sg = gets.store;
+  HttpPhaseResult& hg = gets.http;
+  HttpPhaseResult& bg = gets.bare;
   const ClientStats stats = (*client)->stats();
   (*server)->Stop();
   bare_server->reset();
   store->Close();
-  if (sp.interrupted || hp.interrupted || bp.interrupted || sg.interrupted || hg.interrupted ||
-      bg.interrupted) {
+  if (sp.interrupted || hp.interrupted || bp.interrupted || gets.interrupted() ||
+      latest.interrupted() || rows.interrupted() || versions.interrupted()) {
     Progress("interrupted");
     return 130;
   }
   const Figures fsp = Summarize(sp), fhp = Summarize(hp), fbp = Summarize(bp), fsg = Summarize(sg),
                 fhg = Summarize(hg), fbg = Summarize(bg);
-  const int64_t errors = sp.errors + hp.errors + bp.errors + sg.errors + hg.errors + bg.errors;
+  const int64_t errors = sp.errors + hp.errors + bp.errors + gets.errors() + latest.errors() +
+                         rows.errors() + versions.errors();
+  // Latest, row and versions: {key, rounds, figures in process, through HTTP}.
+  struct OtherRead {
+    const char* key;
+    ReadRounds* rounds;
+    Figures store, http;
+  };
+  std::vector<OtherRead> other_reads = {
+      {"latest", &latest, {}, {}}, {"row", &rows, {}, {}}, {"versions", &versions, {}, {}}};
+  for (OtherRead& r : other_reads) {
+    r.store = Summarize(r.rounds->store);
+    r.http = Summarize(r.rounds->http);
+  }
   const double store_cpu_us = CpuUsPerOp(sp), http_cpu_us = CpuUsPerOp(hp),
                bare_cpu_us = CpuUsPerOp(bp);
   const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
@@ -438,9 +326,9 @@ int RunHttp(const HttpOptions& o) {
                                               JoinRates(bare_rates) + "; medians count");
   t.Add("gets per phase (M)", std::to_string(o.gets));
   t.Add("get rounds (store, HTTP, bare)", std::to_string(get_rounds) + "; store gets/s " +
-                                              JoinRates(store_get_rates) + "; HTTP gets/s " +
-                                              JoinRates(http_get_rates) + "; bare gets/s " +
-                                              JoinRates(bare_get_rates) + "; medians count");
+                                              JoinRates(gets.store_rates) + "; HTTP gets/s " +
+                                              JoinRates(gets.http_rates) + "; bare gets/s " +
+                                              JoinRates(gets.bare_rates) + "; medians count");
   t.Add("body JSON bytes (mean)",
         FormatNumber(static_cast<double>(body_bytes) / std::max(1, o.cells), 1));
   auto phase = [&](const std::string& name, const Figures& f, const HttpPhaseResult& r,
@@ -483,6 +371,12 @@ int RunHttp(const HttpOptions& o) {
             " cores / (store get + bare get CPU) / store gets/s)");
   t.Add("get p50 http - store ms", FormatNumber(fhg.p50 - fsg.p50, 3));
   t.Add("get p50 http / store", FormatNumber(fhg.p50 / std::max(fsg.p50, 1e-9), 2));
+  for (const OtherRead& r : other_reads)
+    t.Add(std::string(r.key) + " reads/s store / HTTP (ratio), p99 ms store / HTTP (ratio)",
+          FormatNumber(r.store.per_s, 0) + " / " + FormatNumber(r.http.per_s, 0) + " (" +
+              FormatNumber(r.http.per_s / std::max(r.store.per_s, 1e-9), 3) + "), " +
+              FormatNumber(r.store.p99, 2) + " / " + FormatNumber(r.http.p99, 2) + " (" +
+              FormatNumber(r.http.p99 / std::max(r.store.p99, 1e-9), 2) + ")");
   const double puts_per_request = static_cast<double>(o.cells) * static_cast<double>(rounds) /
                                   static_cast<double>(std::max<uint64_t>(1, http_put_requests));
   t.Add("HTTP puts per request (all rounds)",
@@ -529,6 +423,17 @@ int RunHttp(const HttpOptions& o) {
   j["http_get_cpu_us"] = Round(http_get_cpu_us, 1);
   j["bare_get_cpu_us"] = Round(bare_get_cpu_us, 1);
   j["get_ratio_cpu_ceiling"] = Round(get_ceiling_ratio, 3);
+  // The other reads, same clients and cells: <read>_ratio is HTTP /
+  // in-process reads/s, <read>_p99_ratio HTTP p99 / in-process p99.
+  for (const OtherRead& r : other_reads) {
+    const std::string k = r.key;
+    j["store_" + k + "_per_s"] = Round(r.store.per_s, 1);
+    j["http_" + k + "_per_s"] = Round(r.http.per_s, 1);
+    j["store_" + k + "_p99_ms"] = Round(r.store.p99, 3);
+    j["http_" + k + "_p99_ms"] = Round(r.http.p99, 3);
+    j[k + "_ratio"] = Round(r.http.per_s / std::max(r.store.per_s, 1e-9), 3);
+    j[k + "_p99_ratio"] = Round(r.http.p99 / std::max(r.store.p99, 1e-9), 3);
+  }
   j["shards"] = cfg.shards;
   j["puts_per_request_max"] = o.puts_per_request;
   j["http_puts_per_request"] = Round(puts_per_request, 2);
