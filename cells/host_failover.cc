@@ -9,6 +9,7 @@
 #include "cells/host_servers.h"
 #include "cells/host_topology.h"
 #include "cells/mysql_client.h"
+#include "cells/schema_changes.h"
 
 namespace cellar {
 namespace {
@@ -401,9 +402,7 @@ Status BootstrapHost(const ClusterConfig& config, size_t index) {
     return Unavailable("host " + host.name + ": its primary " + p.server.Label() +
                        " does not answer: " + p.error);
   CELLAR_ASSIGN_OR_RETURN(auto pc, ConnectTo(config, host, p.server));
-  CELLAR_RETURN_IF_ERROR(pc->ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" +
-                                        config.HostDatabase(host) +
-                                        "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
+  CELLAR_RETURN_IF_ERROR(CreateDatabaseIfMissing(*pc, config.HostDatabase(host)));
   for (size_t i = 1; i < states.size(); ++i) {
     const ServerState& r = states[i];
     if (!r.reachable() || !r.master.empty()) continue;

@@ -1,5 +1,7 @@
 #include "changelog/relay_checkpoint.h"
 
+#include "cells/schema_changes.h"
+
 namespace cellar {
 namespace {
 std::string Table(const std::string& database) {
@@ -18,10 +20,10 @@ Status EnsureCheckpointTable(MysqlConnection& conn, const std::string& database)
                       " ENGINE=InnoDB"));
   // The exactly-once fence (internal/stream_claim.h); added in place on
   // tables of older relays.
-  return conn.ExecuteDdl("ALTER TABLE " + Table(database) +
-                         " ADD COLUMN IF NOT EXISTS owner_epoch BIGINT UNSIGNED NOT NULL DEFAULT 0,"
-                         " ADD COLUMN IF NOT EXISTS owner_released TINYINT NOT NULL DEFAULT 1,"
-                         " ADD COLUMN IF NOT EXISTS scan_offsets TEXT CHARACTER SET ascii NULL");
+  return AddColumnsIfMissing(conn, database, "relay_checkpoint",
+                             {{"owner_epoch", "BIGINT UNSIGNED NOT NULL DEFAULT 0"},
+                              {"owner_released", "TINYINT NOT NULL DEFAULT 1"},
+                              {"scan_offsets", "TEXT CHARACTER SET ascii NULL"}});
 }
 
 Result<RelayCheckpoint> LoadCheckpoint(MysqlConnection& conn, const std::string& database,

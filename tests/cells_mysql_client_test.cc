@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cells/mysql_client.h"
+#include "cells/schema_changes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/status_printing.h"
@@ -296,6 +297,43 @@ TEST_F(MysqlClientTest, APoolClosesTheSurplusOnceIdleTheTimeoutKeepingKeepIdle) 
                       MysqlPoolLimits{/*keep_idle=*/2, /*surplus_idle_ms=*/0});
   Burst(eager, 5);
   EXPECT_EQ(2u, eager.stats().idle) << "surplus_idle_ms 0 closes the surplus as it comes back";
+}
+
+// Schema changes (cells/schema_changes.h) run only for what is missing: a
+// second call sends no DDL (the session's Com_ counters do not move).
+TEST_F(MysqlClientTest, SchemaChangesRunOnlyForWhatIsMissing) {
+  auto statements_run = [&](const std::string& counter) -> uint64_t {
+    Result<std::vector<SqlRow>> r = conn().Query("SHOW SESSION STATUS LIKE '" + counter + "'");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && r->size() == 1 ? (*r)[0].Uint(1) : 0;
+  };
+  ASSERT_TRUE(conn().ExecuteDdl("DROP DATABASE IF EXISTS adapter_schema").ok());
+  const uint64_t creates = statements_run("Com_create_db");
+  ASSERT_OK(CreateDatabaseIfMissing(conn(), "adapter_schema"));
+  ASSERT_OK(CreateDatabaseIfMissing(conn(), "adapter_schema"));
+  EXPECT_EQ(creates + 1, statements_run("Com_create_db"));
+  Result<std::vector<SqlRow>> charset = conn().Query(
+      "SELECT DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA"
+      " WHERE SCHEMA_NAME = 'adapter_schema'");
+  ASSERT_OK(charset.status());
+  ASSERT_EQ(1u, charset->size());
+  EXPECT_EQ("utf8mb4_bin", (*charset)[0].Bytes(0));
+
+  // A table of an older version lacks two of the columns.
+  ASSERT_TRUE(conn().ExecuteDdl("CREATE TABLE adapter_schema.t (id INT PRIMARY KEY, a INT)").ok());
+  const std::vector<ColumnDefinition> columns = {
+      {"a", "INT"}, {"b", "BIGINT NOT NULL DEFAULT 7"}, {"c", "TEXT NULL"}};
+  const uint64_t alters = statements_run("Com_alter_table");
+  ASSERT_OK(AddColumnsIfMissing(conn(), "adapter_schema", "t", columns));
+  ASSERT_OK(AddColumnsIfMissing(conn(), "adapter_schema", "t", columns));
+  EXPECT_EQ(alters + 1, statements_run("Com_alter_table"));
+  ASSERT_OK(conn().Execute("INSERT INTO adapter_schema.t (id) VALUES (1)").status());
+  Result<std::vector<SqlRow>> row = conn().Query("SELECT id, a, b, c FROM adapter_schema.t");
+  ASSERT_OK(row.status());
+  ASSERT_EQ(1u, row->size());
+  EXPECT_EQ(7, (*row)[0].Int(2));
+  EXPECT_TRUE((*row)[0].IsNull(3));
+  ASSERT_TRUE(conn().ExecuteDdl("DROP DATABASE adapter_schema").ok());
 }
 
 }  // namespace

@@ -40,12 +40,6 @@ using namespace std::chrono_literals;
 
 constexpr uint32_t kShards = 4;
 
-#define ASSERT_OK(expr)                                       \
-  do {                                                        \
-    const Status st_ = (expr);                                \
-    ASSERT_TRUE(st_.ok()) << #expr << ": " << st_.ToString(); \
-  } while (0)
-
 // One host: a primary and a replica, fresh for every test (each test changes
 // which server is primary).
 class HostFailoverTest : public ::testing::Test {

@@ -3,6 +3,7 @@
 #include "cells/body_codec.h"
 #include "cells/host_topology.h"
 #include "cells/internal/write_fence.h"
+#include "cells/schema_changes.h"
 
 namespace cellar::internal {
 
@@ -26,8 +27,7 @@ std::string CreateCellsTableSql(const std::string& table) {
 
 Status CreateHostSchema(MysqlConnection& conn, const std::string& database,
                         const std::vector<DatastoreConfig>& datastores) {
-  CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl("CREATE DATABASE IF NOT EXISTS `" + database +
-                                         "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"));
+  CELLAR_RETURN_IF_ERROR(CreateDatabaseIfMissing(conn, database));
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateWriteFenceSql(database)));
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateTopologySql(database)));
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl(CreateSemiSyncHeartbeatSql(database)));
