@@ -1,5 +1,6 @@
 #include "bench/bench_http_phases.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 
