@@ -3,6 +3,7 @@
 #include "base/thread_name.h"
 #include "cells/host_topology.h"
 #include "changelog/internal/relay_impl.h"
+#include "changelog/internal/relay_pacing.h"
 
 namespace cellar {
 
@@ -25,12 +26,19 @@ std::vector<std::string> RelayTransactionalIds(const ClusterConfig& config,
 }
 
 // After a read at `round` that handed `produced` cells on: a full page means
-// a backlog (read on at once); a partial one, a trickle (wait poll_min_ms, so
-// it is read in pages of a few cells, not one query per cell); nothing, an
-// idle stream (wait, doubling from poll_min_ms up to poll_max_ms).
+// a backlog (read on at once); a partial one, a trickle (wait TrickleWaitMs,
+// so it is read in pages of several cells, not one query and one transaction
+// per cell); nothing, an idle stream (wait, doubling from poll_min_ms up to
+// poll_max_ms).
 void Relay::Impl::ScheduleNextRead(HostStream& s, size_t produced,
                                    std::chrono::steady_clock::time_point round) {
   const int min_ms = std::max(1, config.relay.poll_min_ms);
+  // The time the cells of this read had to gather (none known on the first).
+  const auto gathered =
+      s.last_read == std::chrono::steady_clock::time_point{}
+          ? std::chrono::milliseconds(0)
+          : std::chrono::duration_cast<std::chrono::milliseconds>(round - s.last_read);
+  s.last_read = round;
   if (produced == 0) {
     const int wait_ms = s.idle_ms > 0 ? s.idle_ms : min_ms;
     s.next_read = round + std::chrono::milliseconds(wait_ms);
@@ -39,7 +47,9 @@ void Relay::Impl::ScheduleNextRead(HostStream& s, size_t produced,
   }
   s.idle_ms = 0;
   const bool full = produced >= static_cast<size_t>(std::max(1, config.relay.batch_cells));
-  s.next_read = full ? round : round + std::chrono::milliseconds(min_ms);
+  s.next_read = full ? round
+                     : round + std::chrono::milliseconds(
+                                   internal::TrickleWaitMs(config.relay, produced, gathered));
 }
 
 void Relay::Impl::HostLoop(size_t host_index) {

@@ -540,11 +540,13 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text,
   }
   if (YAML::Node n = root["relay"]) {
     r.CheckKeys(n, "relay",
-                {"batch_cells", "poll_min_ms", "poll_max_ms", "lock_retry_ms", "exactly_once"});
+                {"batch_cells", "poll_min_ms", "poll_max_ms", "target_batch_cells", "lock_retry_ms",
+                 "exactly_once"});
     r.ReadBool(n, "exactly_once", "relay", &cfg.relay.exactly_once);
     ReadIntInto(r, n, "batch_cells", "relay", 1, 100000, &cfg.relay.batch_cells);
     ReadIntInto(r, n, "poll_min_ms", "relay", 1, 60000, &cfg.relay.poll_min_ms);
     ReadIntInto(r, n, "poll_max_ms", "relay", 1, 60000, &cfg.relay.poll_max_ms);
+    ReadIntInto(r, n, "target_batch_cells", "relay", 0, 100000, &cfg.relay.target_batch_cells);
     ReadIntInto(r, n, "lock_retry_ms", "relay", 10, 600000, &cfg.relay.lock_retry_ms);
     // The idle back-off starts at poll_min_ms and grows to poll_max_ms.
     if ((n["poll_min_ms"] || n["poll_max_ms"]) && cfg.relay.poll_max_ms < cfg.relay.poll_min_ms)

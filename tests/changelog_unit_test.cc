@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "changelog/cell_event.h"
+#include "changelog/internal/relay_pacing.h"
 #include "changelog/kafka/change_log_consumer.h"
 #include "changelog/kafka/internal/read_positions.h"
 #include "changelog/kafka/kafka_producer.h"
@@ -251,6 +252,28 @@ TEST(KafkaLogTest, LibrdkafkaLinesGoToTheStructuredLog) {
     EXPECT_EQ(line.rfind("ts=", 0), 0u) << "not a structured line: " << line;
     EXPECT_THAT(line, Not(HasSubstr("|rdkafka#"))) << line;
   }
+}
+
+// A trickle is read in pages of about target_batch_cells: the pause is what
+// they take at the rate the last read saw, within poll_min_ms..poll_max_ms.
+TEST(RelayPacingTest, ATricklePausesForTheTargetBatchWithinThePollBounds) {
+  using std::chrono::milliseconds;
+  RelayConfig relay;
+  relay.poll_min_ms = 40;
+  relay.poll_max_ms = 60;
+  relay.target_batch_cells = 60;
+  EXPECT_EQ(60, internal::TrickleWaitMs(relay, 40, milliseconds(40)));  // 1,000/s: 60 ms
+  EXPECT_EQ(50, internal::TrickleWaitMs(relay, 48, milliseconds(40)));  // 1,200/s: 50 ms
+  EXPECT_EQ(40,
+            internal::TrickleWaitMs(relay, 80, milliseconds(40)));  // 2,000/s: 30 ms, at least 40
+  EXPECT_EQ(60, internal::TrickleWaitMs(relay, 2, milliseconds(60)));  // 33/s: at most 60
+  EXPECT_EQ(40, internal::TrickleWaitMs(relay, 5, milliseconds(0)));   // rate not known
+  EXPECT_EQ(40, internal::TrickleWaitMs(relay, 0, milliseconds(60)));  // nothing read
+  relay.target_batch_cells = 0;
+  EXPECT_EQ(40, internal::TrickleWaitMs(relay, 2, milliseconds(60)));  // off: poll_min_ms
+  relay.target_batch_cells = 60;
+  relay.poll_max_ms = 10;  // below the minimum (only code can set it): the minimum
+  EXPECT_EQ(40, internal::TrickleWaitMs(relay, 2, milliseconds(60)));
 }
 
 }  // namespace

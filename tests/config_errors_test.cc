@@ -354,6 +354,11 @@ TEST(ConfigTest, RelayPollMaxBelowPollMinIsAnError) {
               }));
 }
 
+TEST(ConfigTest, RelayTargetBatchCellsOutOfRangeIsAnError) {
+  EXPECT_THAT(Errors(Yaml("", "", "relay: { target_batch_cells: -1 }\n")),
+              ElementsAre(HasSubstr("cellar.yaml:7: relay.target_batch_cells")));
+}
+
 // The keys added for #13/#14 reject bad values with file:line, like the rest.
 TEST(ConfigTest, BadExactlyOnceAndPipeliningValuesAreErrors) {
   const std::string yaml = Yaml("", "",

@@ -51,7 +51,8 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
       " linger_us: 700, commit_interval_us: 1500 }\n"
       "kafka: { brokers: \"127.0.0.1:9092\", topic_prefix: cx.t, partitions: 4,"
       " max_event_body_bytes: 1000 }\n"
-      "relay: { batch_cells: 10, poll_min_ms: 2, poll_max_ms: 20, lock_retry_ms: 100,"
+      "relay: { batch_cells: 10, poll_min_ms: 2, poll_max_ms: 20, target_batch_cells: 25,"
+      " lock_retry_ms: 100,"
       " exactly_once: false }\n"
       "datastores:\n"
       "  - name: trips\n"
@@ -100,6 +101,7 @@ TEST(ConfigTest, FullConfigLoadsEveryValue) {
   EXPECT_EQ(10, c.relay.batch_cells);
   EXPECT_EQ(2, c.relay.poll_min_ms);
   EXPECT_EQ(20, c.relay.poll_max_ms);
+  EXPECT_EQ(25, c.relay.target_batch_cells);
   EXPECT_EQ(100, c.relay.lock_retry_ms);
   EXPECT_FALSE(c.relay.exactly_once);
   ASSERT_EQ(2u, c.datastores.size());

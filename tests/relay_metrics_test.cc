@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "base/metrics.h"
 #include "changelog/relay.h"
@@ -268,6 +269,7 @@ TEST(RelayMetricsTest, AnIdleStreamIsReadLessOftenThanABusyOneOfTheSameHost) {
   // poll_max_ms: set both, so the ratio does not depend on the defaults.
   at_least_once.relay.poll_min_ms = 1;
   at_least_once.relay.poll_max_ms = 50;
+  at_least_once.relay.target_batch_cells = 0;  // busy: read every poll_min_ms
   auto relay_store = CellStore::Open(at_least_once);
   constexpr uint32_t kShard = 0;
   const std::string host = c->config.mysql.hosts[c->config.HostIndexForShard(kShard)].name;
@@ -298,6 +300,49 @@ TEST(RelayMetricsTest, AnIdleStreamIsReadLessOftenThanABusyOneOfTheSameHost) {
                             << busy;
   // relay.poll_max_ms 50: about 40 reads in 2 s, plus the back-off's first steps.
   EXPECT_LT(idle, 80) << "the idle stream did not back off to poll_max_ms";
+  relay.Stop();
+}
+
+// A trickle is read in pages of about relay.target_batch_cells cells (each
+// read a Kafka transaction in exactly-once mode), not at every poll_min_ms:
+// 200 puts a second with a target of 20 pause ~100 ms between reads.
+TEST(RelayMetricsTest, ATrickleIsReadInPagesOfTheTargetBatch) {
+  auto c = MakeCluster("rt_trickle", Broker());
+  ASSERT_TRUE(c);
+  ClusterConfig paced = c->config;
+  paced.relay.poll_min_ms = 1;
+  paced.relay.poll_max_ms = 200;
+  paced.relay.target_batch_cells = 20;
+  auto relay_store = CellStore::Open(paced);
+  constexpr uint32_t kShard = 0;
+  const std::string host = c->config.mysql.hosts[c->config.HostIndexForShard(kShard)].name;
+  MetricsRegistry metrics;
+  Relay relay(relay_store.get(), "trickle-reads", &metrics);
+  auto reads = [&] {
+    return MetricValue(metrics.Render(), "cellar_relay_log_reads_total",
+                       {{"host", host}, {"datastore", kDatastore}});
+  };
+  ASSERT_TRUE(relay.Start().ok());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return MetricValue(metrics.Render(), "cellar_relay_owned_streams") ==
+               static_cast<double>(kHosts * c->config.datastores.size());
+      },
+      30s))
+      << metrics.Render();
+  const double before = reads();
+  auto next = std::chrono::steady_clock::now();
+  constexpr int kPuts = 300;
+  for (int i = 0; i < kPuts; ++i) {  // the load: one put every 5 ms
+    next += 5ms;
+    std::this_thread::sleep_until(next);
+    auto r = c->store->Put(kDatastore, MakeCell(RowOnShard(kShard), 0, "trickle"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  const double during = reads() - before;
+  // ~15 reads of ~20 cells in 1.5 s; read every poll_min_ms it would be ~300.
+  EXPECT_GT(during, 5) << "the stream was hardly read";
+  EXPECT_LT(during, 40) << "a trickle of " << kPuts << " cells took " << during << " reads";
   relay.Stop();
 }
 

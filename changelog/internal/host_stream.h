@@ -48,6 +48,7 @@ struct HostStream {
   // host does not make the relay read every idle one as often.
   int idle_ms = 0;                                    // 0: poll_min_ms
   std::chrono::steady_clock::time_point next_read{};  // read the log again from here on
+  std::chrono::steady_clock::time_point last_read{};  // the previous read's start ({}: none)
 
   Mutex mu;                                  // guards everything below
   CondVar delivered;                         // signalled when `inflight` empties or a batch fails
