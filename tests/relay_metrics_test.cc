@@ -32,6 +32,16 @@ double StreamLag(const MetricsRegistry& m, const std::string& host, const std::s
                      {{"host", host}, {"datastore", datastore}});
 }
 
+// Waits until the relay of `m` owns every stream of `config` (kHosts hosts).
+bool OwnsEveryStream(const MetricsRegistry& m, const ClusterConfig& config) {
+  return WaitFor(
+      [&] {
+        return MetricValue(m.Render(), "cellar_relay_owned_streams") ==
+               static_cast<double>(kHosts * config.datastores.size());
+      },
+      30s);
+}
+
 // Both delivery modes: exactly-once counts a batch's events when it commits,
 // at-least-once each event when Kafka acknowledges it.
 class RelayMetricsModeTest : public ::testing::TestWithParam<bool> {};
@@ -281,13 +291,7 @@ TEST(RelayMetricsTest, AnIdleStreamIsReadLessOftenThanABusyOneOfTheSameHost) {
   };
   EXPECT_EQ(reads("users"), 0) << "the series does not exist before the relay runs";
   ASSERT_TRUE(relay.Start().ok());
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return MetricValue(metrics.Render(), "cellar_relay_owned_streams") ==
-               static_cast<double>(kHosts * c->config.datastores.size());
-      },
-      30s))
-      << metrics.Render();
+  ASSERT_TRUE(OwnsEveryStream(metrics, c->config)) << metrics.Render();
   const double busy_before = reads(kDatastore), idle_before = reads("users");
   const auto until = std::chrono::steady_clock::now() + 2s;
   while (std::chrono::steady_clock::now() < until) {  // the busy stream: puts back to back
@@ -323,13 +327,7 @@ TEST(RelayMetricsTest, ATrickleIsReadInPagesOfTheTargetBatch) {
                        {{"host", host}, {"datastore", kDatastore}});
   };
   ASSERT_TRUE(relay.Start().ok());
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return MetricValue(metrics.Render(), "cellar_relay_owned_streams") ==
-               static_cast<double>(kHosts * c->config.datastores.size());
-      },
-      30s))
-      << metrics.Render();
+  ASSERT_TRUE(OwnsEveryStream(metrics, c->config)) << metrics.Render();
   const double before = reads();
   auto next = std::chrono::steady_clock::now();
   constexpr int kPuts = 300;
