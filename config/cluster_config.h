@@ -228,15 +228,16 @@ struct RelayConfig {
   int poll_min_ms = 40;
   // The longest pause: an idle stream's back-off doubles up to it, and a
   // trickle's pause grows to it (target_batch_cells).
-  int poll_max_ms = 60;
+  int poll_max_ms = 50;
   // After a caught-up read the pause is long enough for about this many cells
   // to arrive at the rate the read saw, between poll_min_ms and poll_max_ms
-  // (0: always poll_min_ms). Below ~1,500 writes/s a transaction's fixed cost
-  // (about 17 ms of machine CPU across broker, clients and consumers) is most
-  // of a write's; above, transactions carry enough cells at poll_min_ms, and
-  // the shorter pause keeps the stages' p99 under 100 ms
-  // (docs/cost-per-write.md, session 54).
-  int target_batch_cells = 60;
+  // (0, the default: always poll_min_ms). Below ~1,500 writes/s a
+  // transaction's fixed cost (about 17 ms of machine CPU across broker,
+  // clients and consumers) is most of a write's: 60 with poll_max_ms 60 cut
+  // the CPU per write at 1,000 writes/s by 12% and added ~20 ms to the
+  // relay's, triggers' and index's p99 at low rates (docs/cost-per-write.md,
+  // session 54). Off by default: that latency has bars of its own.
+  int target_batch_cells = 0;
   int lock_retry_ms = 1000;  // how often an idle relay tries to take unowned shards
   // true: each stream is published in Kafka transactions (two transactional.ids
   // per stream taking turns, RelayTransactionalIds) that also carry the
