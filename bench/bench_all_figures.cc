@@ -232,6 +232,30 @@ std::vector<FigureRow> CostAt1000Rows(const Json& j) {
         text += (text.empty() ? "" : ", ") + group + " " + FormatNumber(ms.get<double>(), 3);
     rows.push_back(row("CPU ms per write in Cellar's process by thread group", text));
   }
+  // "key value, key value" of an object of numbers, in its order.
+  auto listed = [&](const char* key, double scale, int digits) {
+    std::string text;
+    if (step->contains(key) && (*step)[key].is_object())
+      for (const auto& [name, n] : (*step)[key].items())
+        if (n.is_number())
+          text += (text.empty() ? "" : ", ") + name + " " +
+                  FormatNumber(scale * n.get<double>(), digits);
+    return text;
+  };
+  if (const std::string by_type = listed("kafka_requests_per_write_by_type", 1e3, 0);
+      !by_type.empty()) {
+    std::optional<double> total = Number(*step, "kafka_requests_per_write");
+    if (total) *total *= 1e3;
+    rows.push_back(row("Kafka requests per 1,000 writes (the broker's count) by type",
+                       Shown(total, 0) + ": " + by_type));
+  }
+  if (const std::string by_threads = listed("wake_ups_per_write_by_threads", 1, 2);
+      !by_threads.empty())
+    rows.push_back(row("wake-ups per write, MariaDB / broker / Cellar's process (with the harness)",
+                       joined({"wake_ups_per_write_mariadb", "wake_ups_per_write_broker",
+                               "wake_ups_per_write_process"},
+                              2) +
+                           "; the process by thread group: " + by_threads));
   return rows;
 }
 

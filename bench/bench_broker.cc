@@ -29,7 +29,8 @@ Result<std::unique_ptr<BenchBroker>> BenchBroker::Start(const BenchBrokerOptions
            .heap_mb = 512,
            .light_jvm = false,
            .properties = {{"transaction.partition.verification.enable",
-                           options.transaction_verification ? "true" : "false"}}});
+                           options.transaction_verification ? "true" : "false"}},
+           .jmx = true});
       b->name_ = b->kafka_->version();
       b->transaction_verification_ = options.transaction_verification;
     }
@@ -37,6 +38,9 @@ Result<std::unique_ptr<BenchBroker>> BenchBroker::Start(const BenchBrokerOptions
     return Unavailable(std::string("could not start the private broker: ") + e.what());
   }
   if (b->kafka_) {
+    // The broker's first JMX connection loads and compiles its JMX and RMI
+    // code: here, before the warm-up, rather than in a measured step.
+    CELLAR_RETURN_IF_ERROR(b->kafka_->RequestCounts().status());
     const std::string topic = "bench.broker-warm-up";
     CELLAR_RETURN_IF_ERROR(b->kafka_->CreateTopic(topic, kWarmUpPartitions));
     Progress("broker warm-up: transactions and a read_committed group on " + topic +
@@ -75,6 +79,16 @@ double BenchBroker::CpuSeconds() const {
 
 double BenchBroker::JitCpuSeconds() const {
   return kafka_ ? JvmCompilerCpuSeconds(kafka_->pid()) : 0;
+}
+
+std::optional<uint64_t> BenchBroker::WakeUps() const {
+  if (mock_) return ThreadsWakeUps("rdk:mock");
+  return OtherProcessWakeUps(kafka_->pid());
+}
+
+Result<std::map<std::string, uint64_t>> BenchBroker::RequestCounts() const {
+  if (mock_) return FailedPrecondition("the mock broker does not count its requests");
+  return kafka_->RequestCounts();
 }
 
 std::string BrokerName(const BenchBroker* broker) { return broker ? broker->name() : "external"; }

@@ -6,7 +6,10 @@
 // Threading: one thread; CpuSeconds() from any.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -48,6 +51,13 @@ class BenchBroker {
   double CpuSeconds() const;
   // Of those, the JVM's JIT compiler threads' (0 for the mock).
   double JitCpuSeconds() const;
+  // Wake-ups (voluntary context switches) of the JVM's threads, or the
+  // mock's thread's, so far; nullopt when they cannot be read.
+  std::optional<uint64_t> WakeUps() const;
+  // The requests Apache Kafka has handled so far by type
+  // (testing::KafkaBroker::RequestCounts: a JVM of its own runs for 1-2 s);
+  // FailedPrecondition for the mock.
+  Result<std::map<std::string, uint64_t>> RequestCounts() const;
 
  private:
   BenchBroker() = default;

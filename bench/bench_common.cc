@@ -262,25 +262,55 @@ std::optional<double> StatCpuSeconds(const std::string& path) {
 
 namespace {
 
-// CPU seconds of the threads under `tasks` (/proc/.../task) whose name passes `match`.
-template <typename Match>
-double TasksCpuSeconds(const std::filesystem::path& tasks, Match match) {
-  double total = 0;
+// Calls add(task_dir) for each thread under `tasks` (/proc/.../task) whose
+// name (comm) passes `match`.
+template <typename Match, typename Add>
+void ForEachTask(const std::filesystem::path& tasks, Match match, Add add) {
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
     std::ifstream comm_file(task.path() / "comm");
     std::string comm;
-    if (!std::getline(comm_file, comm) || !match(comm)) continue;
-    total += StatCpuSeconds((task.path() / "stat").string()).value_or(0);
+    if (std::getline(comm_file, comm) && match(comm)) add(task.path());
   }
+}
+
+// CPU seconds of the threads under `tasks` whose name passes `match`.
+template <typename Match>
+double TasksCpuSeconds(const std::filesystem::path& tasks, Match match) {
+  double total = 0;
+  ForEachTask(tasks, match, [&](const std::filesystem::path& task) {
+    total += StatCpuSeconds((task / "stat").string()).value_or(0);
+  });
   return total;
+}
+
+// voluntary_ctxt_switches of a /proc/.../status file; 0 when unreadable.
+uint64_t VoluntarySwitches(const std::filesystem::path& status_path) {
+  std::ifstream status(status_path);
+  const std::string key = "voluntary_ctxt_switches:";
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size()));
+  return 0;
+}
+
+template <typename Match>
+uint64_t TasksWakeUps(const std::filesystem::path& tasks, Match match) {
+  uint64_t total = 0;
+  ForEachTask(tasks, match, [&](const std::filesystem::path& task) {
+    total += VoluntarySwitches(task / "status");
+  });
+  return total;
+}
+
+bool StartsWith(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
 }
 
 }  // namespace
 
 double ThreadsCpuSeconds(const std::string& name_prefix) {
   return TasksCpuSeconds("/proc/self/task",
-                         [&](const std::string& comm) { return comm.rfind(name_prefix, 0) == 0; });
+                         [&](const std::string& comm) { return StartsWith(comm, name_prefix); });
 }
 
 double ThreadsCpuSeconds(long pid, const std::string& name_part) {
@@ -289,17 +319,46 @@ double ThreadsCpuSeconds(long pid, const std::string& name_part) {
   });
 }
 
+uint64_t ThreadsWakeUps(const std::string& name_prefix) {
+  return TasksWakeUps("/proc/self/task",
+                      [&](const std::string& comm) { return StartsWith(comm, name_prefix); });
+}
+
+uint64_t ProcessWakeUps() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_nvcsw);
+}
+
+std::optional<uint64_t> OtherProcessWakeUps(long pid) {
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  if (pid <= 0 || !std::filesystem::exists(tasks)) return std::nullopt;
+  return TasksWakeUps(tasks, [](const std::string&) { return true; });
+}
+
 std::optional<double> ServerCpuSeconds(const BenchCluster& cluster) {
   if (!cluster.db) return std::nullopt;
   return ServerCpuSeconds(*cluster.db);
 }
 
 std::optional<double> ServerCpuSeconds(const testing::PrivateMariaDb& db) {
+  const std::optional<long> pid = ServerPid(db);
+  if (!pid) return std::nullopt;
+  return OtherProcessCpuSeconds(*pid);
+}
+
+std::optional<uint64_t> ServerWakeUps(const BenchCluster& cluster) {
+  const std::optional<long> pid = cluster.db ? ServerPid(*cluster.db) : std::nullopt;
+  if (!pid) return std::nullopt;
+  return OtherProcessWakeUps(*pid);
+}
+
+std::optional<long> ServerPid(const testing::PrivateMariaDb& db) {
   if (!db.running()) return std::nullopt;
   std::ifstream pid_file(db.dir() + "/mariadbd.pid");
   long pid = 0;
   if (!(pid_file >> pid) || pid <= 0) return std::nullopt;
-  return OtherProcessCpuSeconds(pid);
+  return pid;
 }
 
 std::optional<double> OtherProcessCpuSeconds(long pid) {

@@ -205,11 +205,26 @@ double ThreadsCpuSeconds(long pid, const std::string& name_part);
 // when it cannot be read.
 std::optional<double> OtherProcessCpuSeconds(long pid);
 
+// Wake-ups: voluntary context switches (a thread blocked, to be woken later;
+// each costs the scheduler, and in a VM often an inter-processor interrupt),
+// so far.
+// This process's live threads whose name starts with `name_prefix`.
+uint64_t ThreadsWakeUps(const std::string& name_prefix);
+// All of this process's threads, ended ones included (getrusage).
+uint64_t ProcessWakeUps();
+// Process `pid`'s live threads; nullopt when it cannot be read.
+std::optional<uint64_t> OtherProcessWakeUps(long pid);
+
 // CPU seconds the private MariaDB has used so far (read from /proc); nullopt
 // when the benchmark runs against --config or /proc cannot be read.
 std::optional<double> ServerCpuSeconds(const BenchCluster& cluster);
 // The same for the private server `db` (nullopt when it does not run).
 std::optional<double> ServerCpuSeconds(const testing::PrivateMariaDb& db);
+// The private MariaDB's wake-ups so far (OtherProcessWakeUps); nullopt as
+// ServerCpuSeconds.
+std::optional<uint64_t> ServerWakeUps(const BenchCluster& cluster);
+// The pid of the private server `db` (its pid file); nullopt when it does not run.
+std::optional<long> ServerPid(const testing::PrivateMariaDb& db);
 
 // Global status counters (information_schema.GLOBAL_STATUS, names in upper
 // case, e.g. "QUESTIONS") summed over every MySQL host of the cluster.

@@ -42,7 +42,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -116,6 +118,38 @@ size_t MaxWarmUpRounds(const PipelineBenchOptions& o) {
 // The load warm-up (PipelineBenchOptions::warm_up_rate): rounds of the real
 // pipeline until the broker's JIT compiler settles. Their figures are
 // dropped. 0, or the run's exit code.
+// The private Apache Kafka's request counts by type; nullopt without one
+// (--config, the mock) or when they cannot be read (logged).
+std::optional<std::map<std::string, uint64_t>> BrokerRequestCounts() {
+  const BenchBroker* broker = CurrentBenchBroker();
+  if (broker == nullptr || broker->in_process()) return std::nullopt;
+  auto counts = broker->RequestCounts();
+  if (!counts.ok()) {
+    Progress("cannot read the broker's request counts: " + counts.status().ToString());
+    return std::nullopt;
+  }
+  return *std::move(counts);
+}
+
+// StepFigures::kafka_requests_* from the counts before and after the step.
+void RecordKafkaRequests(const std::map<std::string, uint64_t>& before,
+                         const std::optional<std::map<std::string, uint64_t>>& after,
+                         StepFigures* step) {
+  if (!after || step->ok == 0) return;
+  const double writes = static_cast<double>(step->ok);
+  double total = 0;
+  for (const auto& [type, count] : *after) {
+    const auto was = before.find(type);
+    const uint64_t delta = count - (was == before.end() ? 0 : std::min(count, was->second));
+    if (delta == 0) continue;
+    step->kafka_requests_by_type.emplace_back(type, static_cast<double>(delta) / writes);
+    total += static_cast<double>(delta);
+  }
+  std::sort(step->kafka_requests_by_type.begin(), step->kafka_requests_by_type.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  step->kafka_requests_per_write = total / writes;
+}
+
 int WarmUpUnderLoad(const BenchCluster& cluster, CellStore* store, Stages& stages,
                     const PipelineBenchOptions& o, const std::string& datastore,
                     const std::string& column, const std::string& run, PipelineRun* result) {
@@ -240,11 +274,14 @@ int RunPipelineBench(const PipelineBenchOptions& o) {
       return rc;
     for (size_t i = 0; i < o.steps.size(); ++i) {
       StepFigures step;
+      // Read outside RunStep: the reading JVM's own CPU is no stage's.
+      const auto requests_before = BrokerRequestCounts();
       if (int rc = RunStep(cluster, store.get(), stages, o, datastore, column, run,
                            MaxWarmUpRounds(o) + i, o.steps[i], o.step_seconds,
                            "step " + std::to_string(i + 1), &step);
           rc)
         return rc;
+      if (requests_before) RecordKafkaRequests(*requests_before, BrokerRequestCounts(), &step);
       result.steps.push_back(step);
       if (!step.sustained) break;
     }

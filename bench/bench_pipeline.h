@@ -246,6 +246,19 @@ struct StepFigures {
   // Statements per write by kind (Com_select, Com_insert, ... deltas; a
   // prepared statement's execution counts under its kind too).
   std::vector<std::pair<std::string, double>> statements_by_kind;
+  // Wake-ups (voluntary context switches: a thread blocked and was woken
+  // later) per write acknowledged: the private MariaDB's and the broker's
+  // threads (unset when unknown), this process's, and this process's by
+  // thread group (kThreadGroups, then "rest"). Threads that ended during the
+  // step count only in wake_ups_process.
+  std::optional<double> wake_ups_mariadb, wake_ups_broker;
+  double wake_ups_process = 0;
+  std::vector<std::pair<std::string, double>> wake_ups_by_threads;
+  // Kafka requests per write by request type, as the private Apache Kafka
+  // counted them from just before the step to the end of its drain (the
+  // caller of RunStep fills them; empty without such a broker).
+  std::vector<std::pair<std::string, double>> kafka_requests_by_type;
+  std::optional<double> kafka_requests_per_write;
   // The relay's Kafka transactions per write: each costs the broker (8
   // ProduceRequests, AddPartitionsToTxn, EndTxn, 8 markers) and librdkafka's
   // main thread about the same whatever it carries (docs/cost-per-write.md).

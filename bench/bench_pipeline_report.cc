@@ -26,6 +26,22 @@ nlohmann::ordered_json LagJson(const LagTrend& l) {
           {"grows", l.grows}};
 }
 
+// "Produce 200, Fetch 75, ..." from per-write figures, per 1,000 writes.
+std::string PerThousandText(const std::vector<std::pair<std::string, double>>& per_write) {
+  std::string text;
+  for (const auto& [key, n] : per_write)
+    text += (text.empty() ? "" : ", ") + key + " " + FormatNumber(1e3 * n, 0);
+  return text;
+}
+
+// "relay 0.61, triggers 0.9, ..." from per-write figures.
+std::string PerWriteText(const std::vector<std::pair<std::string, double>>& per_write) {
+  std::string text;
+  for (const auto& [key, n] : per_write)
+    text += (text.empty() ? "" : ", ") + key + " " + FormatNumber(n, 2);
+  return text;
+}
+
 nlohmann::ordered_json StepJson(const StepFigures& s) {
   nlohmann::ordered_json j;
   j["rate"] = s.rate;
@@ -73,6 +89,18 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   }
   if (s.relay_transactions_per_write)
     j["relay_transactions_per_write"] = Round(*s.relay_transactions_per_write, 4);
+  if (s.wake_ups_mariadb) j["wake_ups_per_write_mariadb"] = Round(*s.wake_ups_mariadb, 2);
+  if (s.wake_ups_broker) j["wake_ups_per_write_broker"] = Round(*s.wake_ups_broker, 2);
+  j["wake_ups_per_write_process"] = Round(s.wake_ups_process, 2);
+  nlohmann::json wake_ups = nlohmann::json::object();
+  for (const auto& [key, n] : s.wake_ups_by_threads) wake_ups[key] = Round(n, 2);
+  j["wake_ups_per_write_by_threads"] = wake_ups;
+  if (s.kafka_requests_per_write) {
+    j["kafka_requests_per_write"] = Round(*s.kafka_requests_per_write, 3);
+    nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
+    for (const auto& [type, n] : s.kafka_requests_by_type) by_type[type] = Round(n, 4);
+    j["kafka_requests_per_write_by_type"] = by_type;
+  }
   j["drain_s"] = Round(s.drain_s, 3);
   j["sustained"] = s.sustained;
   if (!s.sustained) j["why"] = s.verdict;
@@ -221,6 +249,20 @@ int PrintPipelineReport(const PipelineRun& r) {
     if (s.relay_transactions_per_write)
       t.Add("relay Kafka transactions per 1,000 writes",
             FormatNumber(1e3 * *s.relay_transactions_per_write, 1));
+    if (s.kafka_requests_per_write)
+      t.Add("Kafka requests per 1,000 writes, as the broker counted them",
+            FormatNumber(1e3 * *s.kafka_requests_per_write, 0) + " (" +
+                PerThousandText(s.kafka_requests_by_type) + ")");
+    if (!s.wake_ups_by_threads.empty()) {
+      std::string servers;
+      if (s.wake_ups_mariadb) servers += "MariaDB " + FormatNumber(*s.wake_ups_mariadb, 2);
+      if (s.wake_ups_broker)
+        servers += (servers.empty() ? "" : ", ") + std::string("broker ") +
+                   FormatNumber(*s.wake_ups_broker, 2);
+      t.Add("wake-ups per write (voluntary context switches)",
+            servers + (servers.empty() ? "" : ", ") + "this process " +
+                FormatNumber(s.wake_ups_process, 2) + ": " + PerWriteText(s.wake_ups_by_threads));
+    }
     t.Add("every stage caught up after the writes in",
           s.drained ? FormatNumber(s.drain_s, 2) + " s" : "not within the drain timeout");
     t.Add("verdict", s.sustained ? "sustained" : "not sustained: " + s.verdict);

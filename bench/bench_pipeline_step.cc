@@ -184,6 +184,44 @@ double BrokerJitCpu() {
   return b != nullptr ? b->JitCpuSeconds() : 0;
 }
 
+std::optional<uint64_t> BrokerWakeUps() {
+  const BenchBroker* b = CurrentBenchBroker();
+  return b != nullptr ? b->WakeUps() : std::nullopt;
+}
+
+// Wake-ups per write since the "before" counts (StepFigures::wake_ups_*).
+void RecordWakeUps(const BenchCluster& cluster, uint64_t process_before,
+                   const std::vector<uint64_t>& groups_before,
+                   std::optional<uint64_t> server_before, std::optional<uint64_t> broker_before,
+                   uint64_t writes, StepFigures* out) {
+  if (writes == 0) return;
+  const double n = static_cast<double>(writes);
+  const auto per_write = [&](uint64_t before, uint64_t after) {
+    return static_cast<double>(after >= before ? after - before : 0) / n;
+  };
+  const std::optional<uint64_t> server_after = ServerWakeUps(cluster);
+  if (server_before && server_after)
+    out->wake_ups_mariadb = per_write(*server_before, *server_after);
+  // The mock's thread is part of this process; Apache Kafka is a process of its own.
+  const BenchBroker* broker = CurrentBenchBroker();
+  const bool broker_in_process = broker != nullptr && broker->in_process();
+  const std::optional<uint64_t> broker_after = BrokerWakeUps();
+  if (broker_before && broker_after)
+    out->wake_ups_broker = per_write(*broker_before, *broker_after);
+  const double process = per_write(process_before, ProcessWakeUps()) -
+                         (broker_in_process ? out->wake_ups_broker.value_or(0) : 0);
+  out->wake_ups_process = std::max(0.0, process);
+  double grouped = 0;
+  for (size_t g = 0; g < kThreadGroups.size(); ++g) {
+    double w = per_write(groups_before[g], ThreadsWakeUps(kThreadGroups[g].second));
+    if (kThreadGroups[g].second == "rdk:" && broker_in_process)
+      w = std::max(0.0, w - out->wake_ups_broker.value_or(0));
+    grouped += w;
+    out->wake_ups_by_threads.emplace_back(kThreadGroups[g].first, w);
+  }
+  out->wake_ups_by_threads.emplace_back("rest", std::max(0.0, out->wake_ups_process - grouped));
+}
+
 // Cumulative counts of every stage at one moment.
 struct Counts {
   double t = 0;  // seconds since the step started
@@ -315,6 +353,12 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
     group_cpu_before.push_back(ThreadsCpuSeconds(prefix));
   const std::optional<double> server_cpu_before = ServerCpuSeconds(cluster);
   const double jit_cpu_before = BrokerJitCpu();
+  const uint64_t wake_ups_before = ProcessWakeUps();
+  std::vector<uint64_t> group_wake_ups_before;
+  for (const auto& [key, prefix] : kThreadGroups)
+    group_wake_ups_before.push_back(ThreadsWakeUps(prefix));
+  const std::optional<uint64_t> server_wake_ups_before = ServerWakeUps(cluster);
+  const std::optional<uint64_t> broker_wake_ups_before = BrokerWakeUps();
   const auto status_before = ServerStatus(cluster.config, AllServerCounters());
   const uint64_t transactions_before = stages.relay_transactions();
   Stopwatch clock;
@@ -370,6 +414,8 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   const double process_broker_cpu = broker_in_process ? broker_cpu : 0;
   const std::optional<double> server_cpu_after = ServerCpuSeconds(cluster);
   const double jit_cpu = BrokerJitCpu() - jit_cpu_before;
+  RecordWakeUps(cluster, wake_ups_before, group_wake_ups_before, server_wake_ups_before,
+                broker_wake_ups_before, ok.load(), out);
   const auto status_after = ServerStatus(cluster.config, AllServerCounters());
   if (const uint64_t writes = ok.load(); writes > 0)
     out->relay_transactions_per_write =

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include "changelog/kafka/kafka_producer.h"
@@ -257,10 +258,15 @@ void KafkaBroker::WriteProperties() const {
        "log4j.logger.kafka.server.KafkaRaftServer=INFO\n";
 }
 
-void KafkaBroker::Format() {
+void KafkaBroker::PickPorts() {
   port_ = FreeLoopbackPort();
   controller_port_ = FreeLoopbackPort();
   if (options_.sasl_ssl) sasl_ssl_port_ = FreeLoopbackPort();
+  if (options_.jmx) jmx_port_ = FreeLoopbackPort();
+}
+
+void KafkaBroker::Format() {
+  PickPorts();
   WriteProperties();
   // A kept data directory (options.data_dir) is formatted once: its cluster
   // id is in meta.properties, and formatting again with another one fails.
@@ -286,6 +292,17 @@ void KafkaBroker::Launch() {
   for (int attempt = 0;; ++attempt) {
     WriteProperties();
     std::vector<std::string> args = KafkaJavaCommand(options_.heap_mb, options_.light_jvm);
+    if (options_.jmx) {
+      // The JVM's own JMX agent, on loopback only (registry and server on
+      // one port), as Kafka's start script does with JMX_PORT.
+      const std::string port = std::to_string(jmx_port_);
+      args.insert(args.end(), {"-Dcom.sun.management.jmxremote.port=" + port,
+                               "-Dcom.sun.management.jmxremote.rmi.port=" + port,
+                               "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+                               "-Djava.rmi.server.hostname=127.0.0.1",
+                               "-Dcom.sun.management.jmxremote.authenticate=false",
+                               "-Dcom.sun.management.jmxremote.ssl=false"});
+    }
     args.insert(args.end(), {"-Dlog4j.configuration=file:" + dir_ + "/log4j.properties",
                              "kafka.Kafka", dir_ + "/server.properties"});
     const std::string log = dir_ + "/broker.log";
@@ -310,15 +327,51 @@ void KafkaBroker::Launch() {
     if (exited && port_taken && attempt + 1 < kPortAttempts) {
       // Another process took a port between FreeLoopbackPort() and the bind:
       // the storage is not tied to ports, so try new ones.
-      port_ = FreeLoopbackPort();
-      controller_port_ = FreeLoopbackPort();
-      if (options_.sasl_ssl) sasl_ssl_port_ = FreeLoopbackPort();
+      PickPorts();
       continue;
     }
     throw std::runtime_error(options_.label + ": Kafka broker " +
                              (exited ? "exited during start-up" : "did not answer within 60 s") +
                              " (" + dir_ + "):\n" + tail);
   }
+}
+
+Result<std::map<std::string, uint64_t>> KafkaBroker::RequestCounts() const {
+  if (!options_.jmx) return FailedPrecondition(options_.label + ": started without jmx");
+  std::vector<std::string> args = KafkaJavaCommand(64, true);
+  args.insert(
+      args.end(),
+      {"-Dlog4j.configuration=file:" + dir_ + "/log4j.properties", "org.apache.kafka.tools.JmxTool",
+       "--one-time", "true", "--report-format", "properties", "--jmx-url",
+       "service:jmx:rmi:///jndi/rmi://127.0.0.1:" + std::to_string(jmx_port_) + "/jmxrmi",
+       "--object-name", "kafka.network:type=RequestMetrics,name=RequestsPerSec,*", "--attributes",
+       "Count"});
+  std::string out, err;
+  const int status = RunCaptured(args, &out, &err);
+  if (status != 0)
+    return Unavailable(options_.label + ": JmxTool failed (wait status " + std::to_string(status) +
+                       "): " + err + out);
+  // One line per MBean: kafka.network:type=RequestMetrics,name=RequestsPerSec,
+  // request=Produce,version=9:Count=123 (and a line "time=...").
+  std::map<std::string, uint64_t> counts;
+  std::istringstream lines(out);
+  std::string line;
+  const std::string request_key = "request=", count_key = ":Count=";
+  while (std::getline(lines, line)) {
+    const size_t r = line.find(request_key), c = line.rfind(count_key);
+    if (r == std::string::npos || c == std::string::npos || c < r) continue;
+    const size_t begin = r + request_key.size();
+    const size_t end = line.find_first_of(",:", begin);
+    const std::string type = line.substr(begin, end - begin);
+    // Kafka also counts each Fetch a second time as FetchConsumer or FetchFollower.
+    if (type == "FetchConsumer" || type == "FetchFollower") continue;
+    const std::string value = line.substr(c + count_key.size());
+    if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)
+      return Unavailable(options_.label + ": unexpected JmxTool line: " + line);
+    counts[type] += std::stoull(value);
+  }
+  if (counts.empty()) return Unavailable(options_.label + ": JmxTool reported no requests: " + out);
+  return counts;
 }
 
 Status KafkaBroker::CreateTopic(const std::string& topic, int partitions, int replication) {

@@ -55,6 +55,10 @@ struct KafkaBrokerOptions {
   std::string data_dir{};
   // More server.properties (name -> value), over the defaults above.
   std::map<std::string, std::string> properties{};
+  // Publish the broker's JMX MBeans on a free loopback port, without
+  // authentication, for RequestCounts() (the benchmarks' Kafka requests per
+  // write).
+  bool jmx = false;
 };
 
 class KafkaBroker {
@@ -94,6 +98,15 @@ class KafkaBroker {
   // answer within 30 s, InvalidArgument naming Kafka's refusal otherwise.
   Status DeleteRecords(const std::string& topic, int32_t partition, int64_t before_offset);
 
+  // The requests the broker has handled since it started, by request type
+  // ("Produce", "Fetch", "EndTxn", ...; Kafka's kafka.network RequestMetrics
+  // RequestsPerSec Count, summed over request versions; types never asked
+  // for are absent; Kafka's second count of each Fetch, as FetchConsumer or
+  // FetchFollower, is left out), read with Kafka's own JmxTool in a JVM of its own (about
+  // 1-2 s of a core). REQUIRES: options.jmx. Unavailable naming the cause
+  // (the tool's output) when they cannot be read.
+  Result<std::map<std::string, uint64_t>> RequestCounts() const;
+
   // down=true: the broker shuts down (SIGTERM, at most 20 s, then SIGKILL),
   // so clients see "Connection refused". down=false: it starts again on the
   // same ports and data, and answers metadata on return. Topics, records,
@@ -114,7 +127,8 @@ class KafkaBroker {
   // Picks ports, writes the properties and formats the storage unless it is
   // formatted already (a kept data_dir). Throws.
   void Format();
-  void Launch();  // throws; starts the JVM on the chosen ports and waits
+  void PickPorts();  // free loopback ports for every listener (and JMX)
+  void Launch();     // throws; starts the JVM on the chosen ports and waits
   void WriteProperties() const;
   Status CreateTopicAndWait(const std::string& topic, int partitions) const;
 
@@ -125,6 +139,7 @@ class KafkaBroker {
   int port_ = 0;
   int controller_port_ = 0;
   int sasl_ssl_port_ = 0;
+  int jmx_port_ = 0;  // with options.jmx
   std::string bootstrap_;
   std::string sasl_ssl_bootstrap_;
   std::unique_ptr<ChildProcess> jvm_;

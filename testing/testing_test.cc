@@ -28,6 +28,7 @@
 #include "testing/plain_topic_reader.h"
 #include "testing/private_mariadb.h"
 #include "testing/test_cluster.h"
+#include "testing/wait_for.h"
 #include "testing/webhook_sink.h"
 
 namespace cellar::testing {
@@ -300,6 +301,60 @@ TEST(KafkaBrokerTest, KeepsRecordsAcrossStopAndStartAndLosesThemOnRestartEmpty) 
   broker.reset();
   EXPECT_FALSE(std::filesystem::exists(dir));
   EXPECT_NE(::kill(pid, 0), 0) << "the JVM outlived its KafkaBroker";
+}
+
+// RequestCounts reads the broker's own request metrics: three produces
+// flushed one by one are at least three more Produce requests.
+TEST(KafkaBrokerTest, CountsTheRequestsItHandlesByType) {
+  KafkaBrokerOptions options;
+  options.label = "kafka-jmx";
+  options.jmx = true;
+  auto broker = KafkaBroker::Start(options);
+  ASSERT_TRUE(broker->CreateTopic("support.counted", 1).ok());
+  std::string err;
+  auto pconf = MakeConf({{"bootstrap.servers", broker->bootstrap()}, {"acks", "all"}});
+  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(pconf.get(), err));
+  ASSERT_NE(nullptr, producer) << err;
+  ASSERT_EQ(RdKafka::ERR_NO_ERROR, producer->flush(10000));  // connected, metadata read
+
+  const auto before = broker->RequestCounts();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_GT(before->count("Metadata"), 0u) << "clients asked for metadata";
+  const std::string payload = "counted";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(RdKafka::ERR_NO_ERROR,
+              producer->produce("support.counted", 0, RdKafka::Producer::RK_MSG_COPY,
+                                const_cast<char*>(payload.data()), payload.size(), nullptr, 0, 0,
+                                nullptr));
+    ASSERT_EQ(RdKafka::ERR_NO_ERROR, producer->flush(10000));
+  }
+  const auto after = broker->RequestCounts();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  const auto count = [](const std::map<std::string, uint64_t>& m, const char* type) {
+    const auto it = m.find(type);
+    return it == m.end() ? uint64_t{0} : it->second;
+  };
+  EXPECT_GE(count(*after, "Produce") - count(*before, "Produce"), 3u);
+
+  // A consumer's fetches count once, as Fetch (Kafka counts them again as FetchConsumer).
+  auto cconf = MakeConf({{"bootstrap.servers", broker->bootstrap()},
+                         {"group.id", "support-counted"},
+                         {"auto.offset.reset", "earliest"}});
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
+      RdKafka::KafkaConsumer::create(cconf.get(), err));
+  ASSERT_NE(nullptr, consumer) << err;
+  ASSERT_EQ(RdKafka::ERR_NO_ERROR, consumer->subscribe({"support.counted"}));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::unique_ptr<RdKafka::Message> msg(consumer->consume(200));
+        return msg->err() == RdKafka::ERR_NO_ERROR;
+      },
+      std::chrono::seconds(30)));
+  consumer->close();
+  const auto fetched = broker->RequestCounts();
+  ASSERT_TRUE(fetched.ok()) << fetched.status().ToString();
+  EXPECT_GT(count(*fetched, "Fetch"), 0u);
+  EXPECT_EQ(fetched->count("FetchConsumer"), 0u) << "Fetch requests counted twice";
 }
 
 // The deployment file runs the Kafka version the tests run (deps/kafka/pom.xml)

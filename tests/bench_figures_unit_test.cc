@@ -1,9 +1,14 @@
 // The rows `cellar-bench all` writes into BENCHMARKS.md from a benchmark's
 // JSON line (bench/bench_all_figures.h).
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/thread_name.h"
 #include "bench/bench_all_figures.h"
+#include "bench/bench_common.h"
 #include "gtest/gtest.h"
 
 namespace cellar::bench {
@@ -83,7 +88,7 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
       {"relay_transactions_per_write", 0.025}};
   nlohmann::ordered_json j = {{"sustained_writes_per_s", 1000.0},
                               {"steps", nlohmann::ordered_json::array({step500, step1000})}};
-  const std::vector<FigureRow> rows = BenchFigureRows("pipeline", j);
+  std::vector<FigureRow> rows = BenchFigureRows("pipeline", j);
   const FigureRow* cpu = Find(rows, "at 1,000 writes/s: CPU ms per write, MariaDB");
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(cpu->value, "0.242 / 0.154 / 0.448");
@@ -93,9 +98,64 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   const FigureRow* threads = Find(rows, "at 1,000 writes/s: CPU ms per write in Cellar's");
   ASSERT_NE(threads, nullptr);
   EXPECT_EQ(threads->value, "relay 0.027, triggers 0.112");
+  EXPECT_EQ(Find(rows, "at 1,000 writes/s: Kafka requests"), nullptr) << "not in this JSON";
+  EXPECT_EQ(Find(rows, "at 1,000 writes/s: wake-ups"), nullptr) << "not in this JSON";
+
+  step1000["kafka_requests_per_write"] = 0.449;
+  step1000["kafka_requests_per_write_by_type"] = {{"Produce", 0.1991}, {"Fetch", 0.0754}};
+  step1000["wake_ups_per_write_mariadb"] = 1.23;
+  step1000["wake_ups_per_write_broker"] = 1.13;
+  step1000["wake_ups_per_write_process"] = 5.85;
+  step1000["wake_ups_per_write_by_threads"] = {{"relay", 0.53}, {"triggers", 0.78}};
+  j["steps"] = nlohmann::ordered_json::array({step500, step1000});
+  rows = BenchFigureRows("pipeline", j);
+  const FigureRow* requests = Find(rows, "at 1,000 writes/s: Kafka requests");
+  ASSERT_NE(requests, nullptr);
+  EXPECT_EQ(requests->value, "449: Produce 199, Fetch 75");
+  const FigureRow* wake_ups = Find(rows, "at 1,000 writes/s: wake-ups");
+  ASSERT_NE(wake_ups, nullptr);
+  EXPECT_EQ(wake_ups->value,
+            "1.23 / 1.13 / 5.85; the process by thread group: relay 0.53, triggers 0.78");
+
   // A run without a 1,000 writes/s step has no breakdown rows.
   j["steps"] = nlohmann::ordered_json::array({step500});
   EXPECT_EQ(Find(BenchFigureRows("pipeline", j), "at 1,000 writes/s:"), nullptr);
+}
+
+// Wake-ups are voluntary context switches: a thread that blocks N times
+// counts at least N, a name that matches no thread counts none. (Only live
+// threads are read, so the named one waits to be told to end.)
+TEST(BenchCommonTest, ThreadsWakeUpsCountTheBlockingsOfTheNamedThreads) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int turn = 0;  // even: the main thread's, odd: the named thread's
+  bool done = false;
+  constexpr int kRounds = 50;
+  std::thread named([&] {
+    NameThisThread("wakeup-probe");
+    std::unique_lock<std::mutex> lock(mu);
+    for (int i = 0; i < kRounds; ++i) {
+      cv.wait(lock, [&] { return turn % 2 == 1; });  // blocks: the main thread has the turn
+      ++turn;
+      cv.notify_all();
+    }
+    cv.wait(lock, [&] { return done; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    for (int i = 0; i < kRounds; ++i) {
+      ++turn;
+      cv.notify_all();
+      cv.wait(lock, [&] { return turn % 2 == 0; });
+    }
+    EXPECT_GE(ThreadsWakeUps("wakeup-probe"), static_cast<uint64_t>(kRounds) - 1);
+    done = true;
+    cv.notify_all();
+  }
+  named.join();
+  EXPECT_EQ(ThreadsWakeUps("no-such-thread"), 0u);
+  EXPECT_GE(ProcessWakeUps(), static_cast<uint64_t>(kRounds));
+  EXPECT_FALSE(OtherProcessWakeUps(-1).has_value());
 }
 
 TEST(BenchFiguresTest, HttpJudgesGetsAgainstTheSameGetsInProcess) {
