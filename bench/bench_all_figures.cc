@@ -237,9 +237,10 @@ std::vector<FigureRow> CostAt1000Rows(const Json& j) {
     std::string text;
     if (step->contains(key) && (*step)[key].is_object())
       for (const auto& [name, n] : (*step)[key].items())
-        if (n.is_number())
-          text += (text.empty() ? "" : ", ") + name + " " +
-                  FormatNumber(scale * n.get<double>(), digits);
+        if (const std::string shown =
+                n.is_number() ? FormatNumber(scale * n.get<double>(), digits) : "0";
+            shown != "0")  // what rounds to nothing is left out
+          text += (text.empty() ? "" : ", ") + name + " " + shown;
     return text;
   };
   if (const std::string by_type = listed("kafka_requests_per_write_by_type", 1e3, 0);

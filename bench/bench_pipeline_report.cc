@@ -26,11 +26,13 @@ nlohmann::ordered_json LagJson(const LagTrend& l) {
           {"grows", l.grows}};
 }
 
-// "Produce 200, Fetch 75, ..." from per-write figures, per 1,000 writes.
+// "Produce 200, Fetch 75, ..." from per-write figures, per 1,000 writes;
+// what rounds to 0 is left out.
 std::string PerThousandText(const std::vector<std::pair<std::string, double>>& per_write) {
   std::string text;
   for (const auto& [key, n] : per_write)
-    text += (text.empty() ? "" : ", ") + key + " " + FormatNumber(1e3 * n, 0);
+    if (const std::string shown = FormatNumber(1e3 * n, 0); shown != "0")
+      text += (text.empty() ? "" : ", ") + key + " " + shown;
   return text;
 }
 

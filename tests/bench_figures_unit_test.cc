@@ -102,7 +102,8 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   EXPECT_EQ(Find(rows, "at 1,000 writes/s: wake-ups"), nullptr) << "not in this JSON";
 
   step1000["kafka_requests_per_write"] = 0.449;
-  step1000["kafka_requests_per_write_by_type"] = {{"Produce", 0.1991}, {"Fetch", 0.0754}};
+  step1000["kafka_requests_per_write_by_type"] = {
+      {"Produce", 0.1991}, {"Fetch", 0.0754}, {"ApiVersions", 0.0002}};
   step1000["wake_ups_per_write_mariadb"] = 1.23;
   step1000["wake_ups_per_write_broker"] = 1.13;
   step1000["wake_ups_per_write_process"] = 5.85;
