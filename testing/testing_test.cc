@@ -160,6 +160,26 @@ std::unique_ptr<RdKafka::Conf> MakeConf(const std::map<std::string, std::string>
   return conf;
 }
 
+// A consumer in `group` subscribed to `topic`, reading it from the
+// beginning; null (a test failure added) when librdkafka refuses.
+std::unique_ptr<RdKafka::KafkaConsumer> SubscribedConsumer(const std::string& bootstrap,
+                                                           const std::string& group,
+                                                           const std::string& topic) {
+  auto conf = MakeConf({{"bootstrap.servers", bootstrap},
+                        {"group.id", group},
+                        {"session.timeout.ms", "6000"},
+                        {"auto.offset.reset", "earliest"}});
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (consumer == nullptr) {
+    ADD_FAILURE() << "consumer: " << err;
+  } else if (RdKafka::ErrorCode e = consumer->subscribe({topic}); e != RdKafka::ERR_NO_ERROR) {
+    ADD_FAILURE() << "subscribe " << topic << ": " << RdKafka::err2str(e);
+    consumer.reset();
+  }
+  return consumer;
+}
+
 TEST(MockBrokerTest, ProduceAndConsumeOneMessage) {
   auto broker = MockBroker::Start(1);
   ASSERT_FALSE(broker->bootstrap().empty());
@@ -177,14 +197,8 @@ TEST(MockBrokerTest, ProduceAndConsumeOneMessage) {
                               key.size(), 0, nullptr));
   ASSERT_EQ(RdKafka::ERR_NO_ERROR, producer->flush(10000));
 
-  auto cconf = MakeConf({{"bootstrap.servers", broker->bootstrap()},
-                         {"group.id", "support-test"},
-                         {"session.timeout.ms", "6000"},
-                         {"auto.offset.reset", "earliest"}});
-  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
-      RdKafka::KafkaConsumer::create(cconf.get(), err));
-  ASSERT_NE(nullptr, consumer) << err;
-  ASSERT_EQ(RdKafka::ERR_NO_ERROR, consumer->subscribe({"support.test"}));
+  auto consumer = SubscribedConsumer(broker->bootstrap(), "support-test", "support.test");
+  ASSERT_NE(nullptr, consumer);
 
   bool got = false;
   const auto consume_start = Clock::now();
@@ -337,13 +351,8 @@ TEST(KafkaBrokerTest, CountsTheRequestsItHandlesByType) {
   EXPECT_GE(count(*after, "Produce") - count(*before, "Produce"), 3u);
 
   // A consumer's fetches count once, as Fetch (Kafka counts them again as FetchConsumer).
-  auto cconf = MakeConf({{"bootstrap.servers", broker->bootstrap()},
-                         {"group.id", "support-counted"},
-                         {"auto.offset.reset", "earliest"}});
-  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
-      RdKafka::KafkaConsumer::create(cconf.get(), err));
-  ASSERT_NE(nullptr, consumer) << err;
-  ASSERT_EQ(RdKafka::ERR_NO_ERROR, consumer->subscribe({"support.counted"}));
+  auto consumer = SubscribedConsumer(broker->bootstrap(), "support-counted", "support.counted");
+  ASSERT_NE(nullptr, consumer);
   ASSERT_TRUE(WaitFor(
       [&] {
         std::unique_ptr<RdKafka::Message> msg(consumer->consume(200));
