@@ -250,6 +250,9 @@ std::vector<FigureRow> CostAt1000Rows(const Json& j) {
     rows.push_back(row("Kafka requests per 1,000 writes (the broker's count) by type",
                        Shown(total, 0) + ": " + by_type));
   }
+  if (const std::string decoded = listed("records_decoded_per_write_by_stage", 1, 2);
+      !decoded.empty())
+    rows.push_back(row("change-log records decoded per write, by consumer", decoded));
   if (const std::string by_threads = listed("wake_ups_per_write_by_threads", 1, 2);
       !by_threads.empty())
     rows.push_back(row("wake-ups per write, MariaDB / broker / Cellar's process (with the harness)",

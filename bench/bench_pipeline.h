@@ -151,6 +151,10 @@ class Stages {
   // retention before it read them (cellar_consumer_skipped_records_total):
   // events the index never sees, so a count waiting for them never ends.
   uint64_t index_records_lost() const;
+  // Change-log records each consumer has decoded so far
+  // (cellar_consumer_records_decoded_total of its group): "index_worker",
+  // "noop_trigger", "webhook_trigger".
+  std::vector<std::pair<std::string, uint64_t>> records_decoded() const;
   uint64_t handled() const { return handled_.load(); }                  // no-op handler calls
   uint64_t delivered() const { return delivered_.load(); }              // webhook deliveries
   uint64_t backlog_handled() const { return backlog_handled_.load(); }  // step -1 events
@@ -175,6 +179,8 @@ class Stages {
   const IndexDefinition index_;
   // Shared by every index worker of the run; read by index_applied().
   mutable MetricsRegistry index_metrics_;
+  // Shared by every trigger worker of the run; read by records_decoded().
+  mutable MetricsRegistry trigger_metrics_;
   uint64_t relay_acknowledged_before_ = 0;  // by relays already stopped
   uint64_t relay_transactions_before_ = 0;  // by relays already stopped
   std::unique_ptr<testing::WebhookSink> sink_;
@@ -254,6 +260,9 @@ struct StepFigures {
   std::optional<double> wake_ups_mariadb, wake_ups_broker;
   double wake_ups_process = 0;
   std::vector<std::pair<std::string, double>> wake_ups_by_threads;
+  // Change-log records each consumer decoded per write (Stages::records_decoded):
+  // every consumer decodes every event of the change log for itself.
+  std::vector<std::pair<std::string, double>> records_decoded_by_stage;
   // Kafka requests per write by request type, as the private Apache Kafka
   // counted them from just before the step to the end of its drain (the
   // caller of RunStep fills them; empty without such a broker).

@@ -97,6 +97,11 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   nlohmann::json wake_ups = nlohmann::json::object();
   for (const auto& [key, n] : s.wake_ups_by_threads) wake_ups[key] = Round(n, 2);
   j["wake_ups_per_write_by_threads"] = wake_ups;
+  if (!s.records_decoded_by_stage.empty()) {
+    nlohmann::ordered_json decoded = nlohmann::ordered_json::object();
+    for (const auto& [stage, n] : s.records_decoded_by_stage) decoded[stage] = Round(n, 3);
+    j["records_decoded_per_write_by_stage"] = decoded;
+  }
   if (s.kafka_requests_per_write) {
     j["kafka_requests_per_write"] = Round(*s.kafka_requests_per_write, 3);
     nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
@@ -251,6 +256,9 @@ int PrintPipelineReport(const PipelineRun& r) {
     if (s.relay_transactions_per_write)
       t.Add("relay Kafka transactions per 1,000 writes",
             FormatNumber(1e3 * *s.relay_transactions_per_write, 1));
+    if (!s.records_decoded_by_stage.empty())
+      t.Add("change-log records decoded per write, by consumer",
+            PerWriteText(s.records_decoded_by_stage));
     if (s.kafka_requests_per_write)
       t.Add("Kafka requests per 1,000 writes, as the broker counted them",
             FormatNumber(1e3 * *s.kafka_requests_per_write, 0) + " (" +

@@ -97,6 +97,7 @@ Status Stages::Start() {
 
   TriggerWorkerOptions wopts;
   wopts.client_id = "cellar-bench-pipeline";
+  wopts.metrics = &trigger_metrics_;
   triggers_ = std::make_unique<TriggerWorker>(store_->config(), wopts);
   TriggerOptions topts;
   topts.concurrency = o_.trigger_concurrency;
@@ -140,6 +141,7 @@ Status Stages::StartNoopTrigger() {
   triggers_.reset();
   TriggerWorkerOptions wopts;
   wopts.client_id = "cellar-bench-pipeline";
+  wopts.metrics = &trigger_metrics_;
   triggers_ = std::make_unique<TriggerWorker>(store_->config(), wopts);
   TriggerOptions topts;
   topts.concurrency = o_.trigger_concurrency;
@@ -171,6 +173,16 @@ uint64_t Stages::index_applied() const {
                          {{"index", index_.table}, {"outcome", outcome}})
              .value();
   return n;
+}
+
+std::vector<std::pair<std::string, uint64_t>> Stages::records_decoded() const {
+  const KafkaConfig& kafka = store_->config().kafka;
+  auto decoded = [](MetricsRegistry& registry, const std::string& group) {
+    return ConsumerProbe(&registry, group).RecordsDecoded().value();
+  };
+  return {{"index_worker", decoded(index_metrics_, IndexerGroup(kafka))},
+          {"noop_trigger", decoded(trigger_metrics_, TriggerGroup(kafka, noop_name()))},
+          {"webhook_trigger", decoded(trigger_metrics_, TriggerGroup(kafka, webhook_name()))}};
 }
 
 uint64_t Stages::index_records_lost() const {

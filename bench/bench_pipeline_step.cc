@@ -361,6 +361,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   const std::optional<uint64_t> broker_wake_ups_before = BrokerWakeUps();
   const auto status_before = ServerStatus(cluster.config, AllServerCounters());
   const uint64_t transactions_before = stages.relay_transactions();
+  const auto decoded_before = stages.records_decoded();
   Stopwatch clock;
   std::atomic<bool> writing{true};
   std::jthread sampler([&] {
@@ -488,6 +489,14 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
       std::chrono::seconds(o.drain_timeout_s), std::chrono::milliseconds(5));
   if (StopRequested()) return 130;
   out->drain_s = clock.Seconds() - out->seconds;
+  if (n > 0) {  // after the drain: every stage has decoded the step's events
+    const auto decoded_after = stages.records_decoded();
+    for (size_t i = 0; i < decoded_after.size() && i < decoded_before.size(); ++i)
+      out->records_decoded_by_stage.emplace_back(
+          decoded_after[i].first,
+          static_cast<double>(decoded_after[i].second - decoded_before[i].second) /
+              static_cast<double>(n));
+  }
 
   {
     std::lock_guard<std::mutex> lock(mu);

@@ -18,6 +18,9 @@ ConsumerProbe::ConsumerProbe(MetricsRegistry* registry, const std::string& group
   skipped_ = &registry->GetCounter(
       "cellar_consumer_skipped_records_total",
       "Records deleted by the topic's retention before the group read them", {{"group", group}});
+  decoded_ = &registry->GetCounter("cellar_consumer_records_decoded_total",
+                                   "Records the consumer decoded, one per record handed on",
+                                   {{"group", group}});
 }
 
 }  // namespace cellar

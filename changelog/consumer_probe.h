@@ -8,6 +8,9 @@
 //   cellar_consumer_skipped_records_total{group}       records deleted by the
 //       topic's retention before the group read them (lost to it; alert on
 //       any increase)
+//   cellar_consumer_records_decoded_total{group}       records the consumer
+//       decoded (into an event, or to pass them by): one per record handed on,
+//       again for each re-delivery; its rate is what the group reads
 // Every series of the group exists from construction (at 0).
 // Ownership: the registry is not owned and outlives the probe. Threading: all
 // methods are thread-safe.
@@ -29,12 +32,14 @@ class ConsumerProbe {
   Counter& BodyRereads(BodyRereadOutcome outcome) { return *rereads_[static_cast<int>(outcome)]; }
   Gauge& FetchPaused() { return *fetch_paused_; }
   Counter& SkippedRecords() { return *skipped_; }
+  Counter& RecordsDecoded() { return *decoded_; }
 
  private:
   // Filled by the constructor, read-only afterwards.
   std::array<Counter*, 4> rereads_;  // by BodyRereadOutcome
   Gauge* fetch_paused_;
   Counter* skipped_;
+  Counter* decoded_;
 };
 
 }  // namespace cellar

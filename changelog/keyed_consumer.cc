@@ -205,6 +205,7 @@ struct KeyedConsumer::Impl {
   }
 
   Result<std::optional<CellEvent>> Decode(const ConsumedRecord& rec) {
+    if (probe) probe->RecordsDecoded().Increment();
     if (cb.decode) {
       try {
         return cb.decode(rec);

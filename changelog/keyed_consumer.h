@@ -70,7 +70,8 @@
 // cellar_consumer_fetch_paused{group}, 1 while the assignment is paused;
 // cellar_consumer_skipped_records_total{group}, records the topic's retention
 // deleted before the group read them (each gap also logs an error naming the
-// partition and offsets): the one way events are lost, said loudly.
+// partition and offsets): the one way events are lost, said loudly;
+// cellar_consumer_records_decoded_total{group}, one per record decoded.
 //
 // Threading: Start, Stop, Pause, Submit, Progress and the accessors may be
 // called from any thread; Start and Stop by one thread at a time. Callbacks

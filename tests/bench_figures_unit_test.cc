@@ -1,5 +1,6 @@
 // The rows `cellar-bench all` writes into BENCHMARKS.md from a benchmark's
 // JSON line (bench/bench_all_figures.h).
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -100,10 +101,12 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   EXPECT_EQ(threads->value, "relay 0.027, triggers 0.112");
   EXPECT_EQ(Find(rows, "at 1,000 writes/s: Kafka requests"), nullptr) << "not in this JSON";
   EXPECT_EQ(Find(rows, "at 1,000 writes/s: wake-ups"), nullptr) << "not in this JSON";
+  EXPECT_EQ(Find(rows, "at 1,000 writes/s: change-log records"), nullptr) << "not in this JSON";
 
   step1000["kafka_requests_per_write"] = 0.449;
   step1000["kafka_requests_per_write_by_type"] = {
       {"Produce", 0.1991}, {"Fetch", 0.0754}, {"ApiVersions", 0.0002}};
+  step1000["records_decoded_per_write_by_stage"] = {{"index_worker", 1.0}, {"noop_trigger", 1.002}};
   step1000["wake_ups_per_write_mariadb"] = 1.23;
   step1000["wake_ups_per_write_broker"] = 1.13;
   step1000["wake_ups_per_write_process"] = 5.85;
@@ -113,6 +116,9 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   const FigureRow* requests = Find(rows, "at 1,000 writes/s: Kafka requests");
   ASSERT_NE(requests, nullptr);
   EXPECT_EQ(requests->value, "449: Produce 199, Fetch 75");
+  const FigureRow* decoded = Find(rows, "at 1,000 writes/s: change-log records decoded");
+  ASSERT_NE(decoded, nullptr);
+  EXPECT_EQ(decoded->value, "index_worker 1.00, noop_trigger 1.00");
   const FigureRow* wake_ups = Find(rows, "at 1,000 writes/s: wake-ups");
   ASSERT_NE(wake_ups, nullptr);
   EXPECT_EQ(wake_ups->value,
@@ -123,39 +129,34 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   EXPECT_EQ(Find(BenchFigureRows("pipeline", j), "at 1,000 writes/s:"), nullptr);
 }
 
-// Wake-ups are voluntary context switches: a thread that blocks N times
-// counts at least N, a name that matches no thread counts none. (Only live
-// threads are read, so the named one waits to be told to end.)
+// Wake-ups are voluntary context switches: a thread that sleeps N times
+// (each sleep blocks it, however short) counts at least N, a name that
+// matches no thread counts none. Only live threads are read, so the named
+// one waits to be told to end.
 TEST(BenchCommonTest, ThreadsWakeUpsCountTheBlockingsOfTheNamedThreads) {
   std::mutex mu;
   std::condition_variable cv;
-  int turn = 0;  // even: the main thread's, odd: the named thread's
-  bool done = false;
-  constexpr int kRounds = 50;
+  bool slept = false, done = false;
+  constexpr int kSleeps = 50;
   std::thread named([&] {
     NameThisThread("wakeup-probe");
+    for (int i = 0; i < kSleeps; ++i)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));  // the blocking counted
     std::unique_lock<std::mutex> lock(mu);
-    for (int i = 0; i < kRounds; ++i) {
-      cv.wait(lock, [&] { return turn % 2 == 1; });  // blocks: the main thread has the turn
-      ++turn;
-      cv.notify_all();
-    }
+    slept = true;
+    cv.notify_all();
     cv.wait(lock, [&] { return done; });
   });
   {
     std::unique_lock<std::mutex> lock(mu);
-    for (int i = 0; i < kRounds; ++i) {
-      ++turn;
-      cv.notify_all();
-      cv.wait(lock, [&] { return turn % 2 == 0; });
-    }
-    EXPECT_GE(ThreadsWakeUps("wakeup-probe"), static_cast<uint64_t>(kRounds) - 1);
+    cv.wait(lock, [&] { return slept; });
+    EXPECT_GE(ThreadsWakeUps("wakeup-probe"), static_cast<uint64_t>(kSleeps));
     done = true;
     cv.notify_all();
   }
   named.join();
   EXPECT_EQ(ThreadsWakeUps("no-such-thread"), 0u);
-  EXPECT_GE(ProcessWakeUps(), static_cast<uint64_t>(kRounds));
+  EXPECT_GE(ProcessWakeUps(), static_cast<uint64_t>(kSleeps));
   EXPECT_FALSE(OtherProcessWakeUps(-1).has_value());
 }
 

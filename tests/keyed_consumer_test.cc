@@ -121,6 +121,10 @@ TEST(KeyedConsumerTest, BackPressureLosesNothingAndKeepsEachRowInOrder) {
   // No body was left out of these events: nothing was read again.
   EXPECT_EQ(MetricValue(metrics.Render(), "cellar_consumer_body_rereads_total", {{"group", group}}),
             0);
+  // Each event was decoded once on its way to the handler.
+  EXPECT_GE(
+      MetricValue(metrics.Render(), "cellar_consumer_records_decoded_total", {{"group", group}}),
+      static_cast<double>(rows.size() * kVersions));
 
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(total, rows.size() * kVersions) << "an event was handled twice";
@@ -396,6 +400,8 @@ TEST(KeyedConsumerTest, ProbeRegistersTheGroupsSeriesAtZero) {
     EXPECT_EQ(rereads(outcome), 0) << outcome;
   EXPECT_EQ(paused(), 0);
   EXPECT_EQ(skipped(), 0);
+  EXPECT_EQ(
+      MetricValue(metrics.Render(), "cellar_consumer_records_decoded_total", {{"group", "g1"}}), 0);
   probe.SkippedRecords().Increment(9);
   EXPECT_EQ(skipped(), 9);
 
