@@ -1,6 +1,8 @@
 // The table and the closing JSON line of `cellar-bench pipeline` (see
 // bench_pipeline.cc).
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/bench_pipeline.h"
 
@@ -44,6 +46,15 @@ std::string PerWriteText(const std::vector<std::pair<std::string, double>>& per_
   return text;
 }
 
+// {key: value rounded to `digits`} of (key, value) pairs; Json decides the
+// key order (nlohmann::json sorts them, ordered_json keeps the pairs').
+template <typename Json>
+Json RoundedObject(const std::vector<std::pair<std::string, double>>& pairs, int digits) {
+  Json object = Json::object();
+  for (const auto& [key, n] : pairs) object[key] = Round(n, digits);
+  return object;
+}
+
 nlohmann::ordered_json StepJson(const StepFigures& s) {
   nlohmann::ordered_json j;
   j["rate"] = s.rate;
@@ -68,9 +79,7 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   j["cpu_ms_per_write_mariadb"] = Round(s.cpu_ms_mariadb, 3);
   j["cpu_ms_per_write_broker"] = Round(s.cpu_ms_broker, 3);
   j["cpu_ms_per_write_process"] = Round(s.cpu_ms_process, 3);
-  nlohmann::json by_threads = nlohmann::json::object();
-  for (const auto& [key, ms] : s.cpu_ms_by_threads) by_threads[key] = Round(ms, 3);
-  j["cpu_ms_per_write_by_threads"] = by_threads;
+  j["cpu_ms_per_write_by_threads"] = RoundedObject<nlohmann::json>(s.cpu_ms_by_threads, 3);
   if (s.broker_ms_per_s_first_third && s.broker_ms_per_s_last_third) {
     j["broker_cpu_ms_per_s_first_third"] = Round(*s.broker_ms_per_s_first_third, 1);
     j["broker_cpu_ms_per_s_last_third"] = Round(*s.broker_ms_per_s_last_third, 1);
@@ -78,11 +87,8 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   j["cpu_ms_per_write_machine"] = Round(s.cpu_ms_machine, 3);
   j["cpu_ms_per_write_harness"] = Round(s.cpu_ms_harness, 3);
   j["cpu_ms_per_write_broker_jit"] = Round(s.cpu_ms_broker_jit, 3);
-  if (!s.statements_by_kind.empty()) {
-    nlohmann::json kinds = nlohmann::json::object();
-    for (const auto& [key, n] : s.statements_by_kind) kinds[key] = Round(n, 3);
-    j["sql_statements_per_write_by_kind"] = kinds;
-  }
+  if (!s.statements_by_kind.empty())
+    j["sql_statements_per_write_by_kind"] = RoundedObject<nlohmann::json>(s.statements_by_kind, 3);
   if (s.statements_per_write) {
     j["sql_statements_per_write"] = Round(*s.statements_per_write, 3);
     j["sql_commits_per_write"] = Round(*s.commits_per_write, 3);
@@ -94,19 +100,14 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
   if (s.wake_ups_mariadb) j["wake_ups_per_write_mariadb"] = Round(*s.wake_ups_mariadb, 2);
   if (s.wake_ups_broker) j["wake_ups_per_write_broker"] = Round(*s.wake_ups_broker, 2);
   j["wake_ups_per_write_process"] = Round(s.wake_ups_process, 2);
-  nlohmann::json wake_ups = nlohmann::json::object();
-  for (const auto& [key, n] : s.wake_ups_by_threads) wake_ups[key] = Round(n, 2);
-  j["wake_ups_per_write_by_threads"] = wake_ups;
-  if (!s.records_decoded_by_stage.empty()) {
-    nlohmann::ordered_json decoded = nlohmann::ordered_json::object();
-    for (const auto& [stage, n] : s.records_decoded_by_stage) decoded[stage] = Round(n, 3);
-    j["records_decoded_per_write_by_stage"] = decoded;
-  }
+  j["wake_ups_per_write_by_threads"] = RoundedObject<nlohmann::json>(s.wake_ups_by_threads, 2);
+  if (!s.records_decoded_by_stage.empty())
+    j["records_decoded_per_write_by_stage"] =
+        RoundedObject<nlohmann::ordered_json>(s.records_decoded_by_stage, 3);
   if (s.kafka_requests_per_write) {
     j["kafka_requests_per_write"] = Round(*s.kafka_requests_per_write, 3);
-    nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
-    for (const auto& [type, n] : s.kafka_requests_by_type) by_type[type] = Round(n, 4);
-    j["kafka_requests_per_write_by_type"] = by_type;
+    j["kafka_requests_per_write_by_type"] =
+        RoundedObject<nlohmann::ordered_json>(s.kafka_requests_by_type, 4);
   }
   j["drain_s"] = Round(s.drain_s, 3);
   j["sustained"] = s.sustained;
