@@ -126,7 +126,17 @@ Result<std::string_view> UnpackStored(std::string_view stored, std::string* unpa
     return InvalidArgument("stored body is not a zstd frame with a known size");
   if (size > kMaxDecodedBytes) return InvalidArgument("stored body decodes to more than 256 MiB");
   unpacked->resize(size);
-  size_t n = ZSTD_decompress(unpacked->data(), unpacked->size(), frame, frame_size);
+  // ZSTD_decompress allocates and frees a ~100 KiB context per call: 15 us of
+  // a 16.6 us decode of a 1 KiB body here, against 1.5 us with one context
+  // per thread (reused; each call starts a new frame).
+  struct FreeContext {
+    void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+  };
+  thread_local std::unique_ptr<ZSTD_DCtx, FreeContext> context;
+  if (!context) context.reset(ZSTD_createDCtx());
+  if (!context) return ResourceExhausted("no memory for a zstd decompression context");
+  size_t n =
+      ZSTD_decompressDCtx(context.get(), unpacked->data(), unpacked->size(), frame, frame_size);
   if (ZSTD_isError(n) || n != size)
     return InvalidArgument(std::string("stored body is a corrupt zstd frame: ") +
                            (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));

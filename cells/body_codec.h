@@ -55,7 +55,8 @@ inline constexpr size_t kMaxJsonBytesPerMsgpackByte = 6;
 // Decodes bytes made by EncodeBody. InvalidArgument (naming what is wrong:
 // empty input, unknown format byte, corrupt zstd frame, bad MessagePack,
 // nesting deeper than kMaxBodyDepth) otherwise.
-// Never throws, whatever the input.
+// ResourceExhausted if no zstd context could be allocated. Never throws,
+// whatever the input. Thread-safe; each thread keeps one zstd context.
 Result<nlohmann::json> DecodeBody(std::string_view stored);
 
 // Appends `s` as a JSON string literal, exactly as nlohmann::json's dump()

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cells/body_codec.h"
@@ -256,6 +257,32 @@ TEST(BodyJsonTextTest, CorruptInputFailsAsDecodeBodyDoes) {
       bad[1 + rng() % (bad.size() - 1)] = static_cast<char>(rng() % 256);
     ASSERT_NO_THROW(ExpectSameText(bad)) << "iteration " << i;
   }
+}
+
+// Each thread reuses one zstd decompression context: a corrupt frame, a
+// truncated one or a different body must leave nothing behind in it.
+TEST(BodyJsonTextTest, CompressedBodiesDecodeAfterCorruptOnesOnEveryThread) {
+  const json a = {{"a", std::string(3000, 'a')}, {"n", 1}};
+  const json b = {{"b", std::string(5000, 'b')}, {"list", {1, 2, 3}}};
+  const std::string stored_a = EncodeBody(a), stored_b = EncodeBody(b);
+  ASSERT_EQ(stored_a[0], '\x01');
+  ASSERT_EQ(stored_b[0], '\x01');
+  std::string corrupt = stored_b;
+  corrupt[corrupt.size() / 2] ^= 0x5a;
+  const std::string truncated = stored_a.substr(0, stored_a.size() - 5);
+  auto decode_in_turn = [&] {
+    for (int round = 0; round < 3; ++round) {
+      ASSERT_EQ(*DecodeBody(stored_a), a);
+      EXPECT_FALSE(DecodeBody(corrupt).ok());
+      ASSERT_EQ(*DecodeBody(stored_b), b);
+      EXPECT_FALSE(DecodeBodyToJsonText(truncated).ok());
+      ASSERT_EQ(*DecodeBodyToJsonText(stored_a), a.dump());
+    }
+  };
+  decode_in_turn();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(decode_in_turn);
+  for (auto& t : threads) t.join();
 }
 
 TEST(CellJsonTextTest, PrintsWhatCellToJsonPrints) {
