@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -237,6 +238,19 @@ double ProcessCpuSeconds() {
   getrusage(RUSAGE_SELF, &ru);
   auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
   return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
+ThreadUsage ThisThreadUsage() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  return {secs(ru.ru_utime) + secs(ru.ru_stime), static_cast<uint64_t>(ru.ru_nvcsw)};
+}
+
+double ThisThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 namespace {

@@ -193,6 +193,18 @@ void DescribeCluster(const BenchCluster& cluster, Table& table);
 
 // CPU seconds (user + system) this process has used so far.
 double ProcessCpuSeconds();
+// CPU seconds (user + system) the calling thread has used so far, to the
+// nanosecond (CLOCK_THREAD_CPUTIME_ID: for timing one call on a thread that
+// also does other work).
+double ThisThreadCpuSeconds();
+// What the calling thread has used so far (getrusage RUSAGE_THREAD): CPU
+// seconds (user + system) and wake-ups (voluntary context switches). For a
+// thread to report before it ends: /proc lists live threads only.
+struct ThreadUsage {
+  double cpu_seconds = 0;
+  uint64_t wake_ups = 0;
+};
+ThreadUsage ThisThreadUsage();
 // CPU seconds (user + system) of this process's live threads whose name
 // starts with `name_prefix` (/proc/self/task/*/comm), e.g. "rdk:mock", the
 // thread of the private local broker. 0 when none is found.

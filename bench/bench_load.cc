@@ -2,9 +2,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/thread_name.h"
 #include "base/time.h"
 #include "base/uuid.h"
 #include "changelog/cell_event.h"
@@ -73,12 +75,15 @@ PacedResult RunPaced(int threads, int64_t total, double rate,
   using Clock = std::chrono::steady_clock;
   std::atomic<int64_t> next{0};
   std::atomic<uint64_t> late{0};
+  std::mutex usage_mu;
+  ThreadUsage usage;
   const auto start = Clock::now() + std::chrono::milliseconds(5);
   const auto period = std::chrono::duration<double>(1.0 / rate);
   {
     std::vector<std::jthread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&] {
+        NameThisThread("bench-writer");
         while (!StopRequested()) {
           const int64_t k = next.fetch_add(1);
           if (k >= total) break;
@@ -87,9 +92,13 @@ PacedResult RunPaced(int threads, int64_t total, double rate,
           if (Clock::now() - slot > std::chrono::milliseconds(10)) late.fetch_add(1);
           op(k);
         }
+        const ThreadUsage mine = ThisThreadUsage();
+        std::lock_guard<std::mutex> lock(usage_mu);
+        usage.cpu_seconds += mine.cpu_seconds;
+        usage.wake_ups += mine.wake_ups;
       });
   }
-  return {std::chrono::duration<double>(Clock::now() - start).count(), late.load()};
+  return {std::chrono::duration<double>(Clock::now() - start).count(), late.load(), usage};
 }
 
 namespace {

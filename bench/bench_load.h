@@ -54,11 +54,17 @@ Result<PipelineCluster> OpenPipelineCluster(const ClusterOptions& options, int p
 struct PacedResult {
   double seconds = 0;
   uint64_t late = 0;  // calls that started more than 10 ms after their slot
+  // RunPaced's own threads over their lives (they end before it returns,
+  // and /proc lists live threads only).
+  ThreadUsage threads;
 };
 
 // Calls op(k) for k = 0..total-1 from `threads` threads; call k starts at
 // start + k / rate, or as soon as a thread is free after that. Stops early
-// when StopRequested().
+// when StopRequested(). Its threads are named "bench-writer": the
+// harness's (their sleeps and wake-ups are the load's pacing, not the
+// system's work); an `op` that wants its calls counted as the system's
+// times them (ThisThreadCpuSeconds).
 PacedResult RunPaced(int threads, int64_t total, double rate,
                      const std::function<void(int64_t)>& op);
 

@@ -235,9 +235,10 @@ struct StepFigures {
   // The whole machine without the benchmark's harness: MariaDB + the broker +
   // this process minus the "harness" thread group. What issue #50 targets.
   double cpu_ms_machine = 0, cpu_ms_harness = 0;
-  // cpu_ms_process split by thread name (kThreadGroups), in that order, then
-  // "rest": the threads no group names (the writers calling PutAsync, the
-  // main thread).
+  // cpu_ms_process split by thread name (kThreadGroups), in that order (the
+  // "harness" without the writers' PutAsync calls), then "put_calls" (those
+  // calls, timed on the writer threads) and "rest": the threads no group
+  // names (the main thread and other unnamed ones).
   std::vector<std::pair<std::string, double>> cpu_ms_by_threads;
   // The private broker (JVM or rdk:mock), CPU ms per second over the step's
   // first and last thirds (unset without one): librdkafka 2.0.2's mock finds a

@@ -160,6 +160,32 @@ TEST(BenchCommonTest, ThreadsWakeUpsCountTheBlockingsOfTheNamedThreads) {
   EXPECT_FALSE(OtherProcessWakeUps(-1).has_value());
 }
 
+// A thread's own CPU (both clocks): what it spins counts, what another thread
+// spins while it waits does not; its wake-ups count its sleeps.
+TEST(BenchCommonTest, ThisThreadCpuSecondsCountsOnlyTheCallingThread) {
+  auto spin = [](double seconds) {
+    const double start = ThisThreadCpuSeconds();
+    volatile uint64_t sink = 0;
+    while (ThisThreadCpuSeconds() - start < seconds) sink = sink + 1;
+    return ThisThreadCpuSeconds() - start;
+  };
+  EXPECT_GE(spin(0.02), 0.02);
+  const double before = ThisThreadCpuSeconds();
+  const ThreadUsage usage_before = ThisThreadUsage();
+  double other = 0;
+  ThreadUsage other_usage;
+  std::thread([&] {
+    other = spin(0.05);
+    for (int i = 0; i < 10; ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    other_usage = ThisThreadUsage();
+  }).join();
+  EXPECT_GE(other, 0.05);
+  EXPECT_GE(other_usage.cpu_seconds, 0.049);  // microseconds, rounded down
+  EXPECT_GE(other_usage.wake_ups, 10u);
+  EXPECT_LT(ThisThreadCpuSeconds() - before, 0.02);
+  EXPECT_LT(ThisThreadUsage().cpu_seconds - usage_before.cpu_seconds, 0.02);
+}
+
 TEST(BenchFiguresTest, HttpJudgesGetsAgainstTheSameGetsInProcess) {
   nlohmann::ordered_json j = {
       {"http_puts_per_s", 3000.0}, {"store_puts_per_s", 4000.0},  {"put_ratio", 0.75},
