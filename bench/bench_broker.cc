@@ -7,6 +7,7 @@
 #include "bench/bench_common.h"
 #include "testing/kafka_broker.h"
 #include "testing/mock_broker.h"
+#include "triggers/dead_letter.h"
 
 namespace cellar::bench {
 namespace {
@@ -70,6 +71,14 @@ const std::string& BenchBroker::bootstrap() const {
 
 Status BenchBroker::CreateTopic(const std::string& topic, int partitions) {
   return mock_ ? mock_->CreateTopic(topic, partitions) : kafka_->CreateTopic(topic, partitions);
+}
+
+Status BenchBroker::CreateTriggerTopics(const KafkaConfig& kafka, const std::string& datastore,
+                                        const std::string& trigger) const {
+  if (!mock_) return Status::Ok();
+  // One partition each, as the trigger runner makes them.
+  CELLAR_RETURN_IF_ERROR(mock_->CreateTopic(DeadLetterTopic(kafka, datastore, trigger), 1));
+  return mock_->CreateTopic(RetryTopic(kafka, datastore, trigger), 1);
 }
 
 double BenchBroker::CpuSeconds() const {

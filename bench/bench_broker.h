@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "bench/bench_broker_warm_up.h"
+#include "config/cluster_config.h"
 #include "nlohmann/json.hpp"
 
 namespace cellar::testing {
@@ -39,6 +40,12 @@ class BenchBroker {
   const std::string& bootstrap() const;
   // Creates `topic` with `partitions` partitions and waits for its leaders.
   Status CreateTopic(const std::string& topic, int partitions);
+  // A trigger's dead-letter and retry topics, made before the trigger
+  // starts when the broker is the mock: librdkafka 2.0.2's mock cluster does
+  // not answer CreateTopics (it names no controller), which the trigger
+  // runner sends for them. Nothing for Apache Kafka (the runner makes them).
+  Status CreateTriggerTopics(const KafkaConfig& kafka, const std::string& datastore,
+                             const std::string& trigger) const;
   // "apache-kafka-3.9.1" or "mock": the JSON key `broker`.
   const std::string& name() const { return name_; }
   // The warm-up Start ran on Apache Kafka (zeros for the mock).

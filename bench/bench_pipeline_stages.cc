@@ -113,6 +113,10 @@ Status Stages::Start() {
   hook.batch_size = o_.webhook_batch_size;
   hook.batch_window_ms = o_.webhook_batch_window_ms;
   CELLAR_RETURN_IF_ERROR(triggers_->on_webhook(hook));
+  if (const BenchBroker* broker = CurrentBenchBroker())
+    for (const std::string& trigger : {noop_name(), webhook_name()})
+      CELLAR_RETURN_IF_ERROR(
+          broker->CreateTriggerTopics(store_->config().kafka, datastore, trigger));
   return triggers_->Start();
 }
 

@@ -378,6 +378,9 @@ int RunTriggerBench(const TriggerBenchOptions& o) {
         return Status::Ok();
       },
       topts);
+  if (registered.ok())
+    if (const BenchBroker* broker = CurrentBenchBroker())
+      registered = broker->CreateTriggerTopics(cfg.kafka, datastore, trigger_name);
   if (!registered.ok()) {
     Progress("trigger registration failed: " + registered.ToString());
     return 1;
