@@ -240,17 +240,18 @@ double ProcessCpuSeconds() {
   return secs(ru.ru_utime) + secs(ru.ru_stime);
 }
 
-ThreadUsage ThisThreadUsage() {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
-  return {secs(ru.ru_utime) + secs(ru.ru_stime), static_cast<uint64_t>(ru.ru_nvcsw)};
-}
-
 double ThisThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+ThreadUsage ThisThreadUsage() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  // The CPU from the same clock as ThisThreadCpuSeconds, so that calls timed
+  // with it can be taken out of a thread's total.
+  return {ThisThreadCpuSeconds(), static_cast<uint64_t>(ru.ru_nvcsw)};
 }
 
 namespace {

@@ -197,8 +197,8 @@ double ProcessCpuSeconds();
 // nanosecond (CLOCK_THREAD_CPUTIME_ID: for timing one call on a thread that
 // also does other work).
 double ThisThreadCpuSeconds();
-// What the calling thread has used so far (getrusage RUSAGE_THREAD): CPU
-// seconds (user + system) and wake-ups (voluntary context switches). For a
+// What the calling thread has used so far: CPU seconds (ThisThreadCpuSeconds)
+// and wake-ups (voluntary context switches, getrusage RUSAGE_THREAD). For a
 // thread to report before it ends: /proc lists live threads only.
 struct ThreadUsage {
   double cpu_seconds = 0;
