@@ -239,7 +239,7 @@ std::vector<FigureRow> CostAt1000Rows(const Json& j) {
       for (const auto& [name, n] : (*step)[key].items())
         if (const std::string shown =
                 n.is_number() ? FormatNumber(scale * n.get<double>(), digits) : "0";
-            shown != "0")  // what rounds to nothing is left out
+            std::stod(shown) != 0)  // what rounds to nothing ("0", "0.00") is left out
           text += (text.empty() ? "" : ", ") + name + " " + shown;
     return text;
   };
@@ -250,6 +250,11 @@ std::vector<FigureRow> CostAt1000Rows(const Json& j) {
     rows.push_back(row("Kafka requests per 1,000 writes (the broker's count) by type",
                        Shown(total, 0) + ": " + by_type));
   }
+  if (const std::string statements = listed("sql_statements_per_write_by_threads", 1, 2);
+      !statements.empty())
+    rows.push_back(
+        row("SQL sent by Cellar's process per write by thread group, statements / COMMITs",
+            statements + " / " + listed("sql_commits_per_write_by_threads", 1, 3)));
   if (const std::string decoded = listed("records_decoded_per_write_by_stage", 1, 2);
       !decoded.empty())
     rows.push_back(row("change-log records decoded per write, by consumer", decoded));

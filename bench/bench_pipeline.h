@@ -253,6 +253,12 @@ struct StepFigures {
   // Statements per write by kind (Com_select, Com_insert, ... deltas; a
   // prepared statement's execution counts under its kind too).
   std::vector<std::pair<std::string, double>> statements_by_kind;
+  // Statements and COMMITs per write this process sent, by the sending
+  // thread's group (kThreadGroups, then "rest": cells/sql_call_counts.h), so
+  // that the harness's (the visibility probes') are told from the stages'.
+  // InnoDB's fsyncs are shared by the commits of every connection (group
+  // commit) and have no such split.
+  std::vector<std::pair<std::string, double>> sql_statements_by_threads, sql_commits_by_threads;
   // Wake-ups (voluntary context switches: a thread blocked and was woken
   // later) per write acknowledged: the private MariaDB's and the broker's
   // threads (unset when unknown), this process's, and this process's by

@@ -95,6 +95,12 @@ nlohmann::ordered_json StepJson(const StepFigures& s) {
     j["innodb_fsyncs_per_write"] = Round(*s.fsyncs_per_write, 3);
     j["statement_prepares_per_s"] = Round(*s.prepares_per_s, 1);
   }
+  if (!s.sql_statements_by_threads.empty()) {
+    j["sql_statements_per_write_by_threads"] =
+        RoundedObject<nlohmann::ordered_json>(s.sql_statements_by_threads, 3);
+    j["sql_commits_per_write_by_threads"] =
+        RoundedObject<nlohmann::ordered_json>(s.sql_commits_by_threads, 3);
+  }
   if (s.relay_transactions_per_write)
     j["relay_transactions_per_write"] = Round(*s.relay_transactions_per_write, 4);
   if (s.wake_ups_mariadb) j["wake_ups_per_write_mariadb"] = Round(*s.wake_ups_mariadb, 2);
@@ -253,6 +259,12 @@ int PrintPipelineReport(const PipelineRun& r) {
         values += (values.empty() ? "" : " / ") + FormatNumber(n, 2);
       }
       if (!keys.empty()) t.Add("MariaDB statements per write: " + keys, values);
+    }
+    if (!s.sql_statements_by_threads.empty()) {
+      t.Add("SQL statements per write this process sent, by thread",
+            PerWriteText(s.sql_statements_by_threads));
+      t.Add("COMMITs per write this process sent, by thread",
+            PerWriteText(s.sql_commits_by_threads));
     }
     if (s.relay_transactions_per_write)
       t.Add("relay Kafka transactions per 1,000 writes",

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -16,6 +17,7 @@
 #include "base/thread_name.h"
 #include "base/time.h"
 #include "bench/bench_pipeline.h"
+#include "cells/sql_call_counts.h"
 #include "indexes/index_query.h"
 #include "testing/wait_for.h"
 
@@ -187,6 +189,33 @@ double BrokerJitCpu() {
 std::optional<uint64_t> BrokerWakeUps() {
   const BenchBroker* b = CurrentBenchBroker();
   return b != nullptr ? b->WakeUps() : std::nullopt;
+}
+
+// Statements and COMMITs per write this process sent between two snapshots,
+// by thread group (StepFigures::sql_statements_by_threads and
+// sql_commits_by_threads).
+void RecordSqlCalls(const std::map<std::string, SqlCallCounts>& before,
+                    const std::map<std::string, SqlCallCounts>& after, uint64_t writes,
+                    StepFigures* out) {
+  if (writes == 0) return;
+  std::vector<SqlCallCounts> groups(kThreadGroups.size() + 1);  // the last: "rest"
+  for (const auto& [name, counts] : after) {
+    SqlCallCounts d = counts;
+    if (const auto was = before.find(name); was != before.end()) {
+      d.statements -= was->second.statements;
+      d.commits -= was->second.commits;
+    }
+    size_t g = 0;
+    while (g < kThreadGroups.size() && !name.starts_with(kThreadGroups[g].second)) ++g;
+    groups[g].statements += d.statements;
+    groups[g].commits += d.commits;
+  }
+  const double n = static_cast<double>(writes);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::string& key = g < kThreadGroups.size() ? kThreadGroups[g].first : "rest";
+    out->sql_statements_by_threads.emplace_back(key, static_cast<double>(groups[g].statements) / n);
+    out->sql_commits_by_threads.emplace_back(key, static_cast<double>(groups[g].commits) / n);
+  }
 }
 
 // Wake-ups per write since the "before" counts (StepFigures::wake_ups_*).
@@ -362,6 +391,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   const std::optional<uint64_t> server_wake_ups_before = ServerWakeUps(cluster);
   const std::optional<uint64_t> broker_wake_ups_before = BrokerWakeUps();
   const auto status_before = ServerStatus(cluster.config, AllServerCounters());
+  const std::map<std::string, SqlCallCounts> sql_calls_before = SqlCallCountsByThreadName();
   const uint64_t transactions_before = stages.relay_transactions();
   const auto decoded_before = stages.records_decoded();
   Stopwatch clock;
@@ -427,6 +457,7 @@ int RunStep(const BenchCluster& cluster, CellStore* store, Stages& stages,
   RecordWakeUps(cluster, wake_ups_before, group_wake_ups_before, server_wake_ups_before,
                 broker_wake_ups_before, paced.threads.wake_ups, ok.load(), out);
   const auto status_after = ServerStatus(cluster.config, AllServerCounters());
+  RecordSqlCalls(sql_calls_before, SqlCallCountsByThreadName(), ok.load(), out);
   if (const uint64_t writes = ok.load(); writes > 0)
     out->relay_transactions_per_write =
         static_cast<double>(stages.relay_transactions() - transactions_before) /

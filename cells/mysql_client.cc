@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "cells/internal/mysql_binding.h"
+#include "cells/sql_call_counts.h"
 
 namespace cellar {
 namespace {
@@ -163,6 +164,7 @@ struct MysqlConnection::Impl {
   Status RunText(const std::string& what, const std::string& sql, std::vector<SqlRow>* rows,
                  std::vector<std::string>* columns = nullptr) {
     if (broken) return BrokenStatus();
+    CountSqlStatement();
     if (mysql_real_query(mysql, sql.data(), sql.size()) != 0) return FailConnection(what);
     if (mysql_field_count(mysql) == 0) return Status::Ok();
     MYSQL_RES* res = mysql_store_result(mysql);
@@ -415,6 +417,7 @@ Result<std::vector<SqlRow>> MysqlConnection::Run(const std::string& sql,
                                                  uint64_t* affected) {
   CELLAR_ASSIGN_OR_RETURN(MYSQL_STMT * stmt, impl_->Prepare(sql));
   CELLAR_RETURN_IF_ERROR(impl_->BindParams(stmt, params));
+  CountSqlStatement();
   if (mysql_stmt_execute(stmt) != 0) return impl_->FailStatement("statement", stmt);
   std::vector<SqlRow> rows;
   if (mysql_stmt_field_count(stmt) > 0) {
@@ -459,7 +462,11 @@ Status MysqlConnection::UseImplicitTransactions() {
   return Status::Ok();
 }
 
-Status MysqlConnection::Commit() { return impl_->RunText("commit", "COMMIT", nullptr); }
+Status MysqlConnection::Commit() {
+  CELLAR_RETURN_IF_ERROR(impl_->RunText("commit", "COMMIT", nullptr));
+  CountSqlCommit();
+  return Status::Ok();
+}
 
 void MysqlConnection::Rollback() {
   Status s = impl_->RunText("rollback", "ROLLBACK", nullptr);

@@ -102,6 +102,7 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   EXPECT_EQ(Find(rows, "at 1,000 writes/s: Kafka requests"), nullptr) << "not in this JSON";
   EXPECT_EQ(Find(rows, "at 1,000 writes/s: wake-ups"), nullptr) << "not in this JSON";
   EXPECT_EQ(Find(rows, "at 1,000 writes/s: change-log records"), nullptr) << "not in this JSON";
+  EXPECT_EQ(Find(rows, "at 1,000 writes/s: SQL sent"), nullptr) << "not in this JSON";
 
   step1000["kafka_requests_per_write"] = 0.449;
   step1000["kafka_requests_per_write_by_type"] = {
@@ -111,6 +112,10 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   step1000["wake_ups_per_write_broker"] = 1.13;
   step1000["wake_ups_per_write_process"] = 5.85;
   step1000["wake_ups_per_write_by_threads"] = {{"relay", 0.53}, {"triggers", 0.78}};
+  step1000["sql_statements_per_write_by_threads"] = {
+      {"relay", 0.118}, {"index_worker", 0.2}, {"harness", 0.141}, {"rest", 0.0}};
+  step1000["sql_commits_per_write_by_threads"] = {
+      {"relay", 0.025}, {"index_worker", 0.0312}, {"harness", 0.0}, {"rest", 0.0}};
   j["steps"] = nlohmann::ordered_json::array({step500, step1000});
   rows = BenchFigureRows("pipeline", j);
   const FigureRow* requests = Find(rows, "at 1,000 writes/s: Kafka requests");
@@ -119,6 +124,10 @@ TEST(BenchFiguresTest, PipelineBreaksDownTheCostOfTheStepAt1000) {
   const FigureRow* decoded = Find(rows, "at 1,000 writes/s: change-log records decoded");
   ASSERT_NE(decoded, nullptr);
   EXPECT_EQ(decoded->value, "index_worker 1.00, noop_trigger 1.00");
+  const FigureRow* sent = Find(rows, "at 1,000 writes/s: SQL sent");
+  ASSERT_NE(sent, nullptr);
+  EXPECT_EQ(sent->value,
+            "relay 0.12, index_worker 0.20, harness 0.14 / relay 0.025, index_worker 0.031");
   const FigureRow* wake_ups = Find(rows, "at 1,000 writes/s: wake-ups");
   ASSERT_NE(wake_ups, nullptr);
   EXPECT_EQ(wake_ups->value,

@@ -5,13 +5,16 @@
 // total), affected-row counts and errors map as the header says.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/thread_name.h"
 #include "cells/mysql_client.h"
 #include "cells/schema_changes.h"
+#include "cells/sql_call_counts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/status_printing.h"
@@ -334,6 +337,63 @@ TEST_F(MysqlClientTest, SchemaChangesRunOnlyForWhatIsMissing) {
   EXPECT_EQ(7, (*row)[0].Int(2));
   EXPECT_TRUE((*row)[0].IsNull(3));
   ASSERT_TRUE(conn().ExecuteDdl("DROP DATABASE adapter_schema").ok());
+}
+
+// Each statement sent counts for the thread that sent it, by that thread's
+// name: a statement the server rejects counts, one never sent (a prepare
+// that failed, missing parameters) does not; only acknowledged COMMITs count
+// as commits. Threads of one name add up, and ended threads keep their counts.
+TEST_F(MysqlClientTest, StatementsAndCommitsCountForTheSendingThreadsName) {
+  ASSERT_TRUE(conn().ExecuteDdl("DROP TABLE IF EXISTS adapter_test.counted").ok());
+  ASSERT_TRUE(conn().ExecuteDdl("CREATE TABLE adapter_test.counted (k INT PRIMARY KEY)").ok());
+  auto other = MysqlConnection::Connect(EndpointFor(env->config, env->config.mysql.hosts[0]));
+  ASSERT_OK(other.status());
+  const std::map<std::string, SqlCallCounts> before = SqlCallCountsByThreadName();
+  auto delta = [&](const std::map<std::string, SqlCallCounts>& after, const std::string& name) {
+    SqlCallCounts d = after.count(name) ? after.at(name) : SqlCallCounts{};
+    if (before.count(name)) {
+      d.statements -= before.at(name).statements;
+      d.commits -= before.at(name).commits;
+    }
+    return d;
+  };
+
+  std::thread a([&] {
+    NameThisThread("sqlcount-a");
+    MysqlConnection& c = conn();
+    ASSERT_OK(c.Begin());  // 1
+    ASSERT_OK(
+        c.Execute("INSERT INTO adapter_test.counted VALUES (?)", {int64_t{1}}).status());  // 2
+    ASSERT_OK(c.Commit());                                              // 3, commit 1
+    ASSERT_OK(c.Query("SELECT k FROM adapter_test.counted").status());  // 4
+    // 5: sent, and rejected by the server.
+    EXPECT_EQ(
+        StatusCode::kConflict,
+        c.Execute("INSERT INTO adapter_test.counted VALUES (?)", {int64_t{1}}).status().code());
+    EXPECT_FALSE(c.Query("SELEKT 1").ok());                   // prepare fails: not sent
+    EXPECT_FALSE(c.Query("SELECT ?, ?", {int64_t{1}}).ok());  // missing parameter: not sent
+    ASSERT_OK(c.Begin());                                     // 6
+    c.Rollback();                                             // 7
+  });
+  std::thread b([&] {
+    NameThisThread("sqlcount-b");
+    ASSERT_OK((*other)->ExecuteDdl("SET @counted = 1"));  // 1
+    ASSERT_OK((*other)->Begin());                         // 2
+    ASSERT_OK((*other)->Commit());                        // 3, commit 1
+  });
+  a.join();
+  b.join();
+  std::thread b_again([&] {  // a second thread of that name, after the first ended
+    NameThisThread("sqlcount-b");
+    ASSERT_OK((*other)->Query("SELECT 1").status());  // 4
+  });
+  b_again.join();
+
+  const std::map<std::string, SqlCallCounts> after = SqlCallCountsByThreadName();
+  EXPECT_EQ(7u, delta(after, "sqlcount-a").statements);
+  EXPECT_EQ(1u, delta(after, "sqlcount-a").commits);
+  EXPECT_EQ(4u, delta(after, "sqlcount-b").statements);
+  EXPECT_EQ(1u, delta(after, "sqlcount-b").commits);
 }
 
 }  // namespace
