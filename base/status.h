@@ -104,7 +104,11 @@ class [[nodiscard]] Result {
     Check();
     return std::get<T>(v_);
   }
-  T&& value() && {
+  // Of a temporary (or a moved) Result: the value itself, moved out, not a
+  // reference into the Result. So `for (auto& x : Call().value())` iterates a
+  // value that lives through the loop (a reference would dangle once the
+  // temporary Result is destroyed, before the loop's body runs).
+  T value() && {
     Check();
     return std::get<T>(std::move(v_));
   }

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "base/host_port.h"
@@ -71,6 +72,34 @@ TEST(ResultTest, BuiltFromAnOkStatusIsInternal) {
     return Status::Ok();
   };
   EXPECT_EQ(StatusCode::kInternal, forward().code());
+}
+
+// How many ValueWatch objects exist: a range-for over a temporary Result's
+// value must iterate a live one (the README's trip-client loops over
+// `client->Versions(...).value()`; ASan found it reading a destroyed vector).
+int live_value_watches = 0;
+struct ValueWatch {
+  static constexpr int kItems[] = {1, 2, 3};
+  ValueWatch() { ++live_value_watches; }
+  ValueWatch(const ValueWatch&) { ++live_value_watches; }
+  ValueWatch(ValueWatch&&) noexcept { ++live_value_watches; }
+  ~ValueWatch() { --live_value_watches; }
+  const int* begin() const { return kItems; }
+  const int* end() const { return kItems + 3; }
+};
+
+Result<ValueWatch> WatchedValue() { return ValueWatch(); }
+
+TEST(ResultTest, ARangeForOverATemporarysValueIteratesALiveValue) {
+  static_assert(std::is_same_v<decltype(WatchedValue().value()), ValueWatch>,
+                "value() of a temporary hands the value over, not a reference into it");
+  int items = 0;
+  for (int item : WatchedValue().value()) {
+    EXPECT_EQ(1, live_value_watches) << "item " << item << " of a destroyed value";
+    ++items;
+  }
+  EXPECT_EQ(3, items);
+  EXPECT_EQ(0, live_value_watches);
 }
 
 TEST(ResultDeathTest, ValueOfAnErrorAbortsWithTheStatus) {
