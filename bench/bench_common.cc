@@ -380,6 +380,10 @@ std::optional<double> OtherProcessCpuSeconds(long pid) {
   return StatCpuSeconds("/proc/" + std::to_string(pid) + "/stat");
 }
 
+std::optional<double> OtherProcessCpuSeconds(long pid, long tid) {
+  return StatCpuSeconds("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+}
+
 Result<std::map<std::string, int64_t>> ServerStatus(const ClusterConfig& config,
                                                     const std::vector<std::string>& names) {
   std::map<std::string, int64_t> out;

@@ -216,6 +216,9 @@ double ThreadsCpuSeconds(long pid, const std::string& name_part);
 // CPU seconds (user + system) process `pid` has used so far (/proc); nullopt
 // when it cannot be read.
 std::optional<double> OtherProcessCpuSeconds(long pid);
+// CPU seconds so far of thread `tid` of process `pid` (/proc/pid/task/tid/stat);
+// nullopt when there is no such thread.
+std::optional<double> OtherProcessCpuSeconds(long pid, long tid);
 
 // Wake-ups: voluntary context switches (a thread blocked, to be woken later;
 // each costs the scheduler, and in a VM often an inter-processor interrupt),

@@ -233,8 +233,13 @@ struct StepFigures {
   // Of cpu_ms_broker: the JVM's JIT compiler threads (0 for the mock).
   double cpu_ms_broker_jit = 0;
   // The whole machine without the benchmark's harness: MariaDB + the broker +
-  // this process minus the "harness" thread group. What issue #50 targets.
+  // this process minus the "harness" thread group and minus the server's
+  // threads serving the harness's own login (the visibility probes' reads,
+  // bench_harness_store.h). What issue #50 targets.
   double cpu_ms_machine = 0, cpu_ms_harness = 0;
+  // Of cpu_ms_mariadb: the harness's connections (unset without a private
+  // server, when the probes then read through Cellar's store).
+  std::optional<double> cpu_ms_mariadb_harness;
   // cpu_ms_process split by thread name (kThreadGroups), in that order (the
   // "harness" without the writers' PutAsync calls), then "put_calls" (those
   // calls, timed on the writer threads) and "rest": the threads no group
