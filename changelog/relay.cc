@@ -153,12 +153,13 @@ void Relay::Impl::HostLoop(size_t host_index) {
       // Another relay claimed the stream: this one publishes nothing more of it.
       LogWarn("relay", "fenced: another relay claimed the stream; dropping it",
               {{"host", host.name}, {"datastore", s->datastore}, {"relay", relay_id}});
-      fenced++;
-      if (probe) probe->StreamsFenced().Increment();
       DropStream(mine[i], /*flush=*/false);
       locks.Release(mine[i]).IgnoreError();
       owned_total--;
       mine.erase(mine.begin() + static_cast<long>(i));
+      // Counted once dropped: stats() never shows a fenced stream as still owned.
+      fenced++;
+      if (probe) probe->StreamsFenced().Increment();
     }
     wake = std::min(wake, next_ownership);
     if (wake > std::chrono::steady_clock::now()) std::this_thread::sleep_until(wake);
