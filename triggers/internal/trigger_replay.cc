@@ -57,7 +57,8 @@ Status TriggerRunner::Replay(const ReplayFrom& from) {
         ++submitted;
         pool->Submit(work->event.cell.row_key.ToString(), [this, work, state] {
           Work* one = work.get();
-          if (!Process({&one, 1})) return;  // abandoned: the replay is interrupted
+          // Abandoned (never finishes) when the replay is interrupted.
+          if (Halted() || !Process({&one, 1})) return;
           MutexLock lock(&state->mu);
           --state->outstanding;
           state->cv.NotifyAll();

@@ -126,6 +126,7 @@ void TriggerRunner::RequestStop() {
     stop_requested_ = true;
   }
   halt_cv_.NotifyAll();
+  if (std::shared_ptr<KeyedConsumer> c = consumer()) c->Pause();
 }
 
 void TriggerRunner::Stop(int drain_timeout_ms) {
@@ -320,7 +321,6 @@ const TriggerRunner::PartitionMetrics& TriggerRunner::MetricsOf(const std::strin
 
 bool TriggerRunner::Process(std::span<Work* const> works, int first_attempt,
                             std::optional<Status> failed) {
-  if (Halted()) return false;  // delivered again later (stopping or paused)
   // Per-thread scratch, so that a call of one event allocates nothing (a no-op
   // handler's events cost a few microseconds each). Process never nests.
   thread_local std::vector<Work*> live;

@@ -58,7 +58,9 @@ class TriggerRunner {
   // for calls past their deadline), commits the finished prefix and leaves
   // the group.
   void Stop(int drain_timeout_ms);
-  // The first step of Stop(): ends waits and starts no new attempt. Thread-safe.
+  // The first step of Stop(): ends waits (a retrying event makes no new
+  // attempt) and pauses the consumer, which then starts only the events
+  // before a started one of their partition (keyed_consumer.h). Thread-safe.
   void RequestStop();
   // Control poller thread only (one caller at a time): applies the shared
   // state. Pausing stops the consumer (returns once no handler runs); resuming
@@ -100,8 +102,11 @@ class TriggerRunner {
   void UpdateLag(const std::vector<PartitionProgress>& progress);
   Work WorkOf(KeyedEvent& e) const;
   // True when every event is finished (handled, filtered out or set aside);
-  // false when abandoned (paused or stopping), or when a call past its
-  // deadline gave the events on (CallWatched). With a per-event handler,
+  // false when abandoned (paused or stopping: no new attempt after a failed
+  // one), or when a call past its deadline gave the events on (CallWatched).
+  // The first attempt is made whenever Process is called: the consumer
+  // decided that the events start (an event before a handled one of its
+  // partition must, or that one would be delivered again). With a per-event handler,
   // `works` holds one event. With `failed` set, attempt `first_attempt`
   // already failed with it (a call past its deadline): Process goes on from
   // there (the given-on events of CallWatched).
