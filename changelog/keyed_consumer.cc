@@ -61,6 +61,8 @@ struct KeyedConsumer::Impl {
   bool started GUARDED_BY(lifecycle_mu) = false;
   bool stopped GUARDED_BY(lifecycle_mu) = false;
   std::atomic<bool> stop_polling{false}, stopping{false}, paused{false};
+  // The drain timed out: no event starts any more (MayStart).
+  std::atomic<bool> drain_expired{false};
   std::atomic<int> drain_ms{0};
   Mutex stop_mu;  // stopping (atomic) turns true under it, for WaitUnlessStopping
   CondVar stop_cv;
@@ -287,10 +289,17 @@ struct KeyedConsumer::Impl {
   }
 
   // Pool thread, one event at a time.
+  // Whether an event starts now. At a stop or pause only the events before
+  // a started one of their partition do (else the last commit would stop
+  // short of them and that one would be delivered again), and none once the
+  // drain timed out (Stop() is bounded: they are delivered again).
+  bool MayStart(const PartitionRef& part, int64_t offset) {
+    if (drain_expired) return false;
+    return partitions.TryStart(part, offset, [this] { return stopping || paused; });
+  }
+
   void DecodeAndRun(ConsumedRecord& rec, const PartitionRef& part) {
-    // Abandoned when revoked, or at a stop unless a later event of its
-    // partition started (else that one would be delivered again).
-    if (!partitions.TryStart(part, rec.offset, [this] { return stopping || paused; })) return;
+    if (!MayStart(part, rec.offset)) return;  // abandoned
     auto decoded = DecodeOrPassBy(rec, part);
     if (!decoded) return;
     KeyedEvent e;
@@ -332,9 +341,11 @@ struct KeyedConsumer::Impl {
   void Drain() {
     const int ms = drain_ms;
     WakeLingeringLanes();  // stop_polling is set: queued batches go now, within the drain
-    if (!pool.WaitIdle(ms))
+    if (!pool.WaitIdle(ms)) {
+      drain_expired = true;
       LogWarn(o.log_component, "drain timed out; unfinished events will be delivered again",
               {{"group", o.group_id}, {"pending", std::to_string(Pending())}});
+    }
     {
       MutexLock lock(&stop_mu);
       stopping = true;
@@ -503,12 +514,10 @@ struct KeyedConsumer::Impl {
   void WakeLingeringLanes() { lanes.WakeAll(); }
 
   // One call's events: handle_batch in calls split at events whose body must
-  // be re-read. Events of revoked partitions are not handed on; at a stop or
-  // Pause() an event is abandoned unless a later event of its partition
-  // started (TryStart, as DecodeAndRun: another lane may have handed on a
-  // later offset just before the stop, and without this one the last commit
-  // would stop short of it and it would be delivered again); after an
-  // abandoned call the rest is abandoned.
+  // be re-read. Events of revoked partitions are not handed on, nor events
+  // MayStart abandons at a stop or Pause() (another lane may have handed on a
+  // later offset of the partition just before, and then this one must run);
+  // after an abandoned call the rest is abandoned.
   void RunBatch(std::vector<QueuedEvent>& batch) {
     std::vector<KeyedEvent*> ready;
     std::vector<const QueuedEvent*> ready_q;
@@ -522,7 +531,7 @@ struct KeyedConsumer::Impl {
       return d == Disposition::kDone;
     };
     for (QueuedEvent& q : batch) {
-      if (!partitions.TryStart(q.part, q.e.offset, [this] { return stopping || paused; })) continue;
+      if (!MayStart(q.part, q.e.offset)) continue;
       if (q.e.event.body_omitted && !q.e.event.cell.tombstone) {
         if (!flush()) return;
         Disposition d = Disposition::kDone;

@@ -209,15 +209,18 @@ class KeyedConsumer {
   Status Start();
 
   // Stops polling; lets queued and running events finish for up to
-  // drain_timeout_ms (retries and re-reads go on); then stopping() turns true:
-  // waits end at once and events not started are abandoned; then commits the
-  // finished prefix and leaves the group. Returns once no handler runs (a
-  // handler inside one long call delays it; one that gave its event on,
-  // EventHandOff, does not). Idempotent.
+  // drain_timeout_ms (retries and re-reads go on; after Pause(), or once
+  // stopping, only the events before a started event of their partition
+  // start, since the commit cannot skip them); then stopping() turns true:
+  // waits end at once, and when the drain timed out no event starts any more
+  // (they are delivered again); then commits the finished prefix and leaves
+  // the group. Returns once no handler runs (a handler inside one long call
+  // delays it; one that gave its event on, EventHandOff, does not). Idempotent.
   void Stop(int drain_timeout_ms);
 
   // Stops fetching and delivering for good (until a new consumer starts):
-  // queued events are abandoned, so they are delivered again after a restart.
+  // queued events are abandoned, so they are delivered again after a restart,
+  // except those before a started event of their partition (see Stop()).
   // For "stop for a person". Idempotent.
   void Pause();
 

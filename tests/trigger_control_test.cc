@@ -10,7 +10,8 @@
 #include <chrono>
 #include <iostream>
 #include <map>
-#include <optional>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "cells/shard_map.h"
@@ -40,6 +41,17 @@ std::map<std::string, std::vector<Cell>> ByRow(const HandledLog& log) {
   std::map<std::string, std::vector<Cell>> out;
   for (const Cell& c : log.Events()) out[c.row_key.ToString()].push_back(c);
   return out;
+}
+
+// Two rows of one shard: the relay publishes one shard's cells to one
+// partition in the order they were written.
+std::pair<Uuid, Uuid> TwoRowsOfOneShard(uint32_t shards) {
+  std::map<uint32_t, Uuid> by_shard;
+  for (;;) {
+    const Uuid row = Uuid::Random();
+    auto [it, added] = by_shard.try_emplace(ShardForRow(row, shards), row);
+    if (!added) return {it->second, row};
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -179,6 +191,104 @@ TEST(TriggerStopTest, StopCutsARetryBackoffShortAndTheEventIsDeliveredAgainAfter
   relay->Stop();
 }
 
+// The events before a handled one of their partition run at a stop only
+// within the drain timeout: Stop() stays bounded (drain_timeout_ms + the
+// call in flight + about 1 s) when a slow row has many of them queued, and
+// those not started are delivered again to the next worker.
+TEST(TriggerStopTest, StopStartsNoEventOnceTheDrainTimedOutAndTheNextWorkerGetsThem) {
+  auto c = MakeCluster("tg_drainbound", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "drainbound-relay");
+  ASSERT_TRUE(relay);
+  const auto [slow_row, fast_row] = TwoRowsOfOneShard(c->config.shards);
+  constexpr int kSlowEvents = 20;
+  constexpr auto kSlowCall = 300ms;
+  HandledLog first_log;
+  std::mutex starts_mu;
+  std::vector<std::chrono::steady_clock::time_point> slow_starts;
+  TriggerOptions opts;
+  opts.concurrency = 4;
+  TriggerWorkerOptions wo = Opts("drainbound-1");
+  wo.drain_timeout_ms = 500;
+  auto first = std::make_unique<TriggerWorker>(c->config, wo);
+  ASSERT_EQ("OK", first
+                      ->on(
+                          "trips", "BASE", "drainbound",
+                          [&](const CellEvent& e, TriggerContext&) {
+                            if (e.cell.row_key == slow_row) {
+                              {
+                                std::lock_guard<std::mutex> lock(starts_mu);
+                                slow_starts.push_back(std::chrono::steady_clock::now());
+                              }
+                              std::this_thread::sleep_for(kSlowCall);  // the handler's work
+                            }
+                            first_log.Add(e);
+                            return Status::Ok();
+                          },
+                          opts)
+                      .ToString());
+  ASSERT_TRUE(first->Start().ok());
+  std::set<CellAddr> all;
+  for (int i = 0; i < kSlowEvents; ++i) {
+    ASSERT_TRUE(PutCell(*c->store, slow_row, "BASE", i, {{"i", i}}));
+    all.insert({slow_row.ToString(), "BASE", i});
+  }
+  ASSERT_TRUE(PutCell(*c->store, fast_row, "BASE", 0, {{"i", 0}}));
+  const CellAddr fast{fast_row.ToString(), "BASE", 0};
+  all.insert(fast);
+  // The fast row's event (the partition's last) is handled while the slow
+  // row's wait in their lane: all of those are before a started event.
+  ASSERT_TRUE(WaitFor([&] { return first_log.Has(fast); }, 30s));
+  const size_t slow_handled_at_stop = first_log.total() - 1;
+  ASSERT_LT(slow_handled_at_stop + 5, static_cast<size_t>(kSlowEvents));
+  const auto t0 = std::chrono::steady_clock::now();
+  first->Stop();
+  const auto stop_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  // Running them all would take (kSlowEvents - slow_handled_at_stop) x 300 ms, >= 4.5 s.
+  EXPECT_LT(stop_ms, 3000) << "Stop() ran the queued events past the drain timeout";
+  // None started once the drain timed out (their commit could be missed,
+  // and they would be handled twice); the call in flight then finished.
+  {
+    std::lock_guard<std::mutex> lock(starts_mu);
+    ASSERT_FALSE(slow_starts.empty());
+    const auto last_start_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(slow_starts.back() - t0).count();
+    EXPECT_LT(last_start_ms, wo.drain_timeout_ms + 200)
+        << "a handler call started " << last_start_ms << " ms after Stop() (drain timeout "
+        << wo.drain_timeout_ms << " ms)";
+  }
+  std::cout << "[ trigger ] Stop() with " << kSlowEvents - slow_handled_at_stop
+            << " slow events queued returned in " << stop_ms << " ms\n";
+  first.reset();
+
+  HandledLog second_log;
+  TriggerWorker second(c->config, Opts("drainbound-2"));
+  ASSERT_EQ("OK", second
+                      .on(
+                          "trips", "BASE", "drainbound",
+                          [&](const CellEvent& e, TriggerContext&) {
+                            second_log.Add(e);
+                            return Status::Ok();
+                          },
+                          opts)
+                      .ToString());
+  ASSERT_TRUE(second.Start().ok());
+  std::set<CellAddr> missing;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        missing.clear();
+        for (const auto& x : all)
+          if (!first_log.Has(x) && !second_log.Has(x)) missing.insert(x);
+        return missing.empty();
+      },
+      30s))
+      << "not delivered again: " << DescribeSome(missing);
+  second.Stop();
+  relay->Stop();
+}
+
 // ---------------------------------------------------------------------------
 
 // Two workers of one trigger (two processes in production): a pause stored in
@@ -288,19 +398,7 @@ TEST(TriggerControlTest, APauseHandlesTheEventsBeforeAHandledOneOfTheirPartition
   ASSERT_TRUE(c);
   auto relay = StartRelay(c->store.get(), "gap-relay");
   ASSERT_TRUE(relay);
-  // Two rows of one shard: the relay publishes one shard's cells to one
-  // partition in the order they were written.
-  std::map<uint32_t, Uuid> by_shard;
-  std::optional<std::pair<Uuid, Uuid>> pair;
-  for (const Uuid& row : NewRows(4 * c->config.shards)) {
-    auto [it, added] = by_shard.try_emplace(ShardForRow(row, c->config.shards), row);
-    if (!added) {
-      pair.emplace(it->second, row);
-      break;
-    }
-  }
-  ASSERT_TRUE(pair);
-  const auto [a_row, b_row] = *pair;
+  const auto [a_row, b_row] = TwoRowsOfOneShard(c->config.shards);
   const CellAddr a1{a_row.ToString(), "BASE", 0}, a2{a_row.ToString(), "BASE", 1},
       b1{b_row.ToString(), "BASE", 0};
 

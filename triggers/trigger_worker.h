@@ -60,13 +60,13 @@
 //   at once: an event waiting to be retried makes no new attempt, its offset
 //   stays uncommitted and it is delivered again after a restart. Events not
 //   started yet are not started (delivered again too), except those before
-//   one of their partition that started: an event handled before a clean
-//   stop is never delivered again. Stop() then waits for
-//   the handler calls in flight (each attempt is waited for, never cut: a
-//   webhook's is bounded by its timeout_ms), commits and leaves the group.
-//   Bound: the longest handler call in flight + about 1 s (the last commit
-//   and leaving the group), + a trigger_control read in progress (bounded by
-//   the MySQL connect/io timeouts).
+//   one of their partition that started, until drain_timeout_ms has passed:
+//   an event handled before a clean stop is never delivered again. Stop()
+//   then waits for the handler calls in flight (each attempt is waited for,
+//   never cut: a webhook's is bounded by its timeout_ms), commits and leaves
+//   the group. Bound: drain_timeout_ms + the longest handler call in flight
+//   + about 1 s (the last commit and leaving the group), + a trigger_control
+//   read in progress (bounded by the MySQL connect/io timeouts).
 // - Each named trigger is its own Kafka consumer group
 //   (<prefix>.trigger.<name>): triggers progress independently, and several
 //   processes running the same trigger share its partitions.
