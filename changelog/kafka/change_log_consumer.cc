@@ -67,14 +67,21 @@ struct ChangeLogConsumer::Impl : public RdKafka::RebalanceCb {
   // read. The exactly-once relay's transactions put a commit marker (one
   // offset no consumer gets) after each batch in each partition, so a hole
   // of one offset is that marker; a larger one (retention, or an aborted
-  // transaction's records) is lost only below the partition's log start,
-  // asked from the broker.
+  // transaction's records, or markers of two producers' transactions that
+  // interleave) is lost only below the partition's log start. The fetch
+  // response that brought the record after the hole carries the log start
+  // (librdkafka keeps it: get_watermark_offsets); the broker is asked only
+  // when none is known, since that query waits behind this consumer's own
+  // long-polling fetch (fetch.wait.max.ms) and the polling thread with it.
   std::optional<SkippedRecords> Lost(SkippedRecords hole) {
     if (hole.count() <= 1) return std::nullopt;
     int64_t low = -1, high = -1;
-    if (consumer->query_watermark_offsets(hole.partition.topic, hole.partition.partition, &low,
-                                          &high, kCommittedTimeoutMs) != RdKafka::ERR_NO_ERROR)
-      return hole;  // cannot tell: count it rather than hide a loss
+    if (consumer->get_watermark_offsets(hole.partition.topic, hole.partition.partition, &low,
+                                        &high) != RdKafka::ERR_NO_ERROR ||
+        low < 0)
+      if (consumer->query_watermark_offsets(hole.partition.topic, hole.partition.partition, &low,
+                                            &high, kCommittedTimeoutMs) != RdKafka::ERR_NO_ERROR)
+        return hole;  // cannot tell: count it rather than hide a loss
     if (low <= hole.first) return std::nullopt;
     hole.end = std::min(hole.end, low);
     return hole;
