@@ -176,21 +176,21 @@ struct GroupCommitConfig {
   // transactions, one fsync each. 0: start with whatever waits. As MySQL's
   // binlog_group_commit_sync_delay with sync_no_delay_count = N.
   int linger_us = 0;
-  // After a transaction of fewer than min_pipelined_cells cells, a host
-  // starts its next at most once this many microseconds have passed since
-  // that one started, unless min_pipelined_cells cells wait (0: as soon as a
-  // writer is free). Asynchronous puts (PutAsync) arriving faster than one
-  // per interval then share a transaction, its round trips and its fsync,
-  // for at most this much more latency; below one put per interval nothing
-  // waits, and a busy host's large transactions never wait. Never held: a
-  // put whose caller is blocked on its answer (Put, PutBatch, Erase, every
-  // HTTP request), since holding a caller that waits costs it throughput
+  // While fewer than min_pipelined_cells cells wait, a host starts its next
+  // transaction at most once this many microseconds have passed since its
+  // previous one started (0: as soon as a writer is free). Asynchronous puts
+  // (PutAsync) arriving as transactions run then share a transaction, its
+  // round trips and its fsync, for at most this much more latency, and at a
+  // higher rate until min_pipelined_cells wait (at 4,000 PutAsync calls/s
+  // ~16 cells per transaction instead of ~7: MariaDB 0.02-0.03 ms less per
+  // write, docs/cost-per-write.md, session 58). Never held: a put whose
+  // caller is blocked on its answer (Put, PutBatch, Erase, every HTTP
+  // request), since holding a caller that waits costs it throughput
   // (session 46: a few such callers read as a trickle, and
-  // indexes_model_test's puts took 55-100 s against 28 s). Pacing holds only
-  // while asynchronous puts trickle in: each of the host's last 4
-  // transactions saw fewer than 4 cells arrive while it ran, and one saw
-  // some. At 1,000 PutAsync calls/s, 10000 commits ~10 cells per
-  // transaction instead of ~2 (docs/cost-per-write.md, session 50: MariaDB
+  // indexes_model_test's puts took 55-100 s against 28 s), nor puts when
+  // none arrived while any of the host's last 4 transactions ran (their
+  // callers wait for their answers). At 1,000 PutAsync calls/s, 10000
+  // commits ~10 cells per transaction instead of ~2 (session 50: MariaDB
   // 0.03 ms less per write than at 5000, the PutAsync p99 4-5 ms longer).
   int commit_interval_us = 10000;
 };

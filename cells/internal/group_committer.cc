@@ -21,14 +21,15 @@ void Finish(WriteUnit* u, const Status& error) {
 constexpr int kDeadlockRetries = 3;
 
 // commit_interval_us holds no unit whose caller is blocked on its answer
-// (WriteUnit::caller_waits), and paces only a trickle: each of the last kPacingMemory
-// transactions saw fewer than kTrickleCells cells arrive while it ran, and
-// one saw some (a put arriving just after a commit now and then does not end
-// it). More arriving: commits already gather enough, and holding callers that
-// wait for their answers (HTTP clients) only slows them. None arriving: the
-// callers wait for each answer before their next put.
+// (WriteUnit::caller_waits), and only while puts arrive as transactions run:
+// one of the last kPacingMemory transactions saw some arrive (a put arriving
+// just after a commit now and then does not end it). None arriving: the
+// callers wait for their answers before their next puts. Then it holds at
+// any rate until min_pipelined_cells cells wait: unheld, a host's writers
+// committed what arrived during the previous commit, ~7 cells at 4,000
+// writes/s, each transaction paying its statement set-up and fsync
+// (docs/cost-per-write.md, session 58).
 constexpr int kPacingMemory = 4;
-constexpr uint64_t kTrickleCells = 4;
 constexpr unsigned kMemoryMask = (1u << kPacingMemory) - 1;
 
 using Clock = std::chrono::steady_clock;
@@ -108,7 +109,7 @@ void GroupCommitter::Submit(const std::vector<WriteUnit*>& units) {
   if (wake) cv_.NotifyOne();
 }
 
-bool GroupCommitter::TrickleArrives() const { return some_arrived_ != 0 && many_arrived_ == 0; }
+bool GroupCommitter::PutsArriveDuringCommits() const { return some_arrived_ != 0; }
 
 bool GroupCommitter::WriterMayStart() const {
   return !queue_.empty() &&
@@ -136,8 +137,8 @@ void GroupCommitter::WriterLoop() {
             lingering_for_ = 0;
             continue;
           }
-          if (options_.commit_interval_us > 0 && queued_waiting_callers_ == 0 && TrickleArrives() &&
-              last_cells_ < static_cast<size_t>(options_.min_pipelined_cells) &&
+          if (options_.commit_interval_us > 0 && queued_waiting_callers_ == 0 &&
+              PutsArriveDuringCommits() &&
               queued_cells_ < static_cast<size_t>(options_.min_pipelined_cells)) {
             const Clock::time_point next =
                 last_start_ + std::chrono::microseconds(options_.commit_interval_us);
@@ -175,7 +176,6 @@ void GroupCommitter::WriterLoop() {
       ++in_flight_;
       submitted_at_start = submitted_cells_;
       last_start_ = Clock::now();
-      last_cells_ = cells;
       // Another writer may start too if enough is still waiting.
       if (WriterMayStart()) cv_.NotifyOne();
     }
@@ -188,7 +188,6 @@ void GroupCommitter::WriterLoop() {
     --in_flight_;
     const uint64_t arrived = submitted_cells_ - submitted_at_start;
     some_arrived_ = ((some_arrived_ << 1) | (arrived > 0 ? 1u : 0u)) & kMemoryMask;
-    many_arrived_ = ((many_arrived_ << 1) | (arrived >= kTrickleCells ? 1u : 0u)) & kMemoryMask;
   }
 }
 

@@ -64,13 +64,12 @@ struct GroupCommitterOptions {
   // A writer with nothing in flight that just answered N > 1 units waits up
   // to this long for N units to queue before it starts (0: no wait).
   int linger_us = 0;
-  // After a transaction of fewer than min_pipelined_cells cells the next
-  // starts at most this long after it unless min_pipelined_cells cells wait
-  // (0: whenever a writer is free). Never while a unit whose caller is
-  // blocked on its answer waits (WriteUnit::caller_waits: holding it costs
-  // that caller throughput), and only while asynchronous puts trickle in as
-  // transactions run (TrickleArrives): at a higher rate commits gather
-  // enough by themselves.
+  // While fewer than min_pipelined_cells cells wait, a transaction starts at
+  // most this long after the host's previous one started (0: whenever a
+  // writer is free). Never while a unit whose caller is blocked on its
+  // answer waits (WriteUnit::caller_waits: holding it costs that caller
+  // throughput), and only while puts arrive as transactions run
+  // (PutsArriveDuringCommits), at any rate.
   int commit_interval_us = 0;
   std::string database;  // the host database (ClusterConfig::HostDatabase)
   // How long a transaction waits for a reachable, verified primary before it
@@ -115,9 +114,9 @@ class GroupCommitter {
   // wakes a writer only then, so callers arriving behind a running commit do
   // not wake the idle writer once each just to send it back to sleep.
   bool WriterMayStart() const REQUIRES(mu_);
-  // Whether commit_interval_us applies: each of the last 4 transactions saw
-  // fewer than 4 cells arrive while it ran, and one saw some (group_committer.cc).
-  bool TrickleArrives() const REQUIRES(mu_);
+  // Whether commit_interval_us applies: one of the last 4 transactions saw
+  // cells arrive while it ran (group_committer.cc).
+  bool PutsArriveDuringCommits() const REQUIRES(mu_);
   // Commits `units` in one transaction (with retries) and answers every unit.
   void Commit(WriterConnection& conn, std::vector<WriteUnit*>& units);
   // RunGroupTransaction with reconnects, deadlock/lock-timeout retries and
@@ -146,18 +145,16 @@ class GroupCommitter {
   // Units a lingering writer waits for (0: none lingers); Submit() wakes it
   // only once that many wait.
   size_t lingering_for_ GUARDED_BY(mu_) = 0;
-  // When the host's last transaction started and the cells it took, and
+  // When the host's last transaction started, and
   // whether a writer waits for commit_interval_us past it (Submit() then
   // wakes it only for min_pipelined_cells waiting cells).
   std::chrono::steady_clock::time_point last_start_ GUARDED_BY(mu_);
-  size_t last_cells_ GUARDED_BY(mu_) = 0;
   bool pacing_ GUARDED_BY(mu_) = false;
   // Cells submitted so far, and per recently finished transaction (one bit
-  // each, newest lowest, the last 4) whether any cells, and whether a
-  // trickle's worth or more, were submitted while it ran (TrickleArrives).
+  // each, newest lowest, the last 4) whether any cells were submitted while
+  // it ran (PutsArriveDuringCommits).
   uint64_t submitted_cells_ GUARDED_BY(mu_) = 0;
   unsigned some_arrived_ GUARDED_BY(mu_) = 0;
-  unsigned many_arrived_ GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 
   // Hands `answers` (each unit with its transaction's outcome; OK: its
