@@ -288,7 +288,6 @@ struct KeyedConsumer::Impl {
     return std::nullopt;
   }
 
-  // Pool thread, one event at a time.
   // Whether an event starts now. At a stop or pause only the events before
   // a started one of their partition do (else the last commit would stop
   // short of them and that one would be delivered again), and none once the
@@ -298,6 +297,7 @@ struct KeyedConsumer::Impl {
     return partitions.TryStart(part, offset, [this] { return stopping || paused; });
   }
 
+  // Pool thread, one event at a time.
   void DecodeAndRun(ConsumedRecord& rec, const PartitionRef& part) {
     if (!MayStart(part, rec.offset)) return;  // abandoned
     auto decoded = DecodeOrPassBy(rec, part);

@@ -145,9 +145,9 @@ class GroupCommitter {
   // Units a lingering writer waits for (0: none lingers); Submit() wakes it
   // only once that many wait.
   size_t lingering_for_ GUARDED_BY(mu_) = 0;
-  // When the host's last transaction started, and
-  // whether a writer waits for commit_interval_us past it (Submit() then
-  // wakes it only for min_pipelined_cells waiting cells).
+  // When the host's last transaction started, and whether a writer waits
+  // for commit_interval_us past it (Submit() then wakes it only for
+  // min_pipelined_cells waiting cells).
   std::chrono::steady_clock::time_point last_start_ GUARDED_BY(mu_);
   bool pacing_ GUARDED_BY(mu_) = false;
   // Cells submitted so far, and per recently finished transaction (one bit
