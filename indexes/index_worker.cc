@@ -21,10 +21,6 @@
 namespace cellar {
 namespace {
 
-// How long Stop() lets queued events finish (retries going on) before it
-// abandons the rest to the next worker.
-constexpr int kStopDrainMs = 30000;
-
 const char* OutcomeName(IndexApply outcome) {
   switch (outcome) {
     case IndexApply::kUpserted:
@@ -302,7 +298,7 @@ Status IndexWorker::Start() {
 void IndexWorker::Stop() {
   Impl& m = *impl_;
   if (!m.consumer) return;
-  m.consumer->Stop(kStopDrainMs);
+  m.consumer->Stop(m.options.drain_timeout_ms);
   m.consumer.reset();
   LogInfo("index", "worker stopped");
 }

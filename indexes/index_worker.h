@@ -62,6 +62,11 @@ struct IndexWorkerOptions {
   // queued this many milliseconds ago (KeyedConsumerOptions::batch_linger_ms):
   // fewer, larger transactions at low rates, for up to this much more lag.
   int batch_linger_ms = 0;
+  // How long Stop() lets queued events finish (retries going on) before it
+  // starts no more of them and leaves the rest to the next worker (they are
+  // delivered again). A batch in flight is always waited for. Give the
+  // process this plus a few seconds to stop (Kubernetes' default grace is 30 s).
+  int drain_timeout_ms = 30000;
   // Where the worker registers its metrics; not owned, must outlive the
   // worker. Null: a registry of the worker's own.
   MetricsRegistry* metrics = nullptr;
@@ -78,7 +83,8 @@ class IndexWorker {
   // FailedPrecondition on a cluster still in the per-shard layout of an older
   // Cellar (CellStore::CheckLayout).
   Status Start();
-  // Stops polling, finishes queued events (bounded), commits offsets. Idempotent.
+  // Stops polling, finishes queued events for up to options.drain_timeout_ms
+  // (then the batches in flight), commits offsets, leaves the group. Idempotent.
   void Stop();
 
   // The registry in use (options.metrics or the worker's own).

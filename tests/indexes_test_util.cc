@@ -39,9 +39,7 @@ void Cluster::StartRelay() {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
-void Cluster::StartWorker(const std::vector<IndexDefinition>& defs) {
-  IndexWorkerOptions options;
-  options.concurrency = 8;
+void Cluster::StartWorker(const std::vector<IndexDefinition>& defs, IndexWorkerOptions options) {
   worker = std::make_unique<IndexWorker>(store.get(), defs, options);
   Status s = worker->Start();
   ASSERT_TRUE(s.ok()) << s.ToString();

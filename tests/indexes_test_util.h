@@ -57,7 +57,7 @@ struct Cluster {
 
   ~Cluster();
   void StartRelay();
-  void StartWorker(const std::vector<IndexDefinition>& defs);
+  void StartWorker(const std::vector<IndexDefinition>& defs, IndexWorkerOptions options = {});
   void StopWorker();
   // Consumer group lag of the index worker ("<prefix>.indexer") on the trips
   // and users change logs; -1 if it cannot be read.

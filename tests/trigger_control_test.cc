@@ -14,7 +14,6 @@
 #include <thread>
 #include <utility>
 
-#include "cells/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/trigger_test_util.h"
@@ -41,17 +40,6 @@ std::map<std::string, std::vector<Cell>> ByRow(const HandledLog& log) {
   std::map<std::string, std::vector<Cell>> out;
   for (const Cell& c : log.Events()) out[c.row_key.ToString()].push_back(c);
   return out;
-}
-
-// Two rows of one shard: the relay publishes one shard's cells to one
-// partition in the order they were written.
-std::pair<Uuid, Uuid> TwoRowsOfOneShard(uint32_t shards) {
-  std::map<uint32_t, Uuid> by_shard;
-  for (;;) {
-    const Uuid row = Uuid::Random();
-    auto [it, added] = by_shard.try_emplace(ShardForRow(row, shards), row);
-    if (!added) return {it->second, row};
-  }
 }
 
 // ---------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 // (examples/billing/cellar_billing_main.cc) and cellar-trigger (YAML webhooks) while
 // BASE cells are being written, restart them, and check that every event was
 // handled at least once; report the duplicates. Also: SIGTERM during a retry
-// backoff exits within the documented bound, and `cellar trigger pause/resume`
-// reach a running cellar-trigger (issue #17).
+// backoff exits within the documented bound, --drain-timeout-ms bounds the
+// drain, and `cellar trigger pause/resume` reach a running cellar-trigger (issue #17).
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <iostream>
@@ -448,6 +449,71 @@ TEST(TriggerProcessTest, SigtermDuringARetryBackoffExitsWithinTheBoundAndTheEven
   ASSERT_TRUE(second->running());
   EXPECT_TRUE(WaitFor([&] { return log.ok(addr) >= 1; }, 60s))
       << "the event was not delivered again after the restart\n"
+      << second->Log();
+  EXPECT_EQ(second->Terminate(30s), 0) << second->Log();
+  relay->Stop();
+}
+
+// `cellar-trigger --drain-timeout-ms` bounds a SIGTERM's drain (trigger_worker.h):
+// a slow row has many events queued before its partition's last, already
+// handled, event; with a 500 ms drain the process exits without starting
+// them all (the 30 s default would run every one, >= 4.5 s), and the next
+// process delivers those not handled.
+TEST(TriggerProcessTest, DrainTimeoutFlagBoundsTheDrainAtSigterm) {
+  auto c = MakeCluster("tg_drainflag", Broker());
+  ASSERT_TRUE(c);
+  auto relay = StartRelay(c->store.get(), "drainflag-relay");
+  ASSERT_TRUE(relay);
+  testing::TempDir logs("trigger-drainflag");
+  const auto [slow_row, fast_row] = TwoRowsOfOneShard(c->config.shards);
+  constexpr int kSlowEvents = 20;
+  SinkLog log;
+  auto sink = testing::WebhookSink::Start([&](const std::string&, const std::string& body) {
+    auto ev = DecodeCellEvent(body);
+    if (ev.ok() && ev->cell.row_key == slow_row)
+      std::this_thread::sleep_for(300ms);  // the receiver's work
+    log.Add(body, 200);
+    return 200;
+  });
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  const std::string triggers_path =
+      testing::WriteTempFile(WebhookYaml("drainflag", (*sink)->Url("/hook"), ""), ".yaml");
+  auto start = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args{CELLAR_TRIGGER_BIN, "--config", c->config_path, "--triggers",
+                                  triggers_path};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<ChildProcess>(args, logs.File(name));
+  };
+  auto first = start("trigger-1.log", {"--drain-timeout-ms", "500"});
+  ASSERT_TRUE(first->running());
+  std::vector<CellAddr> slow;
+  for (int i = 0; i < kSlowEvents; ++i) {
+    ASSERT_TRUE(PutCell(*c->store, slow_row, "BASE", i, {{"i", i}}));
+    slow.emplace_back(slow_row.ToString(), "BASE", i);
+  }
+  ASSERT_TRUE(PutCell(*c->store, fast_row, "BASE", 0, {{"i", 0}}));
+  const CellAddr fast{fast_row.ToString(), "BASE", 0};
+  ASSERT_TRUE(WaitFor([&] { return log.ok(fast) >= 1; }, 60s)) << first->Log();
+  auto handled = [&] {
+    return std::count_if(slow.begin(), slow.end(),
+                         [&](const CellAddr& a) { return log.ok(a) > 0; });
+  };
+  ASSERT_LT(handled() + 5, kSlowEvents) << "too few slow events left to drain";
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(first->Terminate(30s), 0) << first->Log();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  const auto handled_at_exit = handled();
+  EXPECT_LT(ms, 3000) << "SIGTERM drained past --drain-timeout-ms\n" << first->Log();
+  EXPECT_LT(handled_at_exit, kSlowEvents) << "every queued event ran within the drain";
+  std::cout << "[ trigger ] SIGTERM with --drain-timeout-ms 500: exit after " << ms << " ms, "
+            << kSlowEvents - handled_at_exit << " slow events left to the next process\n";
+
+  auto second = start("trigger-2.log", {});
+  ASSERT_TRUE(second->running());
+  EXPECT_TRUE(WaitFor([&] { return handled() == kSlowEvents; }, 60s))
+      << "events left by the drain were not delivered again\n"
       << second->Log();
   EXPECT_EQ(second->Terminate(30s), 0) << second->Log();
   relay->Stop();

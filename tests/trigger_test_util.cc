@@ -15,6 +15,7 @@
 #include <string_view>
 #include <thread>
 
+#include "cells/shard_map.h"
 #include "gtest/gtest.h"
 #include "testing/cluster_environment.h"
 #include "testing/free_port.h"
@@ -202,6 +203,15 @@ std::string HttpGet(int port, const std::string& path) {
   auto res = client.Get(path.c_str());
   if (!res || res->status != 200) return "";
   return res->body;
+}
+
+std::pair<Uuid, Uuid> TwoRowsOfOneShard(uint32_t shards) {
+  std::map<uint32_t, Uuid> by_shard;
+  for (;;) {
+    const Uuid row = Uuid::Random();
+    auto [it, added] = by_shard.try_emplace(ShardForRow(row, shards), row);
+    if (!added) return {it->second, row};
+  }
 }
 
 }  // namespace cellar::trigtest

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cells/cell_store.h"
@@ -71,6 +72,9 @@ int FreePort();
 // (row, column, ref_key): one cell version's address.
 using CellAddr = std::tuple<std::string, std::string, int64_t>;
 CellAddr AddrOf(const Cell& c);
+// Two rows of one shard: the relay publishes one shard's cells to one
+// partition in the order they were written.
+std::pair<Uuid, Uuid> TwoRowsOfOneShard(uint32_t shards);
 std::string Describe(const CellAddr& a);
 template <typename Container>
 std::string DescribeSome(const Container& addrs, size_t max = 5) {

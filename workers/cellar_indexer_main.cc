@@ -1,9 +1,10 @@
 // cellar-indexer: keeps the YAML-defined indexes up to date from the change log.
 //   cellar-indexer --config cellar.yaml --indexes config/examples/indexes [--metrics-address
-//   host:port]
+//   host:port] [--drain-timeout-ms 30000]
 // Exits 1 at start when Kafka cannot be used (changelog/kafka/kafka_start_check.h).
 // Applies the definitions (creating missing tables/versions) at start. Runs
-// until SIGTERM/SIGINT, then finishes queued events and commits offsets.
+// until SIGTERM/SIGINT, then finishes queued events for up to
+// --drain-timeout-ms (default 30 s) and the batches in flight, and commits offsets.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", opts.concurrency, "batches applied in parallel (1-1024)")
       ->capture_default_str()
       ->transform(cellar::DecimalInteger<int>(1, 1024));
+  app.add_option("--drain-timeout-ms", opts.drain_timeout_ms,
+                 "on SIGTERM, how long queued events may still be applied (0-600000)")
+      ->capture_default_str()
+      ->transform(cellar::DecimalInteger<int>(0, 600000));
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-indexer");
   if (!config) return cellar::kUsageExitCode;

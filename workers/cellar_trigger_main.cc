@@ -1,12 +1,15 @@
 // cellar-trigger: runs the webhook triggers defined in YAML (triggers/trigger_config.h).
 //   cellar-trigger --config cellar.yaml --triggers triggers.yaml [--metrics-address 127.0.0.1:9464]
-// Runs until SIGTERM/SIGINT, drains in-flight calls, commits offsets, exits 0.
+//                  [--drain-timeout-ms 30000]
+// Runs until SIGTERM/SIGINT, then drains (bound: trigger_worker.h), commits
+// offsets, exits 0.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "base/signal_wait.h"
 #include "config/command_line.h"
 #include "config/config_for_main.h"
+#include "config/number_options.h"
 #include "server/metrics_endpoint.h"
 #include "triggers/trigger_worker.h"
 
@@ -21,6 +24,11 @@ int main(int argc, char** argv) {
   app.add_option("--triggers", triggers_path, "trigger definitions (YAML)")->required();
   app.add_option("--metrics-address", metrics_address, "host:port serving /metrics");
   app.add_option("--only", only, "run only these triggers (repeatable)");
+  cellar::TriggerWorkerOptions opts;
+  app.add_option("--drain-timeout-ms", opts.drain_timeout_ms,
+                 "on SIGTERM, how long queued events may still start (0-600000)")
+      ->capture_default_str()
+      ->transform(cellar::DecimalInteger<int>(0, 600000));
   if (auto exit_code = cellar::ParseCommandLine(app, argc, argv)) return *exit_code;
 
   auto config = cellar::LoadClusterConfigForMain(config_path, "cellar-trigger");
@@ -31,7 +39,6 @@ int main(int argc, char** argv) {
               << defs.status().message() << "\n";
     return cellar::kUsageExitCode;
   }
-  cellar::TriggerWorkerOptions opts;
   cellar::MetricsRegistry metrics;
   std::unique_ptr<cellar::MetricsEndpoint> endpoint;
   if (int code = 0; !cellar::StartMetricsEndpointForMain(&metrics, metrics_address,
