@@ -96,6 +96,18 @@ double ScrapeHandled(int port, const std::string& trigger) {
   return v < 0 ? 0 : v;
 }
 
+// cellar-trigger on cluster `c` running `triggers_path`, logging to `logs`/`log_name`.
+std::unique_ptr<ChildProcess> StartTriggerProcess(const Cluster& c,
+                                                  const std::string& triggers_path,
+                                                  const testing::TempDir& logs,
+                                                  const std::string& log_name,
+                                                  std::vector<std::string> extra_args = {}) {
+  std::vector<std::string> args{CELLAR_TRIGGER_BIN, "--config", c.config_path, "--triggers",
+                                triggers_path};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return std::make_unique<ChildProcess>(args, logs.File(log_name));
+}
+
 TEST(TriggerProcessTest, SigkillBillingMidStreamThenRestartBillsEveryTripAtLeastOnce) {
   auto c = MakeCluster("tg_kill", Broker());
   ASSERT_TRUE(c);
@@ -292,10 +304,7 @@ TEST(TriggerProcessTest, SigkillWebhookTriggerMidStreamCountsDuplicatesExactly) 
     return calls.size();
   };
   auto start = [&](const std::string& log) {
-    return std::make_unique<ChildProcess>(
-        std::vector<std::string>{CELLAR_TRIGGER_BIN, "--config", c->config_path, "--triggers",
-                                 triggers_path},
-        logs.File(log));
+    return StartTriggerProcess(*c, triggers_path, logs, log);
   };
 
   TripWriter writer(c->store.get(), 6, 2, 30ms);  // ~400 cells/s
@@ -421,10 +430,7 @@ TEST(TriggerProcessTest, SigtermDuringARetryBackoffExitsWithinTheBoundAndTheEven
                   "max_backoff_ms: 60000 }\n"),
       ".yaml");
   auto start = [&](const std::string& name) {
-    return std::make_unique<ChildProcess>(
-        std::vector<std::string>{CELLAR_TRIGGER_BIN, "--config", c->config_path, "--triggers",
-                                 triggers_path},
-        logs.File(name));
+    return StartTriggerProcess(*c, triggers_path, logs, name);
   };
   auto first = start("trigger-1.log");
   ASSERT_TRUE(first->running());
@@ -478,13 +484,8 @@ TEST(TriggerProcessTest, DrainTimeoutFlagBoundsTheDrainAtSigterm) {
   ASSERT_TRUE(sink.ok()) << sink.status().ToString();
   const std::string triggers_path =
       testing::WriteTempFile(WebhookYaml("drainflag", (*sink)->Url("/hook"), ""), ".yaml");
-  auto start = [&](const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> args{CELLAR_TRIGGER_BIN, "--config", c->config_path, "--triggers",
-                                  triggers_path};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return std::make_unique<ChildProcess>(args, logs.File(name));
-  };
-  auto first = start("trigger-1.log", {"--drain-timeout-ms", "500"});
+  auto first =
+      StartTriggerProcess(*c, triggers_path, logs, "trigger-1.log", {"--drain-timeout-ms", "500"});
   ASSERT_TRUE(first->running());
   std::vector<CellAddr> slow;
   for (int i = 0; i < kSlowEvents; ++i) {
@@ -510,7 +511,7 @@ TEST(TriggerProcessTest, DrainTimeoutFlagBoundsTheDrainAtSigterm) {
   std::cout << "[ trigger ] SIGTERM with --drain-timeout-ms 500: exit after " << ms << " ms, "
             << kSlowEvents - handled_at_exit << " slow events left to the next process\n";
 
-  auto second = start("trigger-2.log", {});
+  auto second = StartTriggerProcess(*c, triggers_path, logs, "trigger-2.log");
   ASSERT_TRUE(second->running());
   EXPECT_TRUE(WaitFor([&] { return handled() == kSlowEvents; }, 60s))
       << "events left by the drain were not delivered again\n"
@@ -549,10 +550,9 @@ TEST(TriggerProcessTest, CliPauseAndResumeReachARunningTriggerProcess) {
   const std::string triggers_path =
       testing::WriteTempFile(WebhookYaml("held", (*sink)->Url("/hook"), ""), ".yaml");
   const int port = FreePort();
-  ChildProcess trigger({CELLAR_TRIGGER_BIN, "--config", c->config_path, "--triggers", triggers_path,
-                        "--metrics-address", "127.0.0.1:" + std::to_string(port)},
-                       logs.File("trigger.log"));
-  ASSERT_TRUE(trigger.running());
+  auto trigger = StartTriggerProcess(*c, triggers_path, logs, "trigger.log",
+                                     {"--metrics-address", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(trigger->running());
   auto paused = [&] {
     return MetricValue(HttpGet(port, "/metrics"), "cellar_trigger_paused", {{"trigger", "held"}});
   };
@@ -563,7 +563,7 @@ TEST(TriggerProcessTest, CliPauseAndResumeReachARunningTriggerProcess) {
         return log.ok({first.ToString(), "BASE", 0}) >= 1;
       },
       60s))
-      << trigger.Log();
+      << trigger->Log();
   EXPECT_EQ(paused(), 0);
 
   auto [code, out] = RunCli(logs, "pause.log",
@@ -571,7 +571,7 @@ TEST(TriggerProcessTest, CliPauseAndResumeReachARunningTriggerProcess) {
                              "deploying the billing service"});
   EXPECT_EQ(code, 0) << out.dump();
   EXPECT_EQ(out.value("paused", false), true) << out.dump();
-  ASSERT_TRUE(WaitFor([&] { return paused() == 1; }, 10s)) << trigger.Log();
+  ASSERT_TRUE(WaitFor([&] { return paused() == 1; }, 10s)) << trigger->Log();
 
   ASSERT_TRUE(PutCell(*c->store, second, "BASE", 0, {{"fare", 2}}));
   ASSERT_TRUE(WaitFor(
@@ -597,14 +597,14 @@ TEST(TriggerProcessTest, CliPauseAndResumeReachARunningTriggerProcess) {
         return log.ok({second.ToString(), "BASE", 0}) >= 1;
       },
       30s))
-      << trigger.Log();
+      << trigger->Log();
   EXPECT_EQ(paused(), 0);
   std::tie(code, out) =
       RunCli(logs, "status2.log",
              {"--config", c->config_path, "trigger", "status", "held", "-d", "trips"});
   EXPECT_EQ(code, 0);
   EXPECT_EQ(out.value("paused", true), false) << out.dump();
-  EXPECT_EQ(trigger.Terminate(30s), 0) << trigger.Log();
+  EXPECT_EQ(trigger->Terminate(30s), 0) << trigger->Log();
   relay->Stop();
 }
 
