@@ -212,6 +212,13 @@ int RunRawPhases(const BenchCluster& cluster, const PutOptions& o, std::mt19937_
     if (rc != 0) return rc;
   }
 
+  if (o.bare_group_commit) {
+    int rc = 0;
+    run.bare =
+        RunBareGroupCommits(cluster, o.callers, o.cells, o.body_bytes, o.raw_rounds, rng, &rc);
+    if (rc != 0) return rc;
+  }
+
   if (!o.single_row_baseline) return 0;
   RawWork statements = PlanRawStatements(cfg, datastore, column, o.cells, 1, o.body_bytes, rng);
   Progress("phase A': " + std::to_string(o.cells) + " single-row autocommit INSERTs over " +
@@ -394,6 +401,10 @@ void AddPutCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--closed-loop-designs", o->closed_loop_designs,
                 "also run phase G: C rows in flight in plain SQL over 1, 2, 4 and 8 connections, "
                 "fenced INSERT ... RETURNING and bare autocommit INSERT");
+  cmd->add_flag("--bare-group-commit", o->bare_group_commit,
+                "also run phase H: C blocked callers through a bare group commit (a queue, "
+                "the writers' SQL, one wake-up per batch; no Cellar code), the bound of single "
+                "puts on this machine");
   cmd->callback([o, exit_code] { *exit_code = RunPut(*o); });
 }
 

@@ -52,6 +52,15 @@ void AddUsageRows(Table& t, const UsageDelta& u, double rows, double seconds) {
 
 RawRounds RunRawRounds(const BenchCluster& cluster, const std::string& name, int rounds,
                        const RawPhaseOptions& options, const std::function<RawWork()>& plan) {
+  return RunPhaseRounds(cluster, name, rounds,
+                        std::to_string(options.connections_per_host) + " connection(s) per host",
+                        plan,
+                        [&](RawWork& work) { return RunRawPhase(cluster.config, work, options); });
+}
+
+RawRounds RunPhaseRounds(const BenchCluster& cluster, const std::string& name, int rounds,
+                         const std::string& over, const std::function<RawWork()>& plan,
+                         const std::function<PhaseResult(RawWork&)>& run) {
   RawRounds out;
   for (int round = 1; round <= rounds && !StopRequested(); ++round) {
     RawWork work = plan();
@@ -62,10 +71,9 @@ RawRounds RunRawRounds(const BenchCluster& cluster, const std::string& name, int
     }
     Progress(name + " round " + std::to_string(round) + "/" + std::to_string(rounds) + ": " +
              std::to_string(statements) + " statements in " + std::to_string(transactions) +
-             " transactions over " + std::to_string(options.connections_per_host) +
-             " connection(s) per host");
+             " transactions over " + over);
     Usage before = TakeUsage(cluster);
-    PhaseResult r = RunRawPhase(cluster.config, work, options);
+    PhaseResult r = run(work);
     Usage after = TakeUsage(cluster);
     if (r.interrupted) break;
     if (r.errors > 0) {

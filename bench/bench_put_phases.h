@@ -48,5 +48,10 @@ struct RawRounds {
 // its clock starts); `name` labels the progress lines.
 RawRounds RunRawRounds(const BenchCluster& cluster, const std::string& name, int rounds,
                        const RawPhaseOptions& options, const std::function<RawWork()>& plan);
+// As RunRawRounds with run(work) in place of RunRawPhase; `over` says what
+// runs the work in the progress lines ("2 connection(s) per host").
+RawRounds RunPhaseRounds(const BenchCluster& cluster, const std::string& name, int rounds,
+                         const std::string& over, const std::function<RawWork()>& plan,
+                         const std::function<PhaseResult(RawWork&)>& run);
 
 }  // namespace cellar::bench

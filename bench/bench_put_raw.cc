@@ -93,8 +93,6 @@ void AddRowParams(std::vector<SqlParam>& params, const RawRow& row, const std::s
   params.emplace_back(int64_t{0});
   params.emplace_back(int64_t{0});
 }
-constexpr size_t kParamsPerRow = 7;
-constexpr size_t kCreatedAtParam = 6;
 
 // A multi-row INSERT of `rows` into the cells table of host `host`.
 RawStatement HostInsert(const ClusterConfig& cfg, size_t host, const std::string& datastore,
@@ -104,7 +102,7 @@ RawStatement HostInsert(const ClusterConfig& cfg, size_t host, const std::string
   st.sql = "INSERT INTO " +
            QualifiedTable(cfg.HostDatabase(cfg.mysql.hosts[host]), "cells_" + datastore) +
            " (shard, row_key, column_name, ref_key, body, tombstone, created_at) VALUES ";
-  st.params.reserve(rows.size() * kParamsPerRow);
+  st.params.reserve(rows.size() * kRawParamsPerRow);
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i == 0 && !fused_fence_database.empty())
       // The fence lock inside the INSERT, as the group commit sends it.
@@ -202,17 +200,27 @@ RawWork PlanFusedFenceStatements(const ClusterConfig& cfg, const std::string& da
       });
 }
 
-namespace {
-
-// Registers `conn` in the host's write fence, committed, and turns autocommit
-// off unless `keep_autocommit`.
-Status RegisterRawWriter(MysqlConnection& conn, const std::string& fence_table,
-                         bool keep_autocommit) {
-  CELLAR_RETURN_IF_ERROR(
-      conn.Execute("INSERT IGNORE INTO " + fence_table + " (conn_id) VALUES (CONNECTION_ID())")
-          .status());
-  return keep_autocommit ? Status::Ok() : conn.UseImplicitTransactions();
+Result<std::unique_ptr<MysqlConnection>> ConnectRawConnection(const ClusterConfig& cfg, size_t host,
+                                                              const RawPhaseOptions& options) {
+  CELLAR_ASSIGN_OR_RETURN(auto conn,
+                          MysqlConnection::Connect(EndpointFor(cfg, cfg.mysql.hosts[host])));
+  if (!options.register_writers) return conn;
+  CELLAR_RETURN_IF_ERROR(conn->Execute("INSERT IGNORE INTO " + FenceTable(cfg, host) +
+                                       " (conn_id) VALUES (CONNECTION_ID())")
+                             .status());
+  if (!options.keep_autocommit) CELLAR_RETURN_IF_ERROR(conn->UseImplicitTransactions());
+  return conn;
 }
+
+void UnregisterRawWriter(const ClusterConfig& cfg, size_t host, MysqlConnection& conn) {
+  // Best effort: leave no fence row of a closed connection behind.
+  if (conn.broken()) return;
+  if (conn.Execute("DELETE FROM " + FenceTable(cfg, host) + " WHERE conn_id = CONNECTION_ID()")
+          .ok())
+    conn.Commit().IgnoreError();
+}
+
+namespace {
 
 // One transaction of `tx` on `conn`; the rows written, or the first error (rolled back).
 Result<uint64_t> RunRawTransaction(MysqlConnection& conn, RawTransaction& tx) {
@@ -230,7 +238,7 @@ Result<uint64_t> RunRawTransaction(MysqlConnection& conn, RawTransaction& tx) {
   for (RawStatement& statement : tx.statements) {
     if (!st.ok()) break;
     if (statement.cell_rows)
-      for (size_t p = kCreatedAtParam; p < statement.params.size(); p += kParamsPerRow)
+      for (size_t p = kRawCreatedAtParam; p < statement.params.size(); p += kRawParamsPerRow)
         statement.params[p] = now;
     uint64_t rows = 0;
     if (statement.returning) {
@@ -274,12 +282,9 @@ PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, const RawPhaseO
   for (size_t h = 0; h < cfg.mysql.hosts.size(); ++h) {
     if (work[h].empty()) continue;
     for (int i = 0; i < options.connections_per_host; ++i) {
-      auto conn = MysqlConnection::Connect(EndpointFor(cfg, cfg.mysql.hosts[h]));
-      Status st = conn.status();
-      if (st.ok() && options.register_writers)
-        st = RegisterRawWriter(**conn, FenceTable(cfg, h), options.keep_autocommit);
-      if (!st.ok()) {
-        record_error(st);
+      auto conn = ConnectRawConnection(cfg, h, options);
+      if (!conn.ok()) {
+        record_error(conn.status());
         return result;
       }
       workers.push_back({h, std::move(conn).value()});
@@ -312,15 +317,7 @@ PhaseResult RunRawPhase(const ClusterConfig& cfg, RawWork& work, const RawPhaseO
   result.rows = rows.load();
   result.interrupted = StopRequested();
   if (options.register_writers)
-    for (auto& w : workers) {
-      // Best effort: leave no fence row of a closed connection behind.
-      if (w.conn->broken()) continue;
-      if (w.conn
-              ->Execute("DELETE FROM " + FenceTable(cfg, w.host) +
-                        " WHERE conn_id = CONNECTION_ID()")
-              .ok())
-        w.conn->Commit().IgnoreError();
-    }
+    for (auto& w : workers) UnregisterRawWriter(cfg, w.host, *w.conn);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -23,6 +24,10 @@ namespace cellar::bench {
 // A realistic trip document (~380 bytes of JSON text), padded with a
 // polyline-like "route" string up to about `target_bytes` when that is larger.
 nlohmann::json MakeTripBody(std::mt19937_64& rng, int target_bytes);
+
+// A cell row's parameters in a RawStatement, and where its created_at is.
+constexpr size_t kRawParamsPerRow = 7;
+constexpr size_t kRawCreatedAtParam = 6;
 
 struct RawStatement {
   std::string sql;
@@ -93,6 +98,13 @@ struct RawPhaseOptions {
   // With register_writers: leave autocommit on (PlanFusedFenceStatements).
   bool keep_autocommit = false;
 };
+
+// A connection to mysql.hosts[host], registered in its write fence as
+// `options` says. Unavailable or Internal when it cannot connect or register.
+Result<std::unique_ptr<MysqlConnection>> ConnectRawConnection(const ClusterConfig& cfg, size_t host,
+                                                              const RawPhaseOptions& options);
+// Removes the fence row of a registered connection; best effort.
+void UnregisterRawWriter(const ClusterConfig& cfg, size_t host, MysqlConnection& conn);
 
 // Runs `work` (connections connected before the clock starts) and counts the
 // rows written.

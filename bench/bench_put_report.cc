@@ -134,6 +134,7 @@ void PrintPutTable(const BenchCluster& cluster, const PutOptions& o, const PutRu
 
   t.Section("phase B: CellStore::Put, group commit, " + std::to_string(o.callers) + " callers");
   AddStorePhaseRows(t, run.put, "put");
+  AddBareGroupCommitRows(t, run.bare, run.closed_loop.best.median_rows_per_s, run.put.cells_per_s);
   t.Section("phase D: CellStore::PutBatch, one row of " + std::to_string(o.batch_cells_per_row) +
             " cells per call, " + std::to_string(o.callers) + " callers");
   AddStorePhaseRows(t, run.batch, "put_batch");
@@ -278,6 +279,9 @@ void PrintPutJson(const BenchCluster& cluster, const PutOptions& o, const PutRun
       j["async_single_row_ratio"] = Round(run.async.cells_per_s / SingleRowRate(run), 3);
   }
   if (!run.designs.empty()) j["closed_loop_designs"] = ClosedLoopDesignsJson(run.designs, raw);
+  if (!run.bare.empty())
+    j["bare_group_commit"] =
+        BareGroupCommitJson(run.bare, run.closed_loop.best.median_rows_per_s, run.put.cells_per_s);
   j["targets_met"] = met;
   j["errors"] = put.errors + run.batch.r.errors + run.half.r.errors + run.async.r.errors;
   PrintJsonLine(j);

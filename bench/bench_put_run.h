@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/bench_put_bare_commit.h"
 #include "bench/bench_put_designs.h"
 #include "bench/bench_put_phases.h"
 #include "bench/bench_put_raw.h"
@@ -39,6 +40,7 @@ struct PutOptions {
   // connected and have prepared their statements (one per batch size).
   int warm_up_cells = 5000;
   bool closed_loop_designs = false;  // phase G: plain-SQL closed-loop variants
+  bool bare_group_commit = false;    // phase H: the group commit without Cellar
 };
 
 // The targets.
@@ -83,6 +85,7 @@ struct PutRun {
   ClosedLoopCeiling closed_loop;          // phase C': C rows in flight
   ClosedLoopCeiling batch_closed_loop;    // phase D': C x k rows in flight
   std::vector<ClosedLoopDesign> designs;  // phase G (--closed-loop-designs)
+  std::vector<BareGroupCommit> bare;      // phase H (--bare-group-commit)
   std::optional<PhaseResult> single;      // with --single-row-baseline
   StorePhase put, batch, half, async;
   double half_rate = 0;                                   // cells/s phase E was paced at
