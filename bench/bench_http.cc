@@ -15,7 +15,9 @@
 // cpp-httplib server in this process answering a GET with one cell's JSON,
 // which the client parses: a get's HTTP exchange with no Cellar code), each
 // with its CPU per get and the CPU-bound ceiling of the get ratio, as for
-// puts below. Then latest, row and versions reads of the same cells, in
+// puts below. Then rounds of store gets alternating with gets against the
+// same bare server running the store's SELECT before it answers
+// (BareGetServer): the bound of any HTTP get with this library here. Then latest, row and versions reads of the same cells, in
 // process and through HTTP, in as many rounds (no bare exchange). Reported: puts/s and
 // put latency p50/p99, gets/s and get latency p50/p99 for both, and the
 // ratios http/store. The server's per-request log lines are off (log level
@@ -44,6 +46,7 @@
 #include "api/cell_api.h"
 #include "base/log.h"
 #include "bench/bench_common.h"
+#include "bench/bench_http_bare_get.h"
 #include "bench/bench_http_phases.h"
 #include "bench/bench_put_phases.h"
 #include "cells/cell_store.h"
@@ -204,29 +207,12 @@ int RunHttp(const HttpOptions& o) {
     }
     cell_answer = DumpJson(CellToJson(*cell));
   }
-  httplib::Server bare_get_server;
-  bare_get_server.new_task_queue = [&so] {
-    return new httplib::ThreadPool(static_cast<size_t>(so.threads));
-  };
-  bare_get_server.set_tcp_nodelay(true);
-  bare_get_server.Get("/bare", [&cell_answer](const httplib::Request&, httplib::Response& res) {
-    res.set_content(cell_answer, "application/json");
-  });
-  const int bare_get_port = bare_get_server.bind_to_any_port("127.0.0.1");
-  if (bare_get_port < 0) {
-    Progress("bare GET server: bind failed");
+  auto bare_get_server = BareGetServer::Start(cfg, datastore, cell_answer, pick, so.threads);
+  if (!bare_get_server.ok()) {
+    Progress(bare_get_server.status().ToString());
     return 1;
   }
-  testing::RaiseListenBacklog(bare_get_port);
-  std::thread bare_get_thread([&] { bare_get_server.listen_after_bind(); });
-  if (!testing::WaitFor([&] { return bare_get_server.is_running(); }, std::chrono::seconds(5),
-                        std::chrono::milliseconds(1))) {
-    bare_get_server.stop();
-    bare_get_thread.join();
-    Progress("bare GET server: not listening within 5 s");
-    return 1;
-  }
-  BareClient bare_get(bare_get_port);
+  BareClient bare_get((*bare_get_server)->port());
 
   const size_t get_rounds = static_cast<size_t>(std::max(1, o.get_rounds));
   ReadRounds gets = RunReadRounds(
@@ -240,8 +226,15 @@ int RunHttp(const HttpOptions& o) {
         return (*client)->Get(datastore, c.row_key, c.column, c.ref_key).status();
       },
       [&](int) { return bare_get.Get(); });
-  bare_get_server.stop();
-  bare_get_thread.join();
+  // The bound of any HTTP get here: the store's SELECT behind a bare exchange.
+  ReadRounds sql_gets = RunReadRounds(
+      cluster, "gets against a bare server running the SELECT", o.gets, o.clients, get_rounds,
+      [&](int i) {
+        const CellWrite& c = pick(i);
+        return store->Get(datastore, c.row_key, c.column, c.ref_key).status();
+      },
+      [&](int i) { return bare_get.Get("/bare_sql?i=" + std::to_string(i)); });
+  bare_get_server->reset();
   // Latest, row and versions of the same cells (one version each), in process and through HTTP.
   ReadRounds latest = RunReadRounds(
       cluster, "latest reads", o.gets, o.clients, get_rounds,
@@ -275,14 +268,15 @@ int RunHttp(const HttpOptions& o) {
   bare_server->reset();
   store->Close();
   if (sp.interrupted || hp.interrupted || bp.interrupted || gets.interrupted() ||
-      latest.interrupted() || rows.interrupted() || versions.interrupted()) {
+      sql_gets.interrupted() || latest.interrupted() || rows.interrupted() ||
+      versions.interrupted()) {
     Progress("interrupted");
     return 130;
   }
   const Figures fsp = Summarize(sp), fhp = Summarize(hp), fbp = Summarize(bp), fsg = Summarize(sg),
                 fhg = Summarize(hg), fbg = Summarize(bg);
-  const int64_t errors = sp.errors + hp.errors + bp.errors + gets.errors() + latest.errors() +
-                         rows.errors() + versions.errors();
+  const int64_t errors = sp.errors + hp.errors + bp.errors + gets.errors() + sql_gets.errors() +
+                         latest.errors() + rows.errors() + versions.errors();
   // Latest, row and versions: {key, rounds, figures in process, through HTTP}.
   struct OtherRead {
     const char* key;
@@ -295,6 +289,9 @@ int RunHttp(const HttpOptions& o) {
     r.store = Summarize(r.rounds->store);
     r.http = Summarize(r.rounds->http);
   }
+  const Figures sql_store = Summarize(sql_gets.store), sql_bare = Summarize(sql_gets.http);
+  const double sql_get_ratio = sql_bare.per_s / std::max(sql_store.per_s, 1e-9);
+  const double get_ratio = fhg.per_s / std::max(fsg.per_s, 1e-9);
   const double store_cpu_us = CpuUsPerOp(sp), http_cpu_us = CpuUsPerOp(hp),
                bare_cpu_us = CpuUsPerOp(bp);
   const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
@@ -369,6 +366,14 @@ int RunHttp(const HttpOptions& o) {
   t.Add("CPU-bound ceiling of http / store gets",
         FormatNumber(get_ceiling_ratio, 3) + " (" + FormatNumber(cores, 0) +
             " cores / (store get + bare get CPU) / store gets/s)");
+  t.Add("bare SQL gets: store gets/s / bare gets/s (ratio), p99 ms (ratio)",
+        FormatNumber(sql_store.per_s, 0) + " / " + FormatNumber(sql_bare.per_s, 0) + " (" +
+            FormatNumber(sql_get_ratio, 3) + "), " + FormatNumber(sql_store.p99, 2) + " / " +
+            FormatNumber(sql_bare.p99, 2) + " (" +
+            FormatNumber(sql_bare.p99 / std::max(sql_store.p99, 1e-9), 2) +
+            "): the bound of an HTTP get with this library here");
+  t.Add("get_ratio / the bare SQL get's ratio",
+        FormatNumber(get_ratio / std::max(sql_get_ratio, 1e-9), 3));
   t.Add("get p50 http - store ms", FormatNumber(fhg.p50 - fsg.p50, 3));
   t.Add("get p50 http / store", FormatNumber(fhg.p50 / std::max(fsg.p50, 1e-9), 2));
   for (const OtherRead& r : other_reads)
@@ -414,7 +419,7 @@ int RunHttp(const HttpOptions& o) {
   j["http_get_p99_ms"] = Round(fhg.p99, 3);
   // Issue #50's targets: gets through HTTP at >= 0.6 of the same gets in
   // process, p99 at most 2x.
-  j["get_ratio"] = Round(fhg.per_s / std::max(fsg.per_s, 1e-9), 3);
+  j["get_ratio"] = Round(get_ratio, 3);
   j["get_p99_ratio"] = Round(fhg.p99 / std::max(fsg.p99, 1e-9), 3);
   j["get_rounds"] = static_cast<int>(get_rounds);
   j["bare_gets_per_s"] = Round(fbg.per_s, 1);
@@ -423,6 +428,14 @@ int RunHttp(const HttpOptions& o) {
   j["http_get_cpu_us"] = Round(http_get_cpu_us, 1);
   j["bare_get_cpu_us"] = Round(bare_get_cpu_us, 1);
   j["get_ratio_cpu_ceiling"] = Round(get_ceiling_ratio, 3);
+  // The same gets against a bare cpp-httplib server that runs the store's
+  // SELECT and nothing else (BareGetServer), in rounds alternating with
+  // store gets of their own.
+  j["bare_sql_gets_per_s"] = Round(sql_bare.per_s, 1);
+  j["bare_sql_get_ratio"] = Round(sql_get_ratio, 3);
+  j["bare_sql_get_p99_ratio"] = Round(sql_bare.p99 / std::max(sql_store.p99, 1e-9), 3);
+  j["bare_sql_get_cpu_us"] = Round(CpuUsPerOp(sql_gets.http), 1);
+  j["get_ratio_to_bare_sql"] = Round(get_ratio / std::max(sql_get_ratio, 1e-9), 3);
   // The issue's other reads, same clients and cells: <read>_ratio is HTTP /
   // in-process reads/s, <read>_p99_ratio HTTP p99 / in-process p99.
   for (const OtherRead& r : other_reads) {

@@ -92,9 +92,9 @@ Status BareClient::Post(const std::string& body) {
   return Send([&](httplib::Client& c) { return c.Post("/bare", body, "application/json"); });
 }
 
-Status BareClient::Get() {
-  return Send([](httplib::Client& c) {
-    auto res = c.Get("/bare");
+Status BareClient::Get(const std::string& target) {
+  return Send([&target](httplib::Client& c) {
+    auto res = c.Get(target);
     if (res && res->status == 200 &&
         !nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false).is_object())
       res->status = 502;

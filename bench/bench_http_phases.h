@@ -114,9 +114,9 @@ class BareClient {
   explicit BareClient(int port) : port_(port) {}
   // POSTs `body` to /bare; OK on a 200 answer.
   Status Post(const std::string& body);
-  // GETs /bare and parses the answer as cellar::Client parses a cell's; OK
-  // on a 200 answer holding a JSON object.
-  Status Get();
+  // GETs `target` and parses the answer as cellar::Client parses a cell's;
+  // OK on a 200 answer holding a JSON object.
+  Status Get(const std::string& target = "/bare");
 
  private:
   template <typename Call>
