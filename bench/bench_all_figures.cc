@@ -90,6 +90,20 @@ std::vector<FigureRow> PutRows(const Json& j) {
               "raw_rows_per_s", "closed_loop_ceiling_ratio");
   FigureRow of_closed =
       PlainRow(j, "cells/s / closed-loop ceiling rows/s", "ratio_to_closed_loop_ceiling", 3);
+  of_closed.target = Verdict(">= 0.8", AtLeast(Number(j, "ratio_to_closed_loop_ceiling"), 0.8));
+  // Phase H: the same callers through a group commit with no Cellar code,
+  // the faster of its two variants (bench/bench_put_bare_commit.h).
+  static const Json kNone = Json::object();
+  const Json& bare = j.contains("bare_group_commit") ? j["bare_group_commit"] : kNone;
+  std::optional<double> bare_best = Number(bare, "writer_answers_rows_per_s");
+  if (auto a = Number(bare, "answering_thread_rows_per_s"); a && (!bare_best || *a > *bare_best))
+    bare_best = a;
+  const std::optional<double> closed_rate = Number(j, "closed_loop_ceiling_rows_per_s");
+  FigureRow bare_rate = {"bare group commit rows/s (the same callers, no Cellar code)",
+                         Shown(bare_best, 0), Shown(closed_rate, 0),
+                         RatioShown(Quotient(bare_best, closed_rate)), ""};
+  FigureRow of_bare =
+      PlainRow(bare, "cells/s / bare group commit rows/s", "store_ratio_to_bare", 3);
   // The same SQL with the C x 10 rows callers blocked in put_batch offer at once.
   FigureRow batch_closed = RateRow(
       j, "put_batch closed-loop ceiling rows/s (C x 10 rows in flight)",
@@ -110,6 +124,8 @@ std::vector<FigureRow> PutRows(const Json& j) {
           of_ceiling,
           closed,
           of_closed,
+          bare_rate,
+          of_bare,
           batch_closed,
           batch_of_closed,
           async,
@@ -129,9 +145,18 @@ std::vector<FigureRow> HttpRows(const Json& j) {
   gets.target = Verdict(">= 0.6", AtLeast(Number(j, "get_ratio"), 0.6));
   FigureRow get_p99 = LatencyRow(j, "get latency p99 ms", "http_get_p99_ms", "store_get_p99_ms");
   get_p99.target = Verdict("<= 2x", AtMost(Number(j, "get_p99_ratio"), 2));
+  // The same gets against a bare server that runs the store's SELECT: the
+  // bound of any HTTP get with this library (bench/bench_http_bare_get.h).
   std::vector<FigureRow> rows = {
-      puts, gets, LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
-      get_p99};
+      puts,
+      gets,
+      LatencyRow(j, "get latency p50 ms", "http_get_p50_ms", "store_get_p50_ms"),
+      get_p99,
+      RateRow(j, "bare SQL gets/s (cpp-httplib + the store's SELECT, no Cellar code)",
+              "bare_sql_gets_per_s", "bare_sql_store_gets_per_s", "bare_sql_get_ratio"),
+      LatencyRow(j, "bare SQL get latency p99 ms", "bare_sql_get_p99_ms",
+                 "bare_sql_store_get_p99_ms"),
+      PlainRow(j, "get_ratio / bare SQL get ratio", "get_ratio_to_bare_sql", 3)};
   // Latest, row and versions reads carry the same targets as gets.
   for (const std::string read : {"latest", "row", "versions"}) {
     const std::string ratio = read + "_ratio", p99_ratio = read + "_p99_ratio";

@@ -223,5 +223,30 @@ TEST(BenchFiguresTest, HttpJudgesGetsAgainstTheSameGetsInProcess) {
   EXPECT_EQ(Find(rows, "row read latency p99 ms")->target, "<= 2x (met)");
 }
 
+// The bounds measured with no Cellar code sit next to the figures they bound.
+TEST(BenchFiguresTest, PutAndHttpShowTheirBareBounds) {
+  nlohmann::ordered_json put = {{"closed_loop_ceiling_rows_per_s", 40000.0},
+                                {"ratio_to_closed_loop_ceiling", 0.72}};
+  std::vector<FigureRow> rows = BenchFigureRows("put", put);
+  EXPECT_EQ(Find(rows, "cells/s / closed-loop ceiling")->target, ">= 0.8 (missed)");
+  EXPECT_EQ(Find(rows, "bare group commit rows/s")->value, "n/a");  // run without phase H
+  put["bare_group_commit"] = {{"writer_answers_rows_per_s", 28000.0},
+                              {"answering_thread_rows_per_s", 30000.0},
+                              {"store_ratio_to_bare", 0.96}};
+  rows = BenchFigureRows("put", put);
+  EXPECT_EQ(Find(rows, "bare group commit rows/s")->value, "30,000");  // the faster variant
+  EXPECT_EQ(Find(rows, "bare group commit rows/s")->ratio, "0.75x");
+  EXPECT_EQ(Find(rows, "cells/s / bare group commit")->value, "0.960");
+
+  nlohmann::ordered_json http = {
+      {"bare_sql_gets_per_s", 16000.0},   {"bare_sql_store_gets_per_s", 38000.0},
+      {"bare_sql_get_ratio", 0.421},      {"bare_sql_get_p99_ms", 2.2},
+      {"bare_sql_store_get_p99_ms", 1.1}, {"get_ratio_to_bare_sql", 0.95}};
+  rows = BenchFigureRows("http", http);
+  EXPECT_EQ(Find(rows, "bare SQL gets/s")->ratio, "0.42x");
+  EXPECT_EQ(Find(rows, "bare SQL get latency p99 ms")->ratio, "2.00x");
+  EXPECT_EQ(Find(rows, "get_ratio / bare SQL get ratio")->value, "0.950");
+}
+
 }  // namespace
 }  // namespace cellar::bench
