@@ -55,7 +55,17 @@ BareGetServer::~BareGetServer() {
 
 int BareGetServer::SelectCell(int i) {
   const CellWrite& c = lookup_(i);
-  const size_t host = config_.HostIndexForShard(ShardForRow(c.row_key, config_.shards));
+  // The config's host for the shard first; a shard moved since (--config on
+  // a cluster that moved shards) is found on another.
+  const size_t first = config_.HostIndexForShard(ShardForRow(c.row_key, config_.shards));
+  for (size_t k = 0; k < idle_.size(); ++k) {
+    const int status = SelectOnHost((first + k) % idle_.size(), c);
+    if (status != 404) return status;
+  }
+  return 404;
+}
+
+int BareGetServer::SelectOnHost(size_t host, const CellWrite& c) {
   std::unique_ptr<MysqlConnection> conn;
   {
     std::lock_guard<std::mutex> lock(mu_);

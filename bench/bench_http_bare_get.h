@@ -7,8 +7,9 @@
 //                      MariaDB connections: a get's exchange and its SQL with
 //                      no Cellar code between them, i.e. the bound of any HTTP
 //                      get in front of MariaDB with this library on this
-//                      machine. 404 when the cell is not there, 500 when the
-//                      query fails.
+//                      machine. The config's host for the cell's shard is
+//                      asked first, then the others (a moved shard). 404
+//                      when no host has the cell, 500 when a query fails.
 //
 // Threading: handlers run on the server's threads; Start() and the destructor
 // on one thread.
@@ -49,8 +50,10 @@ class BareGetServer {
  private:
   BareGetServer(const ClusterConfig& config, std::string datastore, std::string answer,
                 Lookup lookup);
-  // The SELECT of cell lookup(i): 200, 404 or 500.
+  // The SELECT of cell lookup(i): 200, 404 (on no host) or 500.
   int SelectCell(int i);
+  // The SELECT of `c` on mysql.hosts[host]: 200, 404 or 500.
+  int SelectOnHost(size_t host, const CellWrite& c);
 
   const ClusterConfig& config_;
   const std::string datastore_;
