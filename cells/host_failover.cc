@@ -292,7 +292,8 @@ Result<FailoverReport> FailoverHost(const ClusterConfig& config, const std::stri
                                                            : "; reopening the primary " + primary +
                                                                  " failed too: " + undo.message()));
     };
-    if (Status st = FenceServer(*pc, config, host); !st.ok()) return reopen(st);
+    if (Status st = FenceServer(*pc, config, host, options.catch_up_timeout_ms); !st.ok())
+      return reopen(st);
     report.fenced.push_back(primary);
     auto pos = pc->Query("SELECT @@gtid_binlog_pos");
     if (!pos.ok()) return reopen(pos.status());

@@ -3,8 +3,9 @@
 //
 // Planned (the primary answers):
 //   1. fence the primary (host_servers.h FenceServer): read_only, its write
-//      fence rows deleted, Cellar's connections on it killed; writes to the
-//      host are held by every writer from here (mysql.hold_writes);
+//      fence rows deleted, Cellar's connections on it killed and ended (a
+//      commit in progress finishes first); writes to the host are held by
+//      every writer from here (mysql.hold_writes);
 //   2. wait until the target replica has applied the primary's whole binlog
 //      (MASTER_GTID_WAIT);
 //   3. promote the target: replication stopped, topology epoch + 1 written on
@@ -38,7 +39,8 @@
 // the host, a host without replicas (nothing changed); FailedPrecondition
 // when the target does not replicate from the primary, when no replica can be
 // promoted, when loss cannot be ruled out, when another failover of the host
-// runs; DeadlineExceeded when the target does not catch up in time;
+// runs; DeadlineExceeded when the target does not catch up in time or a
+// connection the fence killed still runs after catch_up_timeout_ms;
 // Unavailable when a server fails mid-way (the message says which step).
 #pragma once
 
@@ -53,9 +55,11 @@
 namespace cellar {
 
 struct FailoverOptions {
-  std::string to;                       // "address:port" of the server to promote; "": choose
-  bool accept_loss = false;             // emergency: promote even when loss cannot be ruled out
-  int64_t catch_up_timeout_ms = 30000;  // for the target to apply the primary's binlog
+  std::string to;            // "address:port" of the server to promote; "": choose
+  bool accept_loss = false;  // emergency: promote even when loss cannot be ruled out
+  // Planned: for the fenced primary's killed connections to end, and for the
+  // target to apply the primary's binlog.
+  int64_t catch_up_timeout_ms = 30000;
 };
 
 struct FailoverReport {

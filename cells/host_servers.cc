@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "base/number_text.h"
 
 namespace cellar {
 namespace {
+
+// How often a fence looks whether the connections it killed have ended (a
+// commit in progress ends within milliseconds).
+constexpr std::chrono::milliseconds kKilledConnectionPoll{5};
 
 // A string literal for the few administration statements MariaDB does not
 // prepare (CHANGE MASTER TO): quotes and backslashes escaped.
@@ -176,8 +181,8 @@ Status OpenAsPrimary(MysqlConnection& conn, const MysqlHostConfig& host) {
   return conn.ExecuteDdl("SET GLOBAL read_only = OFF");
 }
 
-Status FenceServer(MysqlConnection& conn, const ClusterConfig& config,
-                   const MysqlHostConfig& host) {
+Status FenceServer(MysqlConnection& conn, const ClusterConfig& config, const MysqlHostConfig& host,
+                   int64_t timeout_ms) {
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl("SET GLOBAL read_only = ON"));
   // Not in the binlog: fence rows are this server's own (write_fence.h).
   CELLAR_RETURN_IF_ERROR(conn.ExecuteDdl("SET SESSION sql_log_bin = 0"));
@@ -191,12 +196,32 @@ Status FenceServer(MysqlConnection& conn, const ClusterConfig& config,
       auto ids, conn.Query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?"
                            " AND ID <> CONNECTION_ID() AND COMMAND NOT LIKE 'Binlog Dump%'",
                            {SqlParam(config.mysql.user)}));
+  std::string killed;  // "id,id,..."
   for (const SqlRow& row : ids) {
     // A connection that ended meanwhile is not an error (1094: unknown thread).
     Status st = conn.ExecuteDdl("KILL CONNECTION " + std::to_string(row.Uint(0)));
     if (!st.ok() && st.message().find("(error 1094)") == std::string::npos) return st;
+    killed += (killed.empty() ? "" : ",") + std::to_string(row.Uint(0));
   }
-  return Status::Ok();
+  if (killed.empty()) return Status::Ok();
+  // KILL returns before its connection has ended: one in the middle of a
+  // commit still writes it to the binlog (its client sees a lost connection),
+  // and read_only does not stop Cellar's user from starting one. Until every
+  // killed connection is gone, the binlog may still grow.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    CELLAR_ASSIGN_OR_RETURN(auto left,
+                            conn.Query("SELECT GROUP_CONCAT(ID) FROM information_schema.PROCESSLIST"
+                                       " WHERE FIND_IN_SET(ID, ?)",
+                                       {SqlParam(killed)}));
+    if (left.empty() || left[0].IsNull(0)) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline)
+      return DeadlineExceeded("connections " + left[0].Bytes(0) + " of user " + config.mysql.user +
+                              " on server " + conn.endpoint().address + ":" +
+                              std::to_string(conn.endpoint().port) + " still run " +
+                              std::to_string(timeout_ms) + " ms after they were killed");
+    std::this_thread::sleep_for(kKilledConnectionPoll);
+  }
 }
 
 Status WaitForPosition(MysqlConnection& conn, const std::string& position, int64_t timeout_ms) {

@@ -93,8 +93,11 @@ std::vector<ServerState> InspectHost(const ClusterConfig& config, const MysqlHos
 // the transactions holding them; every later cells INSERT fails until its
 // connection registers again, which verifies the primary) and every
 // connection of Cellar's MySQL user killed except replication and `conn`.
+// Returns once the killed connections have ended, so no commit of theirs can
+// reach the binlog afterwards; DeadlineExceeded (naming them) when some still
+// run after `timeout_ms`.
 [[nodiscard]] Status FenceServer(MysqlConnection& conn, const ClusterConfig& config,
-                                 const MysqlHostConfig& host);
+                                 const MysqlHostConfig& host, int64_t timeout_ms);
 // MASTER_GTID_WAIT: OK once `conn`'s server has applied `position`;
 // DeadlineExceeded after `timeout_ms`.
 [[nodiscard]] Status WaitForPosition(MysqlConnection& conn, const std::string& position,

@@ -99,7 +99,12 @@ TEST(FailoverPipelineTest, RelayPublishesEveryCellOnceThroughPlannedAndEmergency
         std::string out;
         return p.first->Execute(heartbeat_sql, &out) && out == "2\t1\n";
       },
-      30s));
+      30s))
+      << [&] {
+           std::string out;
+           (void)p.first->Execute(heartbeat_sql + "; SHOW SLAVE STATUS", &out);
+           return out;
+         }();
 
   // Emergency: the new primary dies; the first server (its replica now) takes over.
   second->Kill();

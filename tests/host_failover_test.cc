@@ -1,6 +1,7 @@
 // Failover of a MySQL host on real MariaDB servers replicating with GTIDs and
 // lossless semi-synchronous replication (cells/host_failover.h): bootstrap,
-// bad input, a planned switch under load, an emergency switch after SIGKILL,
+// bad input, a planned switch under load, a planned switch whose fence
+// interrupts a commit, an emergency switch after SIGKILL,
 // a refusal when semi-sync had fallen back to async, an old primary that
 // comes back writable by mistake, and reads (cells and index queries) from
 // the replica.
@@ -219,6 +220,80 @@ TEST_F(HostFailoverTest, PlannedFailoverUnderLoadFailsNoWrite) {
   Result<FailoverReport> again = FailoverHost(config_, "fo_p", FailoverOptions{Label(*replica_)});
   ASSERT_OK(again.status());
   EXPECT_EQ("none", again->kind);
+}
+
+// KILL CONNECTION returns before a killed connection that is committing has
+// ended: its commit can still reach the binlog afterwards (its client sees
+// "Lost connection"). Found in CI: a semi-sync heartbeat, which Cellar's user
+// may write through read_only, committed on the old primary after the fence
+// had read its GTID position, so the new primary lacked it and the old one
+// could no longer replicate from it. These tests make the primary read_only
+// already (so the fence's own read_only does not wait for the commit) and
+// every commit wait `commit_wait_ms` in the binlog group commit: the fence
+// kills one mid-commit. The INSERT's client is killed; the test reads its
+// outcome from the servers.
+class FenceInterruptsACommitTest : public HostFailoverTest {
+ protected:
+  void StartCommit(int commit_wait_ms) {
+    StartServers();
+    ASSERT_TRUE(primary_->Execute("CREATE TABLE cellar_fo_p.late_commit (id INT PRIMARY KEY)"));
+    ASSERT_TRUE(WaitFor([&] { return LateRows(*replica_) == "0"; }, 10s));
+    ASSERT_TRUE(
+        primary_->Execute("SET GLOBAL read_only = ON, GLOBAL binlog_commit_wait_count = 1000,"
+                          " GLOBAL binlog_commit_wait_usec = " +
+                          std::to_string(commit_wait_ms * 1000)));
+    late_ = std::thread(
+        [&] { (void)primary_->Execute("INSERT INTO cellar_fo_p.late_commit VALUES (1)"); });
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return Ask(*primary_,
+                     "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'Commit'"
+                     " AND INFO LIKE 'INSERT INTO cellar_fo_p.late_commit%'") == "1";
+        },
+        10s))
+        << "the INSERT never reached its commit";
+  }
+  void TearDown() override {
+    if (late_.joinable()) late_.join();
+  }
+  static std::string LateRows(const PrivateMariaDb& db) {
+    return Ask(db, "SELECT COUNT(*) FROM cellar_fo_p.late_commit");
+  }
+  std::thread late_;
+};
+
+TEST_F(FenceInterruptsACommitTest, PlannedFailoverKeepsIt) {
+  ASSERT_NO_FATAL_FAILURE(StartCommit(2000));
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", FailoverOptions{});
+  ASSERT_OK(r.status());
+  EXPECT_EQ("planned", r->kind);
+  ASSERT_TRUE(primary_->Execute("SET GLOBAL binlog_commit_wait_count = 0"));
+  // Committed on the old primary, so the new one holds it too.
+  EXPECT_EQ("1", LateRows(*primary_));
+  EXPECT_EQ("1", LateRows(*replica_));
+  // And the old primary replicates from the new one.
+  ASSERT_OK(store_->Put("trips", Write(1)).status());
+  EXPECT_TRUE(WaitFor([&] { return Cells(*primary_) == 1 && Cells(*replica_) == 1; }, 10s))
+      << Ask(*primary_, "SHOW SLAVE STATUS");
+}
+
+TEST_F(FenceInterruptsACommitTest, OneOutlastingTheCatchUpTimeoutRefusesTheFailover) {
+  ASSERT_NO_FATAL_FAILURE(StartCommit(4000));
+  FailoverOptions options;
+  options.catch_up_timeout_ms = 1000;
+  Result<FailoverReport> r = FailoverHost(config_, "fo_p", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(StatusCode::kDeadlineExceeded, r.status().code()) << r.status().ToString();
+  EXPECT_NE(std::string::npos,
+            r.status().message().find("still run 1000 ms after they were killed"))
+      << r.status().ToString();
+  EXPECT_NE(std::string::npos, r.status().message().find("nothing changed"))
+      << r.status().ToString();
+  // The commit lands on the primary, which still is the primary.
+  EXPECT_TRUE(WaitFor([&] { return LateRows(*replica_) == "1"; }, 10s));
+  ASSERT_TRUE(primary_->Execute("SET GLOBAL binlog_commit_wait_count = 0"));
+  EXPECT_EQ("0", Ask(*primary_, "SELECT @@read_only"));
+  ASSERT_OK(store_->Put("trips", Write(1)).status());
 }
 
 TEST_F(HostFailoverTest, EmergencyFailoverKeepsEveryAcknowledgedWrite) {

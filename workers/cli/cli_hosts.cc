@@ -29,7 +29,8 @@ void AddHostCommands(CLI::App& app, const GlobalOptions& g) {
                      "report which");
   failover
       ->add_option("--catch-up-timeout-ms", a->options.catch_up_timeout_ms,
-                   "how long the target may take to apply the primary's binlog")
+                   "how long the primary's killed connections may take to end, and the "
+                   "target to apply the primary's binlog")
       ->transform(DecimalInteger<int64_t>());
   failover->callback([a, &g] {
     ClusterConfig cfg = LoadConfigOrExit(g);
