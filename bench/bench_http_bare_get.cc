@@ -15,7 +15,14 @@ BareGetServer::BareGetServer(const ClusterConfig& config, std::string datastore,
       datastore_(std::move(datastore)),
       answer_(std::move(answer)),
       lookup_(std::move(lookup)),
-      idle_(config.mysql.hosts.size()) {}
+      idle_(config.mysql.hosts.size()) {
+  // The store's statement (CellStore::GetCell), with nothing around it.
+  for (const MysqlHostConfig& host : config_.mysql.hosts)
+    select_sql_.push_back(
+        std::string("SELECT ") + internal::kCellColumns + " FROM " +
+        QualifiedTable(config_.HostDatabase(host), internal::CellsTableName(datastore_)) +
+        " WHERE row_key = ? AND column_name = ? AND ref_key = ? AND created_at >= ?");
+}
 
 Result<std::unique_ptr<BareGetServer>> BareGetServer::Start(const ClusterConfig& config,
                                                             std::string datastore,
@@ -79,13 +86,8 @@ int BareGetServer::SelectOnHost(size_t host, const CellWrite& c) {
     if (!connected.ok()) return 500;
     conn = std::move(connected).value();
   }
-  // The store's statement (CellStore::GetCell), with nothing around it.
-  const std::string sql =
-      std::string("SELECT ") + internal::kCellColumns + " FROM " +
-      QualifiedTable(config_.HostDatabase(config_.mysql.hosts[host]),
-                     internal::CellsTableName(datastore_)) +
-      " WHERE row_key = ? AND column_name = ? AND ref_key = ? AND created_at >= ?";
-  auto rows = conn->Query(sql, {c.row_key.ToBytes(), c.column, c.ref_key, int64_t{0}});
+  auto rows =
+      conn->Query(select_sql_[host], {c.row_key.ToBytes(), c.column, c.ref_key, int64_t{0}});
   if (!rows.ok()) return 500;  // the connection is dropped
   std::lock_guard<std::mutex> lock(mu_);
   idle_[host].push_back(std::move(conn));

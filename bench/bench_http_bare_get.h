@@ -63,6 +63,7 @@ class BareGetServer {
   std::thread thread_;
   int port_ = -1;
   std::mutex mu_;
+  std::vector<std::string> select_sql_;  // per host: the store's SELECT, built once
   std::vector<std::vector<std::unique_ptr<MysqlConnection>>> idle_;  // per host
 };
 
