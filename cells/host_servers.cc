@@ -201,7 +201,8 @@ Status FenceServer(MysqlConnection& conn, const ClusterConfig& config, const Mys
     // A connection that ended meanwhile is not an error (1094: unknown thread).
     Status st = conn.ExecuteDdl("KILL CONNECTION " + std::to_string(row.Uint(0)));
     if (!st.ok() && st.message().find("(error 1094)") == std::string::npos) return st;
-    killed += (killed.empty() ? "" : ",") + std::to_string(row.Uint(0));
+    if (!killed.empty()) killed += ',';
+    killed += std::to_string(row.Uint(0));
   }
   if (killed.empty()) return Status::Ok();
   // KILL returns before its connection has ended: one in the middle of a
