@@ -74,6 +74,9 @@ Status ArgumentErrors(const ClusterConfig& config, const std::string& name,
   }
   if (*index == config.mysql.hosts.size())
     return InvalidArgument("no host '" + name + "' in the config (hosts: " + names + ")");
+  if (options.catch_up_timeout_ms <= 0)
+    return InvalidArgument("catch_up_timeout_ms must be positive (got " +
+                           std::to_string(options.catch_up_timeout_ms) + ")");
   const MysqlHostConfig& host = config.mysql.hosts[*index];
   if (host.replicas.empty())
     return InvalidArgument("host " + host.name + " has no replicas (mysql.hosts[" +

@@ -36,7 +36,8 @@
 // holding commits the primary lacks (`diverged`).
 //
 // Errors: InvalidArgument for an unknown host, a `to` that is not a server of
-// the host, a host without replicas (nothing changed); FailedPrecondition
+// the host, a host without replicas, a catch_up_timeout_ms <= 0 (nothing
+// changed); FailedPrecondition
 // when the target does not replicate from the primary, when no replica can be
 // promoted, when loss cannot be ruled out, when another failover of the host
 // runs; DeadlineExceeded when the target does not catch up in time or a

@@ -159,14 +159,18 @@ TEST_F(HostFailoverTest, BadInputIsRefusedAndChangesNothing) {
   two.mysql.hosts.push_back(other);
   struct Case {
     std::string host, to, says;
+    int64_t catch_up_timeout_ms = 30000;
   } cases[] = {
       {"nope", "", "no host 'nope'"},
       {"fo_p", "127.0.0.1:1", "belongs to host lonely"},
       {"fo_p", "10.9.9.9:3306", "is not a server of host fo_p"},
       {"lonely", "", "host lonely has no replicas"},
+      {"fo_p", "", "catch_up_timeout_ms must be positive (got 0)", 0},
+      {"fo_p", "", "catch_up_timeout_ms must be positive (got -5)", -5},
   };
   for (const Case& c : cases) {
-    Result<FailoverReport> r = FailoverHost(two, c.host, FailoverOptions{c.to});
+    Result<FailoverReport> r =
+        FailoverHost(two, c.host, FailoverOptions{c.to, false, c.catch_up_timeout_ms});
     ASSERT_FALSE(r.ok()) << c.host << " --to " << c.to;
     EXPECT_EQ(StatusCode::kInvalidArgument, r.status().code()) << r.status().ToString();
     EXPECT_NE(std::string::npos, r.status().message().find(c.says)) << r.status().ToString();
